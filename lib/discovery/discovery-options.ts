@@ -1,0 +1,9 @@
+import type { JobDefaults } from './job-registry.js';
+
+export interface JobsDiscoveryOptions {
+  defaults?: JobDefaults;
+  externalJobs?: readonly string[];
+  ignoreUnregistered?: boolean;
+}
+
+export const JOBS_DISCOVERY_OPTIONS = Symbol('JOBS_DISCOVERY_OPTIONS');

@@ -1,0 +1,84 @@
+import { Injectable, type Type } from '@nestjs/common';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
+import { DEFAULT_BACKOFF, JobsError, type BackoffOptions, type JobHandler } from '../model/index.js';
+import { getJobMetadata, type JobOptions } from './job.decorator.js';
+
+export interface ResolvedJobOptions {
+  queue: string;
+  maxAttempts: number;
+  backoff: BackoffOptions;
+  timeout: number | null;
+  priority: number;
+}
+
+export interface RegisteredJob {
+  name: string;
+  metatype: Type<JobHandler>;
+  options: ResolvedJobOptions;
+  /** The static instance; absent for request-scoped or durable handlers. */
+  instance?: JobHandler;
+  wrapper: InstanceWrapper;
+}
+
+export interface JobDefaults {
+  maxAttempts?: number;
+  backoff?: BackoffOptions;
+  timeout?: number;
+}
+
+/** The job names this application knows, found once at start by the explorer. */
+@Injectable()
+export class JobRegistry {
+  private readonly byName = new Map<string, RegisteredJob>();
+  private readonly external = new Set<string>();
+  private defaults: JobDefaults = {};
+
+  configure(defaults: JobDefaults, externalJobs: readonly string[]): void {
+    this.defaults = defaults;
+    for (const name of externalJobs) this.external.add(name);
+  }
+
+  register(metatype: Type<JobHandler>, wrapper: InstanceWrapper): RegisteredJob {
+    const meta = getJobMetadata(metatype)!;
+    const existing = this.byName.get(meta.name);
+    if (existing && existing.metatype !== metatype) {
+      throw new JobsError(
+        `Job name "${meta.name}" is used by two classes: ${existing.metatype.name} and ${metatype.name}. ` +
+          `Potential fix: give one of them another name in @Job('...'); names identify stored jobs, so they must be unique in an application.`,
+      );
+    }
+    const job: RegisteredJob = { name: meta.name, metatype, options: this.resolve(meta.options), wrapper };
+    this.byName.set(meta.name, job);
+    return job;
+  }
+
+  private resolve(o: JobOptions): ResolvedJobOptions {
+    return {
+      queue: o.queue ?? 'default',
+      maxAttempts: o.maxAttempts ?? this.defaults.maxAttempts ?? 3,
+      backoff: o.backoff ?? this.defaults.backoff ?? DEFAULT_BACKOFF,
+      timeout: o.timeout ?? this.defaults.timeout ?? null,
+      priority: o.priority ?? 0,
+    };
+  }
+
+  get(name: string): RegisteredJob | undefined {
+    return this.byName.get(name);
+  }
+
+  isExternal(name: string): boolean {
+    return this.external.has(name);
+  }
+
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  all(): RegisteredJob[] {
+    return [...this.byName.values()];
+  }
+
+  queues(): string[] {
+    return [...new Set(this.all().map((j) => j.options.queue))];
+  }
+}

@@ -1,0 +1,50 @@
+import { Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import { JobsError, type JobHandler } from '../model/index.js';
+import { DECORATED_JOB_CLASSES, getJobMetadata } from './job.decorator.js';
+import { JobRegistry } from './job-registry.js';
+import { JOBS_DISCOVERY_OPTIONS, type JobsDiscoveryOptions } from './discovery-options.js';
+
+/**
+ * Finds `@Job` classes among the providers of every module. It reads class
+ * metadata only: touching instances of unrelated providers could run their
+ * getters or resolve scoped trees for nothing.
+ */
+@Injectable()
+export class JobsExplorer implements OnModuleInit {
+  private readonly logger = new Logger('JobsExplorer');
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly registry: JobRegistry,
+    @Inject(JOBS_DISCOVERY_OPTIONS) private readonly options: JobsDiscoveryOptions,
+  ) {}
+
+  onModuleInit(): void {
+    this.registry.configure(this.options.defaults ?? {}, this.options.externalJobs ?? []);
+    const found = new Set<Type>();
+    for (const wrapper of this.discovery.getProviders()) {
+      const metatype = wrapper.metatype as Type | undefined;
+      // Factory and value providers have no class of their own to read.
+      if (!metatype || wrapper.inject || !getJobMetadata(metatype)) continue;
+      if (typeof (metatype.prototype as Partial<JobHandler>).run !== 'function') {
+        throw new JobsError(
+          `${metatype.name} is marked @Job('${getJobMetadata(metatype)!.name}') but has no run(payload, ctx) method. ` +
+            `Potential fix: implement JobHandler and add "async run(payload, ctx) { … }".`,
+        );
+      }
+      this.registry.register(metatype as Type<JobHandler>, wrapper);
+      found.add(metatype);
+    }
+    const externals = new Set(this.options.externalJobs ?? []);
+    for (const cls of DECORATED_JOB_CLASSES) {
+      const name = getJobMetadata(cls)!.name;
+      if (found.has(cls) || externals.has(name) || this.options.ignoreUnregistered) continue;
+      throw new JobsError(
+        `${cls.name} is marked @Job('${name}') but is not registered as a provider in any module, so nothing would run it. ` +
+          `Potential fix: add ${cls.name} to the "providers" of a module, or list '${name}' in JobsModule's "externalJobs" when another service runs it.`,
+      );
+    }
+    this.logger.log(`Found ${found.size} job handler(s): ${this.registry.names().join(', ') || '(none)'}`);
+  }
+}

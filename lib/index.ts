@@ -1,0 +1,35 @@
+export { JobsModule } from './jobs.module.js';
+export type {
+  JobsModuleOptions,
+  JobsModuleRootOptions,
+  JobsModuleAsyncOptions,
+  JobsOptionsFactory,
+  JobsConnectionOptions,
+} from './jobs-options.interface.js';
+export { JOBS_DATA_SOURCE } from './jobs-options.interface.js';
+export { Job, type JobOptions } from './discovery/job.decorator.js';
+export type { JobDefaults } from './discovery/job-registry.js';
+export { JobQueue, type EnqueueItem, type JobRef } from './queue/job-queue.service.js';
+export type { EnqueueOptions } from './queue/queue-options.js';
+export type { WorkerOptions } from './worker/worker-options.js';
+export { createJobsMigrations } from './storage/schema-migrator.js';
+export type { EmbeddedPostgresOptions } from './storage/embedded-postgres.js';
+export {
+  Clock,
+  SystemClock,
+  JobsError,
+  PermanentJobError,
+  JobTimeoutError,
+  JobCancelledError,
+  type BackoffOptions,
+  type BackoffFunction,
+  type JobHandler,
+  type JobContext,
+  type JobLogger,
+  type PayloadOf,
+  type JobInfo,
+  type JobExecution,
+  type JobState,
+  type ExecutionState,
+  type SerializedError,
+} from './model/index.js';

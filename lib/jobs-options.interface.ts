@@ -1,0 +1,51 @@
+import type { ModuleMetadata, Type, InjectionToken, OptionalFactoryDependency } from '@nestjs/common';
+import type { DataSource, DataSourceOptions } from 'typeorm';
+import type { JobDefaults } from './discovery/job-registry.js';
+import type { Clock } from './model/index.js';
+import type { EmbeddedPostgresOptions } from './storage/embedded-postgres.js';
+import type { WorkerOptions } from './worker/worker-options.js';
+
+type PostgresConnectionOptions = Extract<DataSourceOptions, { type: 'postgres' }>;
+export type JobsConnectionOptions = Partial<Omit<PostgresConnectionOptions, 'type' | 'entities' | 'migrations'>>;
+
+export interface JobsModuleOptions {
+  /** Share the app's TypeORM DataSource (e.g. from @nestjs/typeorm); the app keeps owning it. */
+  dataSource?: DataSource;
+  /** A postgres URL or TypeORM postgres options: the module owns and closes this connection. */
+  connection?: string | JobsConnectionOptions;
+  /** Options of the embedded development database, used when neither of the above is given. */
+  embedded?: EmbeddedPostgresOptions;
+  /** The PostgreSQL schema holding every table; default `jobs`. */
+  schema?: string;
+  /** Create and migrate the schema at start (default true); false when the app runs `createJobsMigrations()` itself. */
+  migrationsRun?: boolean;
+  worker?: WorkerOptions;
+  /** Defaults for jobs whose @Job options leave them out. */
+  defaults?: JobDefaults;
+  /** Job names this app may enqueue although another service runs them. */
+  externalJobs?: string[];
+  /** Largest accepted payload, in bytes of JSON; default 256 KiB. */
+  maxPayloadBytes?: number;
+  /** Replaces the system clock (tests). */
+  clock?: Clock;
+}
+
+export interface JobsModuleRootOptions extends JobsModuleOptions {
+  /** Register JobQueue & co. for every module; default true. */
+  isGlobal?: boolean;
+}
+
+export interface JobsOptionsFactory {
+  createJobsOptions(): Promise<JobsModuleOptions> | JobsModuleOptions;
+}
+
+export interface JobsModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  isGlobal?: boolean;
+  inject?: Array<InjectionToken | OptionalFactoryDependency>;
+  useFactory?: (...args: any[]) => Promise<JobsModuleOptions> | JobsModuleOptions; // eslint-disable-line @typescript-eslint/no-explicit-any
+  useClass?: Type<JobsOptionsFactory>;
+  useExisting?: Type<JobsOptionsFactory>;
+}
+
+export const JOBS_MODULE_OPTIONS = Symbol('JOBS_MODULE_OPTIONS');
+export const JOBS_DATA_SOURCE = Symbol('JOBS_DATA_SOURCE');

@@ -1,0 +1,39 @@
+/** How long to wait before attempt `attempt + 1`, given that `attempt` failed. */
+export type BackoffFunction = (attempt: number, error: unknown) => number;
+
+export type BackoffOptions =
+  | { type: 'fixed'; delay: number; jitter?: boolean }
+  | { type: 'exponential'; delay: number; maxDelay?: number; jitter?: boolean }
+  | BackoffFunction;
+
+export const DEFAULT_BACKOFF: BackoffOptions = { type: 'exponential', delay: 1_000, maxDelay: 3_600_000, jitter: true };
+const DEFAULT_MAX_DELAY = 3_600_000;
+
+/**
+ * Milliseconds until the next attempt. Jitter spreads retries of jobs that
+ * failed together (a dead downstream) so they do not return as one herd; it
+ * only ever shortens the delay, so "at least delay" never holds but "at most"
+ * always does, and a test can bound it.
+ */
+export function computeBackoff(
+  backoff: BackoffOptions,
+  attempt: number,
+  error: unknown,
+  random: () => number = Math.random,
+): number {
+  if (typeof backoff === 'function') {
+    return Math.max(0, Math.floor(backoff(attempt, error)));
+  }
+  let delay: number;
+  if (backoff.type === 'fixed') {
+    delay = backoff.delay;
+  } else {
+    const max = backoff.maxDelay ?? DEFAULT_MAX_DELAY;
+    delay = Math.min(max, backoff.delay * 2 ** Math.max(0, attempt - 1));
+  }
+  if (backoff.jitter) {
+    // "Equal jitter": keep half, randomise the other half.
+    delay = delay / 2 + random() * (delay / 2);
+  }
+  return Math.max(0, Math.floor(delay));
+}

@@ -1,0 +1,18 @@
+/**
+ * The one source of time (DESIGN rule 7). Every "now" that decides whether a
+ * job may run, when it retries or when a lease expires comes from here, so a
+ * test can move time instead of sleeping.
+ */
+export abstract class Clock {
+  abstract now(): Date;
+  /** Called with a listener that wants to know when time jumps (manual clocks). */
+  onChange(_listener: () => void): () => void {
+    return () => undefined;
+  }
+}
+
+export class SystemClock extends Clock {
+  now(): Date {
+    return new Date();
+  }
+}

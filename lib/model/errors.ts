@@ -1,0 +1,61 @@
+/** Every error the library throws at a call site or a start-up check. */
+export class JobsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JobsError';
+  }
+}
+
+/**
+ * Thrown by a handler to fail the job at once, without spending the remaining
+ * attempts: retrying cannot fix a malformed payload or a deleted record.
+ */
+export class PermanentJobError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PermanentJobError';
+  }
+}
+
+export class JobTimeoutError extends Error {
+  constructor(jobName: string, timeoutMs: number) {
+    super(`Job "${jobName}" timed out after ${timeoutMs} ms`);
+    this.name = 'JobTimeoutError';
+  }
+}
+
+export class JobCancelledError extends Error {
+  constructor(jobId: string) {
+    super(`Job ${jobId} was cancelled`);
+    this.name = 'JobCancelledError';
+  }
+}
+
+/** Why a worker gave a job back while it was running. */
+export class WorkerShutdownError extends Error {
+  constructor() {
+    super('The worker shut down before the job finished; it was handed back');
+    this.name = 'WorkerShutdownError';
+  }
+}
+
+export interface SerializedError {
+  name: string;
+  message: string;
+  stack?: string;
+}
+
+export function serializeError(error: unknown): SerializedError {
+  if (error instanceof Error) {
+    return { name: error.name, message: error.message, stack: error.stack };
+  }
+  return { name: 'Error', message: typeof error === 'string' ? error : safeString(error) };
+}
+
+function safeString(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

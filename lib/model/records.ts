@@ -1,0 +1,94 @@
+import type { BatchState, ExecutionState, JobState } from './job-state.js';
+import type { SerializedError } from './errors.js';
+
+/** A job as a worker receives it from a claim: only what running it needs. */
+export interface ClaimedJob {
+  id: string;
+  name: string;
+  queue: string;
+  payload: unknown;
+  attempt: number;
+  maxAttempts: number;
+  timeoutMs: number | null;
+  batchId: string | null;
+}
+
+/** What the worker decided about one finished attempt. */
+export type AttemptOutcome =
+  | { kind: 'succeeded'; result: unknown }
+  | { kind: 'retry'; error: SerializedError; retryAt: Date }
+  | { kind: 'failed'; error: SerializedError }
+  | { kind: 'cancelled'; error: SerializedError };
+
+export interface FinishedAttempt {
+  job: ClaimedJob;
+  outcome: AttemptOutcome;
+}
+
+/** A row to insert: what `JobQueue` turns a call into. */
+export interface NewJob {
+  id: string;
+  name: string;
+  queue: string;
+  /** Already serialised (and size-checked) by the queue, so it is encoded once. */
+  payloadJson: string;
+  state: 'queued' | 'waiting';
+  priority: number;
+  runAt: Date;
+  maxAttempts: number;
+  timeoutMs: number | null;
+  batchId?: string | null;
+  groupKey?: string | null;
+  uniqueKey?: string | null;
+  remainingDependencies?: number;
+  traceContext?: Record<string, string> | null;
+}
+
+export interface JobExecution {
+  attempt: number;
+  workerId: string | null;
+  state: ExecutionState;
+  startedAt: Date | null;
+  endedAt: Date | null;
+  error: SerializedError | null;
+}
+
+/** What `JobQueue.get(id)` returns. */
+export interface JobInfo {
+  id: string;
+  name: string;
+  queue: string;
+  payload: unknown;
+  state: JobState;
+  priority: number;
+  attempt: number;
+  maxAttempts: number;
+  runAt: Date;
+  createdAt: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  progress: number | null;
+  progressMessage: string | null;
+  result: unknown;
+  lastError: SerializedError | null;
+  workerId: string | null;
+  batchId: string | null;
+  cancelRequested: boolean;
+  executions: JobExecution[];
+}
+
+export interface BatchInfo {
+  id: string;
+  name: string | null;
+  state: BatchState;
+  total: number;
+  pending: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  skipped: number;
+  progress: number;
+  createdAt: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+}

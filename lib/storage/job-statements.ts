@@ -1,0 +1,150 @@
+import { quoteIdent } from './schema-migrations.js';
+
+/**
+ * The hot-path SQL for one schema, built once. Statements take JSON record
+ * sets so any number of rows costs one round trip and one prepared plan.
+ */
+export function jobStatements(schema: string) {
+  const s = quoteIdent(schema);
+  return {
+    insert: `WITH ins AS (
+      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms,
+                            batch_id, group_key, unique_key, remaining_dependencies, trace_context, created_at)
+      SELECT id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms,
+             batch_id, group_key, unique_key, coalesce(remaining_dependencies, 0), trace_context, $2
+      FROM jsonb_to_recordset($1::jsonb) AS t(id uuid, name text, queue text, payload jsonb, state text,
+           priority int, run_at timestamptz, max_attempts int, timeout_ms int, batch_id uuid, group_key text,
+           unique_key text, remaining_dependencies int, trace_context jsonb)
+      RETURNING queue, state, run_at
+    )
+    SELECT pg_notify($3, 'q:' || queue) FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued' AND run_at <= $2) n`,
+
+    claim: `WITH c AS (
+      SELECT id FROM ${s}.job
+      WHERE state = 'queued' AND queue = $1 AND run_at <= $2 AND name = ANY($3::text[])
+      ORDER BY priority DESC, run_at, id
+      LIMIT $4
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE ${s}.job j
+       SET state = 'active', attempt = j.attempt + 1, worker_id = $5, started_at = $2,
+           lease_expires_at = $2 + make_interval(secs => $6::float8 / 1000), cancel_requested = false
+      FROM c WHERE j.id = c.id
+    RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at`,
+
+    succeed: `UPDATE ${s}.job j
+       SET state = 'succeeded', completed_at = $3, result = v.result, lease_expires_at = NULL,
+           progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END
+      FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, attempt int, result jsonb)
+     WHERE j.id = v.id AND j.attempt = v.attempt AND j.worker_id = $2 AND j.state = 'active'
+    RETURNING j.id`,
+
+    // A failed attempt leaves a history row; the job row moves on in the same statement.
+    fail: `WITH v AS (
+      SELECT * FROM jsonb_to_recordset($1::jsonb)
+        AS v(id uuid, attempt int, state text, exec_state text, error jsonb, run_at timestamptz)
+    ), u AS (
+      UPDATE ${s}.job j
+         SET state = v.state, run_at = coalesce(v.run_at, j.run_at), last_error = v.error,
+             lease_expires_at = NULL,
+             worker_id = CASE WHEN v.state = 'queued' THEN NULL ELSE j.worker_id END,
+             completed_at = CASE WHEN v.state = 'queued' THEN NULL ELSE $3::timestamptz END
+        FROM v WHERE j.id = v.id AND j.attempt = v.attempt AND j.worker_id = $2 AND j.state = 'active'
+      RETURNING j.id, j.attempt, j.started_at, v.exec_state, v.error
+    ), ex AS (
+      INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
+      SELECT id, attempt, $2, exec_state, started_at, $3, error FROM u
+    )
+    SELECT id FROM u`,
+
+    renew: `UPDATE ${s}.job j
+       SET lease_expires_at = $3 + make_interval(secs => $4::float8 / 1000)
+      FROM unnest($1::uuid[], $5::int[]) AS h(id, attempt)
+     WHERE j.id = h.id AND j.attempt = h.attempt AND j.worker_id = $2 AND j.state = 'active'
+    RETURNING j.id, j.cancel_requested`,
+
+    // Shutdown hand-back: the attempt did not fail, so it is not spent. Without
+    // an error ($4) the jobs never started and leave no history.
+    handBack: `WITH u AS (
+      UPDATE ${s}.job j
+         SET state = 'queued', attempt = j.attempt - 1, run_at = $3, worker_id = NULL, lease_expires_at = NULL
+        FROM unnest($1::uuid[], $5::int[]) AS h(id, attempt)
+       WHERE j.id = h.id AND j.attempt = h.attempt AND j.worker_id = $2 AND j.state = 'active'
+      RETURNING j.id, h.attempt, j.started_at, j.queue
+    ), ex AS (
+      INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
+      SELECT id, attempt, $2, 'interrupted', started_at, $3, $4::jsonb FROM u
+    )
+    SELECT pg_notify($6, 'q:' || queue) FROM (SELECT DISTINCT queue FROM u) q`,
+
+    rescue: `WITH x AS (
+      SELECT id, worker_id FROM ${s}.job
+       WHERE state = 'active' AND lease_expires_at < $1
+       ORDER BY lease_expires_at LIMIT $2
+       FOR UPDATE SKIP LOCKED
+    ), u AS (
+      UPDATE ${s}.job j
+         SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'queued' END,
+             run_at = $1, lease_expires_at = NULL, worker_id = NULL,
+             completed_at = CASE WHEN j.attempt >= j.max_attempts THEN $1::timestamptz END,
+             last_error = CASE WHEN j.attempt >= j.max_attempts THEN jsonb_build_object(
+               'name', 'LeaseExpiredError',
+               'message', format('Attempt %s of %s was interrupted (worker %s stopped renewing its lease) and no attempts remain',
+                                 j.attempt, j.max_attempts, x.worker_id))
+             ELSE j.last_error END
+        FROM x WHERE j.id = x.id
+      RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue
+    ), ex AS (
+      INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
+      SELECT id, attempt, worker_id, 'interrupted', started_at, $1,
+             jsonb_build_object('name', 'LeaseExpiredError',
+                                'message', format('Worker %s stopped renewing the lease (crashed or stalled)', worker_id))
+        FROM u
+    ), n AS (
+      SELECT pg_notify($3, 'q:' || queue) FROM (SELECT DISTINCT queue FROM u WHERE state = 'queued') q
+    )
+    SELECT (SELECT count(*) FROM u)::int AS rescued, (SELECT count(*) FROM n)::int AS notified`,
+
+    progress: `UPDATE ${s}.job SET progress = $4, progress_message = $5
+     WHERE id = $1 AND attempt = $2 AND worker_id = $3 AND state = 'active'`,
+
+    cancelQueued: `UPDATE ${s}.job SET state = 'cancelled', completed_at = $2, cancel_requested = true
+     WHERE id = $1 AND state IN ('queued', 'waiting') RETURNING id`,
+
+    cancelActive: `WITH u AS (
+      UPDATE ${s}.job SET cancel_requested = true WHERE id = $1 AND state = 'active' RETURNING id
+    )
+    SELECT id, pg_notify($2, 'c:' || id) FROM u`,
+
+    retry: `WITH u AS (
+      UPDATE ${s}.job
+         SET state = 'queued', max_attempts = attempt + max_attempts, run_at = $2, completed_at = NULL,
+             worker_id = NULL, cancel_requested = false, result = NULL, progress = NULL, progress_message = NULL
+       WHERE id = $1 AND state = ANY($4::text[]) RETURNING id, queue
+    )
+    SELECT id, pg_notify($3, 'q:' || queue) FROM u`,
+
+    stateOf: `SELECT state FROM ${s}.job WHERE id = $1`,
+
+    getJob: `SELECT * FROM ${s}.job WHERE id = $1`,
+    getExecutions: `SELECT * FROM ${s}.job_execution WHERE job_id = $1 ORDER BY attempt, id`,
+
+    // A loose index scan over the claim index: one probe per distinct queue.
+    queuesWithWork: `WITH RECURSIVE q AS (
+      (SELECT queue FROM ${s}.job WHERE state = 'queued' ORDER BY queue LIMIT 1)
+      UNION ALL
+      SELECT (SELECT j.queue FROM ${s}.job j WHERE j.state = 'queued' AND j.queue > q.queue ORDER BY j.queue LIMIT 1)
+        FROM q WHERE q.queue IS NOT NULL
+    )
+    SELECT queue FROM q WHERE queue IS NOT NULL`,
+
+    registerWorker: `INSERT INTO ${s}.worker (id, host, pid, queues, concurrency, started_at, last_heartbeat)
+      VALUES ($1, $2, $3, $4, $5, $6, $6)
+      ON CONFLICT (id) DO UPDATE SET last_heartbeat = EXCLUDED.last_heartbeat, stopped_at = NULL`,
+    heartbeatWorker: `UPDATE ${s}.worker SET last_heartbeat = $2, active = $3 WHERE id = $1`,
+    unregisterWorker: `UPDATE ${s}.worker SET stopped_at = $2, active = 0 WHERE id = $1`,
+    notify: `SELECT pg_notify($1, $2)`,
+  };
+}
+
+export type JobStatements = ReturnType<typeof jobStatements>;

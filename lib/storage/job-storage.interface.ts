@@ -1,0 +1,66 @@
+import type { ClaimedJob, FinishedAttempt, JobInfo, JobState, NewJob, SerializedError } from '../model/index.js';
+import type { SqlExecutor } from './sql-executor.js';
+
+export interface ClaimRequest {
+  workerId: string;
+  queue: string;
+  names: readonly string[];
+  limit: number;
+  now: Date;
+  leaseMs: number;
+}
+
+export interface HeldJob {
+  id: string;
+  attempt: number;
+}
+
+export interface LeaseRenewal {
+  /** Jobs this worker no longer owns: stop them, never write their outcome. */
+  lost: string[];
+  /** Jobs someone asked to cancel (a fallback for a missed notification). */
+  cancelRequested: string[];
+}
+
+export interface WorkerRegistration {
+  id: string;
+  host: string;
+  pid: number;
+  queues: readonly string[];
+  concurrency: number;
+  now: Date;
+}
+
+export type CancelResult = { outcome: 'cancelled' } | { outcome: 'requested' } | { outcome: 'not-found' } | { outcome: 'finished'; state: JobState };
+export type RetryResult = { outcome: 'requeued' } | { outcome: 'not-found' } | { outcome: 'not-retryable'; state: JobState };
+
+/**
+ * Everything the queue, the workers and monitoring need from the database.
+ * `tx` is the caller's transaction where a write must join it.
+ */
+export interface JobStorage {
+  readonly schema: string;
+  insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void>;
+  claim(request: ClaimRequest): Promise<ClaimedJob[]>;
+  /** Records outcomes fenced by (id, attempt, worker, active); returns the ids that were applied. */
+  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date): Promise<Set<string>>;
+  renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal>;
+  /** Gives jobs back at shutdown without spending their attempt; `error` records an interrupted run. */
+  handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void>;
+  /** Requeues (or fails, when attempts are spent) jobs whose lease expired. */
+  rescueExpired(now: Date, limit: number): Promise<number>;
+  updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void>;
+  cancel(id: string, now: Date): Promise<CancelResult>;
+  retry(id: string, now: Date): Promise<RetryResult>;
+  getJob(id: string): Promise<JobInfo | null>;
+  registerWorker(worker: WorkerRegistration): Promise<void>;
+  heartbeatWorker(id: string, now: Date, active: number): Promise<void>;
+  unregisterWorker(id: string, now: Date): Promise<void>;
+  /** Queues that hold eligible work, for workers that serve every queue. */
+  queuesWithWork(now: Date): Promise<string[]>;
+  notifyChannel(): string;
+  /** Sends a notification to every instance (cancellation requests). */
+  notify(payload: string): Promise<void>;
+}
+
+export const JOB_STORAGE = Symbol('JOB_STORAGE');

@@ -1,0 +1,244 @@
+import { createHash } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import type {
+  ClaimedJob,
+  FinishedAttempt,
+  JobExecution,
+  JobInfo,
+  JobState,
+  NewJob,
+  SerializedError,
+} from '../model/index.js';
+import { RETRYABLE_STATES } from '../model/index.js';
+import type {
+  CancelResult,
+  ClaimRequest,
+  HeldJob,
+  JobStorage,
+  LeaseRenewal,
+  RetryResult,
+  WorkerRegistration,
+} from './job-storage.interface.js';
+import { jobStatements, type JobStatements } from './job-statements.js';
+import { PoolExecutor, type SqlExecutor } from './sql-executor.js';
+
+type Row = Record<string, unknown>;
+
+export class PostgresJobStorage implements JobStorage {
+  private readonly sql: JobStatements;
+  private readonly pool: SqlExecutor;
+  private readonly channel: string;
+  /** Prepared-statement names must be unique per connection and per text. */
+  private readonly prefix: string;
+
+  constructor(
+    dataSource: DataSource,
+    readonly schema: string,
+  ) {
+    this.sql = jobStatements(schema);
+    this.pool = new PoolExecutor(dataSource);
+    this.channel = `durable_jobs:${schema}`;
+    this.prefix = `dj_${createHash('sha1').update(schema).digest('hex').slice(0, 8)}_`;
+  }
+
+  notifyChannel(): string {
+    return this.channel;
+  }
+
+  private run<T = Row>(key: keyof JobStatements, values: unknown[], executor: SqlExecutor = this.pool): Promise<T[]> {
+    const named = executor === this.pool ? this.prefix + key : undefined;
+    return executor.query<T>(this.sql[key], values, named);
+  }
+
+  async insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.run('insert', [encodeNewJobs(jobs), now, this.channel], tx);
+  }
+
+  async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
+    const rows = await this.run('claim', [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs]);
+    // UPDATE … FROM returns rows in no particular order: restore claim order.
+    rows.sort(
+      (a, b) =>
+        (b.priority as number) - (a.priority as number) ||
+        (a.run_at as Date).getTime() - (b.run_at as Date).getTime() ||
+        String(a.id).localeCompare(String(b.id)),
+    );
+    return rows.map((row) => ({
+      id: row.id as string,
+      name: row.name as string,
+      queue: row.queue as string,
+      payload: row.payload,
+      attempt: row.attempt as number,
+      maxAttempts: row.max_attempts as number,
+      timeoutMs: (row.timeout_ms as number | null) ?? null,
+      batchId: (row.batch_id as string | null) ?? null,
+    }));
+  }
+
+  async finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date): Promise<Set<string>> {
+    const succeeded: string[] = [];
+    const others: string[] = [];
+    for (const { job, outcome } of attempts) {
+      if (outcome.kind === 'succeeded') {
+        const result = outcome.result === undefined ? 'null' : JSON.stringify(outcome.result);
+        succeeded.push(`{"id":"${job.id}","attempt":${job.attempt},"result":${result}}`);
+      } else {
+        others.push(
+          JSON.stringify({
+            id: job.id,
+            attempt: job.attempt,
+            state: outcome.kind === 'retry' ? 'queued' : outcome.kind,
+            exec_state: outcome.kind === 'retry' ? 'failed' : outcome.kind,
+            error: outcome.error,
+            run_at: outcome.kind === 'retry' ? outcome.retryAt.toISOString() : null,
+          }),
+        );
+      }
+    }
+    const applied = new Set<string>();
+    const writes: Array<Promise<Row[]>> = [];
+    if (succeeded.length) writes.push(this.run('succeed', [`[${succeeded.join(',')}]`, workerId, now]));
+    if (others.length) writes.push(this.run('fail', [`[${others.join(',')}]`, workerId, now]));
+    for (const rows of await Promise.all(writes)) for (const row of rows) applied.add(row.id as string);
+    return applied;
+  }
+
+  async renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal> {
+    if (jobs.length === 0) return { lost: [], cancelRequested: [] };
+    const rows = await this.run('renew', [jobs.map((j) => j.id), workerId, now, leaseMs, jobs.map((j) => j.attempt)]);
+    const kept = new Set(rows.map((r) => r.id as string));
+    return {
+      lost: jobs.filter((j) => !kept.has(j.id)).map((j) => j.id),
+      cancelRequested: rows.filter((r) => r.cancel_requested).map((r) => r.id as string),
+    };
+  }
+
+  async handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.run('handBack', [
+      jobs.map((j) => j.id),
+      workerId,
+      now,
+      error ? JSON.stringify(error) : null,
+      jobs.map((j) => j.attempt),
+      this.channel,
+    ]);
+  }
+
+  async rescueExpired(now: Date, limit: number): Promise<number> {
+    const rows = await this.run<{ rescued: number }>('rescue', [now, limit, this.channel]);
+    return rows[0]?.rescued ?? 0;
+  }
+
+  async updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void> {
+    await this.run('progress', [job.id, job.attempt, workerId, progress, message]);
+  }
+
+  async cancel(id: string, now: Date): Promise<CancelResult> {
+    // Two tries: a job may move between "queued" and "active" under our feet.
+    for (let i = 0; i < 2; i++) {
+      if ((await this.run('cancelQueued', [id, now])).length) return { outcome: 'cancelled' };
+      if ((await this.run('cancelActive', [id, this.channel])).length) return { outcome: 'requested' };
+      const [row] = await this.run('stateOf', [id]);
+      if (!row) return { outcome: 'not-found' };
+      const state = row.state as JobState;
+      if (state !== 'queued' && state !== 'waiting' && state !== 'active') return { outcome: 'finished', state };
+    }
+    return { outcome: 'requested' };
+  }
+
+  async retry(id: string, now: Date): Promise<RetryResult> {
+    const rows = await this.run('retry', [id, now, this.channel, RETRYABLE_STATES]);
+    if (rows.length) return { outcome: 'requeued' };
+    const [row] = await this.run('stateOf', [id]);
+    if (!row) return { outcome: 'not-found' };
+    return { outcome: 'not-retryable', state: row.state as JobState };
+  }
+
+  async getJob(id: string): Promise<JobInfo | null> {
+    if (!UUID_RE.test(id)) return null;
+    const [[row], executionRows] = await Promise.all([this.run('getJob', [id]), this.run('getExecutions', [id])]);
+    if (!row) return null;
+    const executions: JobExecution[] = executionRows.map((e) => ({
+      attempt: e.attempt as number,
+      workerId: (e.worker_id as string | null) ?? null,
+      state: e.state as JobExecution['state'],
+      startedAt: (e.started_at as Date | null) ?? null,
+      endedAt: (e.ended_at as Date | null) ?? null,
+      error: (e.error as SerializedError | null) ?? null,
+    }));
+    const state = row.state as JobState;
+    const attempt = row.attempt as number;
+    // A successful or running attempt writes no history row: the job row tells its story.
+    if ((state === 'active' || state === 'succeeded') && attempt > 0 && !executions.some((e) => e.attempt === attempt && e.state !== 'interrupted')) {
+      executions.push({
+        attempt,
+        workerId: (row.worker_id as string | null) ?? null,
+        state,
+        startedAt: (row.started_at as Date | null) ?? null,
+        endedAt: state === 'succeeded' ? ((row.completed_at as Date | null) ?? null) : null,
+        error: null,
+      });
+    }
+    return {
+      id: row.id as string,
+      name: row.name as string,
+      queue: row.queue as string,
+      payload: row.payload,
+      state,
+      priority: row.priority as number,
+      attempt,
+      maxAttempts: row.max_attempts as number,
+      runAt: row.run_at as Date,
+      createdAt: row.created_at as Date,
+      startedAt: (row.started_at as Date | null) ?? null,
+      completedAt: (row.completed_at as Date | null) ?? null,
+      progress: (row.progress as number | null) ?? null,
+      progressMessage: (row.progress_message as string | null) ?? null,
+      result: row.result ?? null,
+      lastError: (row.last_error as SerializedError | null) ?? null,
+      workerId: (row.worker_id as string | null) ?? null,
+      batchId: (row.batch_id as string | null) ?? null,
+      cancelRequested: row.cancel_requested as boolean,
+      executions,
+    };
+  }
+
+  async registerWorker(w: WorkerRegistration): Promise<void> {
+    await this.run('registerWorker', [w.id, w.host, w.pid, w.queues, w.concurrency, w.now]);
+  }
+
+  async heartbeatWorker(id: string, now: Date, active: number): Promise<void> {
+    await this.run('heartbeatWorker', [id, now, active]);
+  }
+
+  async unregisterWorker(id: string, now: Date): Promise<void> {
+    await this.run('unregisterWorker', [id, now]);
+  }
+
+  async queuesWithWork(): Promise<string[]> {
+    return (await this.run('queuesWithWork', [])).map((r) => r.queue as string);
+  }
+
+  async notify(payload: string): Promise<void> {
+    await this.run('notify', [this.channel, payload]);
+  }
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Builds the record set by hand so each payload, already JSON, is not encoded twice. */
+function encodeNewJobs(jobs: readonly NewJob[]): string {
+  const parts = jobs.map(
+    (j) =>
+      `{"id":"${j.id}","name":${JSON.stringify(j.name)},"queue":${JSON.stringify(j.queue)},"payload":${j.payloadJson},` +
+      `"state":"${j.state}","priority":${j.priority},"run_at":"${j.runAt.toISOString()}","max_attempts":${j.maxAttempts},` +
+      `"timeout_ms":${j.timeoutMs ?? 'null'},"batch_id":${j.batchId ? `"${j.batchId}"` : 'null'},` +
+      `"group_key":${j.groupKey == null ? 'null' : JSON.stringify(j.groupKey)},` +
+      `"unique_key":${j.uniqueKey == null ? 'null' : JSON.stringify(j.uniqueKey)},` +
+      `"remaining_dependencies":${j.remainingDependencies ?? 0},` +
+      `"trace_context":${j.traceContext ? JSON.stringify(j.traceContext) : 'null'}}`,
+  );
+  return `[${parts.join(',')}]`;
+}

@@ -1,0 +1,70 @@
+import { Logger } from '@nestjs/common';
+import type { Clock, FinishedAttempt } from '../model/index.js';
+import type { JobStorage } from '../storage/job-storage.interface.js';
+
+interface Pending {
+  attempt: FinishedAttempt;
+  resolve(applied: boolean): void;
+}
+
+/**
+ * Writes outcomes in batches without adding latency: the first outcome is
+ * written at once, and those that finish while a write is in flight go
+ * together in the next one. A failed write is retried, never dropped: the
+ * fence makes a late write harmless if the lease was lost meanwhile.
+ */
+export class CompletionBatcher {
+  private readonly logger = new Logger('JobWorker');
+  private queue: Pending[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private readonly storage: JobStorage,
+    private readonly workerId: string,
+    private readonly clock: Clock,
+    private readonly maxBatch = 1000,
+  ) {}
+
+  /** Resolves true when written, false when the fence refused it (the job was no longer ours). */
+  add(attempt: FinishedAttempt): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.queue.push({ attempt, resolve });
+      if (!this.flushing) this.flushing = this.flush();
+    });
+  }
+
+  get size(): number {
+    return this.queue.length;
+  }
+
+  /** Waits until every outcome handed in so far is written. */
+  async drain(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private async flush(): Promise<void> {
+    let failures = 0;
+    try {
+      while (this.queue.length) {
+        const batch = this.queue.splice(0, this.maxBatch);
+        try {
+          const applied = await this.storage.finish(
+            this.workerId,
+            batch.map((p) => p.attempt),
+            this.clock.now(),
+          );
+          failures = 0;
+          for (const p of batch) p.resolve(applied.has(p.attempt.job.id));
+        } catch (error) {
+          this.queue.unshift(...batch);
+          failures++;
+          const wait = Math.min(5000, 100 * 2 ** failures);
+          this.logger.error(`Recording ${batch.length} job outcome(s) failed (${(error as Error).message}); retrying in ${wait} ms`);
+          await new Promise((r) => setTimeout(r, wait));
+        }
+      }
+    } finally {
+      this.flushing = null;
+    }
+  }
+}

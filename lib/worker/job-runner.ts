@@ -1,0 +1,149 @@
+import { Logger } from '@nestjs/common';
+import { ContextIdFactory, type ModuleRef } from '@nestjs/core';
+import type { RegisteredJob } from '../discovery/job-registry.js';
+import {
+  computeBackoff,
+  JobCancelledError,
+  JobTimeoutError,
+  PermanentJobError,
+  serializeError,
+  WorkerShutdownError,
+  type AttemptOutcome,
+  type ClaimedJob,
+  type Clock,
+  type JobContext,
+  type JobHandler,
+} from '../model/index.js';
+
+/** Why a running attempt was stopped from outside the handler. */
+export type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
+
+export class LeaseLostError extends Error {
+  constructor(jobId: string) {
+    super(`Job ${jobId}: this worker lost its lease; another worker owns the job now`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/** What came of one attempt: an outcome to record, or nothing (the job is no longer ours). */
+export type RunResult = { outcome: AttemptOutcome } | { outcome: null; reason: 'lost-lease' | 'shutdown' };
+
+export interface RunnerDeps {
+  moduleRef: ModuleRef;
+  clock: Clock;
+  progress(job: ClaimedJob, fraction: number, message: string | null): Promise<void>;
+}
+
+/** Runs one attempt of one job: context, signal, timeout, outcome. */
+export class RunningJob {
+  readonly controller = new AbortController();
+  private stopReason: StopReason | null = null;
+  private rejectStop?: (reason: unknown) => void;
+  private readonly stopped: Promise<never>;
+
+  constructor(
+    readonly job: ClaimedJob,
+    private readonly registered: RegisteredJob,
+    private readonly deps: RunnerDeps,
+  ) {
+    this.stopped = new Promise<never>((_, reject) => (this.rejectStop = reject));
+    // The race below always attaches a handler; this one keeps an early stop from being "unhandled".
+    this.stopped.catch(() => undefined);
+  }
+
+  /** Aborts the handler's signal and stops waiting for it. */
+  stop(reason: StopReason): void {
+    if (this.stopReason) return;
+    this.stopReason = reason;
+    const error =
+      reason === 'cancel'
+        ? new JobCancelledError(this.job.id)
+        : reason === 'timeout'
+          ? new JobTimeoutError(this.job.name, this.job.timeoutMs ?? 0)
+          : reason === 'shutdown'
+            ? new WorkerShutdownError()
+            : new LeaseLostError(this.job.id);
+    this.controller.abort(error);
+    this.rejectStop!(error);
+  }
+
+  async execute(): Promise<RunResult> {
+    const { job, registered } = this;
+    const logger = new Logger(`Job ${job.name}`);
+    const ctx: JobContext = {
+      jobId: job.id,
+      name: job.name,
+      queue: job.queue,
+      attempt: job.attempt,
+      maxAttempts: job.maxAttempts,
+      signal: this.controller.signal,
+      logger,
+      progress: (fraction, message) => {
+        if (typeof fraction !== 'number' || !(fraction >= 0 && fraction <= 1)) {
+          return Promise.reject(new RangeError(`ctx.progress(${fraction}): progress is a fraction in [0, 1]`));
+        }
+        return this.deps.progress(job, fraction, message ?? null);
+      },
+    };
+    const timer =
+      job.timeoutMs && job.timeoutMs > 0 ? setTimeout(() => this.stop('timeout'), job.timeoutMs) : undefined;
+    let handler: JobHandler | undefined;
+    try {
+      handler = await this.resolveHandler(ctx);
+      const result = await Promise.race([Promise.resolve(handler.run(job.payload, ctx)), this.stopped]);
+      if (this.stopReason === 'cancel') return { outcome: { kind: 'cancelled', error: serializeError(new JobCancelledError(job.id)) } };
+      return { outcome: { kind: 'succeeded', result: checkResult(job, result) } };
+    } catch (error) {
+      return this.failure(error, handler, ctx);
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+
+  private async failure(error: unknown, handler: JobHandler | undefined, ctx: JobContext): Promise<RunResult> {
+    const { job } = this;
+    if (this.stopReason === 'lost-lease') return { outcome: null, reason: 'lost-lease' };
+    if (this.stopReason === 'shutdown') return { outcome: null, reason: 'shutdown' };
+    if (this.stopReason === 'cancel') {
+      return { outcome: { kind: 'cancelled', error: serializeError(new JobCancelledError(job.id)) } };
+    }
+    const err = error instanceof Error ? error : new Error(String(error));
+    const permanent = err instanceof PermanentJobError || err.name === 'PermanentJobError';
+    if (!permanent && job.attempt < job.maxAttempts) {
+      const delay = computeBackoff(this.registered.options.backoff, job.attempt, err);
+      return {
+        outcome: { kind: 'retry', error: serializeError(err), retryAt: new Date(this.deps.clock.now().getTime() + delay) },
+      };
+    }
+    // Failed for good: onFailure runs now, while this worker still holds the lease.
+    if (handler?.onFailure) {
+      try {
+        await handler.onFailure(job.payload, err, ctx);
+      } catch (hookError) {
+        ctx.logger.error(`onFailure of job ${job.id} threw: ${(hookError as Error).message}`, (hookError as Error).stack);
+      }
+    }
+    return { outcome: { kind: 'failed', error: serializeError(err) } };
+  }
+
+  /** Static handlers are shared; scoped ones get their own DI sub-tree per run. */
+  private async resolveHandler(ctx: JobContext): Promise<JobHandler> {
+    const { registered } = this;
+    if (registered.instance) return registered.instance;
+    const contextId = ContextIdFactory.create();
+    this.deps.moduleRef.registerRequestByContextId({ job: ctx, payload: this.job.payload }, contextId);
+    return this.deps.moduleRef.resolve(registered.metatype, contextId, { strict: false });
+  }
+}
+
+function checkResult(job: ClaimedJob, result: unknown): unknown {
+  if (result === undefined) return null;
+  try {
+    JSON.stringify(result);
+    return result;
+  } catch (error) {
+    throw new PermanentJobError(
+      `Job "${job.name}" returned a result that is not JSON-serialisable (${(error as Error).message}). Potential fix: return plain data.`,
+    );
+  }
+}

@@ -1,0 +1,68 @@
+import type { LoggerService } from '@nestjs/common';
+import type { ClaimedJob } from '../model/index.js';
+import type { JobStorage } from '../storage/job-storage.interface.js';
+
+interface Slot {
+  lastWrite: number;
+  pending: { fraction: number; message: string | null } | null;
+  timer: NodeJS.Timeout | null;
+  writing: Promise<void>;
+}
+
+/**
+ * Throttles progress writes per job: a handler may report in a tight loop,
+ * but at most one write per interval reaches the database, and the latest
+ * value always lands.
+ */
+export class ProgressWriter {
+  private readonly slots = new Map<string, Slot>();
+
+  constructor(
+    private readonly storage: JobStorage,
+    private readonly workerId: string,
+    private readonly intervalMs: number,
+    private readonly logger: LoggerService,
+  ) {}
+
+  write(job: ClaimedJob, fraction: number, message: string | null): Promise<void> {
+    let slot = this.slots.get(job.id);
+    if (!slot) {
+      slot = { lastWrite: 0, pending: null, timer: null, writing: Promise.resolve() };
+      this.slots.set(job.id, slot);
+    }
+    slot.pending = { fraction, message };
+    const wait = slot.lastWrite + this.intervalMs - Date.now();
+    if (wait <= 0) return this.flush(job, slot);
+    if (!slot.timer) {
+      const s = slot;
+      s.timer = setTimeout(() => void this.flush(job, s), wait);
+      s.timer.unref();
+    }
+    return Promise.resolve();
+  }
+
+  private flush(job: ClaimedJob, slot: Slot): Promise<void> {
+    if (slot.timer) clearTimeout(slot.timer);
+    slot.timer = null;
+    const value = slot.pending;
+    slot.pending = null;
+    if (!value) return slot.writing;
+    slot.lastWrite = Date.now();
+    slot.writing = slot.writing
+      .then(() => this.storage.updateProgress(this.workerId, job, value.fraction, value.message))
+      .catch((e: Error) => this.logger.warn(`Writing progress of job ${job.id} failed: ${e.message}`));
+    return slot.writing;
+  }
+
+  /** The job ended: write what is pending (before its outcome) and let go. */
+  forget(id: string): void {
+    const slot = this.slots.get(id);
+    if (!slot) return;
+    if (slot.timer) clearTimeout(slot.timer);
+    this.slots.delete(id);
+  }
+
+  async drain(): Promise<void> {
+    await Promise.all([...this.slots.values()].map((s) => s.writing));
+  }
+}
