@@ -1,0 +1,71 @@
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import pg from 'pg';
+import { JobsModule, type Clock, type WorkerOptions } from 'nestjs-durable-jobs';
+import { DemoService } from './demo/demo.service.js';
+import { FlakySync } from './jobs/flaky-sync.job.js';
+import { SendReceipt } from './jobs/send-receipt.job.js';
+import { SlowReport } from './jobs/slow-report.job.js';
+import { Mailer } from './orders/mailer.service.js';
+import { Order } from './orders/order.entity.js';
+import { OrdersController } from './orders/orders.controller.js';
+
+export interface SampleConfig {
+  databaseUrl: string;
+  /** One schema for the sample's tables and the jobs, so test files stay apart. */
+  schema?: string;
+  worker?: WorkerOptions;
+  clock?: Clock;
+  /** Enqueue a few demo jobs at start (npm start). */
+  demo?: boolean;
+  /** Extra providers (tests add probe jobs here). */
+  providers?: Provider[];
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(config: SampleConfig): DynamicModule {
+    const schema = config.schema ?? 'public';
+    return {
+      module: AppModule,
+      imports: [
+        TypeOrmModule.forRootAsync({
+          useFactory: async () => {
+            await ensureSchema(config.databaseUrl, schema);
+            return { type: 'postgres', url: config.databaseUrl, schema, entities: [Order], synchronize: true };
+          },
+        }),
+        // The jobs share the app's DataSource: that is what makes `enqueue(…, { manager })` transactional.
+        JobsModule.forRootAsync({
+          inject: [DataSource],
+          useFactory: (dataSource: DataSource) => ({
+            dataSource,
+            schema: schema === 'public' ? 'jobs' : `${schema}_jobs`,
+            worker: config.worker,
+            clock: config.clock,
+          }),
+        }),
+      ],
+      controllers: [OrdersController],
+      providers: [
+        Mailer,
+        SendReceipt,
+        FlakySync,
+        SlowReport,
+        ...(config.demo ? [DemoService] : []),
+        ...(config.providers ?? []),
+      ],
+    };
+  }
+}
+
+async function ensureSchema(url: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  } finally {
+    await client.end();
+  }
+}

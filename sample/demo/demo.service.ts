@@ -1,0 +1,33 @@
+import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { JobQueue } from 'nestjs-durable-jobs';
+import { FlakySync } from '../jobs/flaky-sync.job.js';
+import { SendReceipt } from '../jobs/send-receipt.job.js';
+import { SlowReport } from '../jobs/slow-report.job.js';
+import { Order } from '../orders/order.entity.js';
+
+/** Puts a little work on the queue at start so `npm start` shows jobs running, retrying and succeeding. */
+@Injectable()
+export class DemoService implements OnApplicationBootstrap {
+  private readonly logger = new Logger('Demo');
+
+  constructor(
+    private readonly jobs: JobQueue,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const receipt = await this.dataSource.transaction(async (manager) => {
+      const order = await manager.save(manager.create(Order, { email: 'ada@example.com', totalCents: 4200 }));
+      return this.jobs.enqueue(SendReceipt, { orderId: order.id }, { manager });
+    });
+    const flaky = await this.jobs.enqueue(FlakySync, { account: 'acme' });
+    const report = await this.jobs.enqueue(SlowReport, { steps: 5, stepMs: 400 });
+    const later = await this.jobs.enqueue(FlakySync, { account: 'globex' }, { delay: 3_000, priority: 5 });
+    this.logger.log(
+      `Enqueued demo jobs: send-receipt ${receipt.id}, flaky-sync ${flaky.id} (fails twice, then succeeds), ` +
+        `slow-report ${report.id} (reports progress), flaky-sync ${later.id} (delayed 3 s)`,
+    );
+    this.logger.log(`Follow one: curl http://localhost:${process.env.PORT ?? 3000}/jobs/${flaky.id}`);
+  }
+}

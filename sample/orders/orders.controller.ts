@@ -1,0 +1,43 @@
+import { Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, Post, BadRequestException } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { JobQueue, JobsError } from 'nestjs-durable-jobs';
+import { SendReceipt } from '../jobs/send-receipt.job.js';
+import { Order } from './order.entity.js';
+
+@Controller()
+export class OrdersController {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly jobs: JobQueue,
+  ) {}
+
+  /** The order and its receipt job commit together, or neither exists. */
+  @Post('orders')
+  async create(@Body() body: { email?: string; totalCents?: number }) {
+    if (!body?.email || typeof body.email !== 'string') throw new BadRequestException('email is required');
+    return this.dataSource.transaction(async (manager) => {
+      const order = await manager.save(manager.create(Order, { email: body.email!, totalCents: body.totalCents ?? 0 }));
+      const job = await this.jobs.enqueue(SendReceipt, { orderId: order.id }, { manager });
+      return { orderId: order.id, jobId: job.id };
+    });
+  }
+
+  @Get('jobs/:id')
+  async job(@Param('id') id: string) {
+    const job = await this.jobs.get(id);
+    if (!job) throw new NotFoundException(`No job ${id}`);
+    return job;
+  }
+
+  @Delete('jobs/:id')
+  @HttpCode(202)
+  async cancel(@Param('id') id: string) {
+    try {
+      await this.jobs.cancel(id);
+    } catch (error) {
+      if (error instanceof JobsError) throw new BadRequestException(error.message);
+      throw error;
+    }
+    return { id, cancelRequested: true };
+  }
+}

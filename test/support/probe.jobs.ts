@@ -1,0 +1,62 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { Job, PermanentJobError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+
+/** What probe jobs saw, per app instance. */
+@Injectable()
+export class ProbeRecorder {
+  readonly aborts = new Map<string, string>();
+  readonly failures = new Map<string, number>();
+  readonly attempts = new Map<string, number[]>();
+
+  countFailure(id: string): void {
+    this.failures.set(id, (this.failures.get(id) ?? 0) + 1);
+  }
+}
+
+export const INSTANCE_NAME = 'INSTANCE_NAME';
+
+/** Waits for its signal and records why it aborted. */
+@Job('probe-timeout', { timeout: 200, maxAttempts: 1 })
+export class TimeoutProbe implements JobHandler<Record<string, never>> {
+  constructor(private readonly recorder: ProbeRecorder) {}
+  async run(_: Record<string, never>, ctx: JobContext): Promise<void> {
+    await new Promise<void>((_resolve, reject) => {
+      ctx.signal.addEventListener('abort', () => {
+        this.recorder.aborts.set(ctx.jobId, (ctx.signal.reason as Error).name);
+        reject(ctx.signal.reason as Error);
+      });
+    });
+  }
+}
+
+/** Always fails; counts onFailure calls. */
+@Job('probe-doomed', { maxAttempts: 3, backoff: { type: 'fixed', delay: 0 } })
+export class DoomedProbe implements JobHandler<{ permanent?: boolean }> {
+  constructor(private readonly recorder: ProbeRecorder) {}
+  async run(payload: { permanent?: boolean }, ctx: JobContext): Promise<void> {
+    this.recorder.attempts.set(ctx.jobId, [...(this.recorder.attempts.get(ctx.jobId) ?? []), ctx.attempt]);
+    if (payload.permanent) throw new PermanentJobError('the record is gone');
+    throw new Error(`attempt ${ctx.attempt} broke`);
+  }
+  async onFailure(_: unknown, _error: Error, ctx: JobContext): Promise<void> {
+    this.recorder.countFailure(ctx.jobId);
+  }
+}
+
+/** Records each run in a table, with the instance that ran it. */
+@Job('probe-count', { queue: 'counting' })
+export class CountingProbe implements JobHandler<{ i: number }> {
+  constructor(
+    private readonly dataSource: DataSource,
+    @Inject(INSTANCE_NAME) private readonly instance: string,
+  ) {}
+  async run(_: { i: number }, ctx: JobContext): Promise<void> {
+    const schema = this.dataSource.options.schema as string;
+    await this.dataSource.query(`INSERT INTO "${schema}".probe_run (job_id, instance) VALUES ($1, $2)`, [ctx.jobId, this.instance]);
+  }
+}
+
+export function probeProviders(instance = 'A') {
+  return [ProbeRecorder, TimeoutProbe, DoomedProbe, CountingProbe, { provide: INSTANCE_NAME, useValue: instance }];
+}

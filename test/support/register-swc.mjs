@@ -1,0 +1,2 @@
+import { register } from 'node:module';
+register('./swc-loader.mjs', import.meta.url);

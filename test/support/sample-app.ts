@@ -1,0 +1,30 @@
+import type { INestApplication, Provider } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import type { Clock, WorkerOptions } from 'nestjs-durable-jobs';
+import { AppModule } from '../../sample/app.module.js';
+import { databaseUrl } from './database.js';
+
+export interface SampleAppOptions {
+  schema: string;
+  worker?: WorkerOptions;
+  clock?: Clock;
+  providers?: Provider[];
+}
+
+/** The sample app as the e2e tests run it: its own schema, quiet logs. */
+export async function startSampleApp(options: SampleAppOptions): Promise<INestApplication> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      AppModule.forRoot({
+        databaseUrl: databaseUrl(),
+        schema: options.schema,
+        worker: options.worker,
+        clock: options.clock,
+        providers: options.providers,
+      }),
+    ],
+  }).compile();
+  const app = moduleRef.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : ['error'] });
+  await app.init();
+  return app;
+}
