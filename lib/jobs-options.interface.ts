@@ -24,6 +24,12 @@ export interface JobsModuleOptions {
   defaults?: JobDefaults;
   /** Job names this app may enqueue although another service runs them. */
   externalJobs?: string[];
+  /**
+   * What a @Job class that no module registers does to the start: 'error'
+   * (default) fails it; 'warn' suits test modules that register only some
+   * handlers. Enqueueing such a class still throws at the call site.
+   */
+  unregisteredJobs?: 'error' | 'warn' | 'ignore';
   /** Largest accepted payload, in bytes of JSON; default 256 KiB. */
   maxPayloadBytes?: number;
   /** Replaces the system clock (tests). */

@@ -59,7 +59,11 @@ function coreProviders(): Provider[] {
     {
       provide: JOBS_DISCOVERY_OPTIONS,
       inject: [JOBS_MODULE_OPTIONS],
-      useFactory: (o: JobsModuleOptions): JobsDiscoveryOptions => ({ defaults: o.defaults, externalJobs: o.externalJobs }),
+      useFactory: (o: JobsModuleOptions): JobsDiscoveryOptions => ({
+        defaults: o.defaults,
+        externalJobs: o.externalJobs,
+        unregisteredJobs: o.unregisteredJobs,
+      }),
     },
     JobRegistry,
     JobsExplorer,

@@ -39,11 +39,14 @@ export class JobsExplorer implements OnModuleInit {
     const externals = new Set(this.options.externalJobs ?? []);
     for (const cls of DECORATED_JOB_CLASSES) {
       const name = getJobMetadata(cls)!.name;
-      if (found.has(cls) || externals.has(name) || this.options.ignoreUnregistered) continue;
-      throw new JobsError(
+      const mode = this.options.unregisteredJobs ?? 'error';
+      if (found.has(cls) || externals.has(name) || mode === 'ignore') continue;
+      const message =
         `${cls.name} is marked @Job('${name}') but is not registered as a provider in any module, so nothing would run it. ` +
-          `Potential fix: add ${cls.name} to the "providers" of a module, or list '${name}' in JobsModule's "externalJobs" when another service runs it.`,
-      );
+        `Potential fix: add ${cls.name} to the "providers" of a module, or list '${name}' in JobsModule's "externalJobs" when another service runs it` +
+        ` (in a test module that registers only some handlers: unregisteredJobs: 'warn').`;
+      if (mode === 'warn') this.logger.warn(message);
+      else throw new JobsError(message);
     }
     this.logger.log(`Found ${found.size} job handler(s): ${this.registry.names().join(', ') || '(none)'}`);
   }

@@ -28,7 +28,7 @@ export function jobStatements(schema: string) {
     )
     UPDATE ${s}.job j
        SET state = 'active', attempt = j.attempt + 1, worker_id = $5, started_at = $2,
-           lease_expires_at = $2 + make_interval(secs => $6::float8 / 1000), cancel_requested = false
+           lease_expires_at = $2::timestamptz + make_interval(secs => $6::float8 / 1000), cancel_requested = false
       FROM c WHERE j.id = c.id
     RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at`,
 
@@ -58,7 +58,7 @@ export function jobStatements(schema: string) {
     SELECT id FROM u`,
 
     renew: `UPDATE ${s}.job j
-       SET lease_expires_at = $3 + make_interval(secs => $4::float8 / 1000)
+       SET lease_expires_at = $3::timestamptz + make_interval(secs => $4::float8 / 1000)
       FROM unnest($1::uuid[], $5::int[]) AS h(id, attempt)
      WHERE j.id = h.id AND j.attempt = h.attempt AND j.worker_id = $2 AND j.state = 'active'
     RETURNING j.id, j.cancel_requested`,

@@ -44,14 +44,17 @@ export async function migrateSchema(dataSource: DataSource, schema: string): Pro
 /**
  * TypeORM migration classes for apps that run migrations themselves
  * (`migrationsRun: false`): add the returned classes to the DataSource's
- * `migrations`. Each class name carries its version so TypeORM orders them.
+ * `migrations`. Each name ends in a timestamp, as TypeORM orders by it.
  */
 export function createJobsMigrations(schema = 'jobs'): Array<new () => MigrationInterface> {
   const s = quoteIdent(schema);
   return SCHEMA_MIGRATIONS.map((migration) => {
     const timestamp = 1764000000000 + migration.version;
+    // TypeORM records migrations by name: the schema is part of it, so two
+    // schemas migrated through one DataSource are two sets of migrations.
+    const name = `DurableJobs_${schema}_v${migration.version}_${timestamp}`;
     const cls = class implements MigrationInterface {
-      name = `DurableJobs${migration.version}${timestamp}`;
+      name = name;
       async up(runner: QueryRunner): Promise<void> {
         await runner.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
         await runner.query(
@@ -68,7 +71,7 @@ export function createJobsMigrations(schema = 'jobs'): Array<new () => Migration
         await runner.query(`DELETE FROM ${s}.schema_version WHERE version = $1`, [migration.version]);
       }
     };
-    Object.defineProperty(cls, 'name', { value: `DurableJobs${migration.version}${timestamp}` });
+    Object.defineProperty(cls, 'name', { value: name });
     return cls;
   });
 }

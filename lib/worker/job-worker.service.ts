@@ -274,7 +274,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       for (const id of cancelRequested) this.cancelLocal(id);
       await this.storage.heartbeatWorker(this.id, now, this.running.size);
     } catch (error) {
-      this.logger.warn(`Renewing leases failed: ${(error as Error).message}`);
+      this.logger.error(`Renewing leases failed: ${(error as Error).message}`);
     }
   }
 

@@ -1,0 +1,142 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { INestApplication } from '@nestjs/common';
+import { JobQueue } from 'nestjs-durable-jobs';
+import { SlowReport } from '../../sample/jobs/slow-report.job.js';
+import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { CountingProbe, probeProviders } from '../support/probe.jobs.js';
+import { startSampleApp } from '../support/sample-app.js';
+import { waitFor } from '../support/wait.js';
+
+const schemas: string[] = [];
+const apps: INestApplication[] = [];
+
+async function start(schema: string, instance: string, worker: Parameters<typeof startSampleApp>[0]['worker'] = {}) {
+  const app = await startSampleApp({ schema, worker: { pollInterval: 100, ...worker }, providers: probeProviders(instance) });
+  apps.push(app);
+  return app;
+}
+
+async function closeAll() {
+  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
+}
+
+afterAll(async () => {
+  await closeAll();
+  await dropSchemas(...schemas.flatMap((s) => [s, `${s}_jobs`]));
+});
+
+it('two instances share 1,000 jobs: each runs exactly once and both take work', async () => {
+  const schema = uniqueSchema('pair');
+  schemas.push(schema);
+  const a = await start(schema, 'A', { concurrency: 10 });
+  await sql(`CREATE TABLE "${schema}".probe_run (job_id uuid NOT NULL, instance text NOT NULL)`);
+  const b = await start(schema, 'B', { concurrency: 10 });
+  const items = Array.from({ length: 1000 }, (_, i) => ({ job: CountingProbe, payload: { i } }));
+  // Half from each instance, in chunks, while both are already working.
+  const chunks = [];
+  for (let i = 0; i < items.length; i += 100) chunks.push(items.slice(i, i + 100));
+  await Promise.all(chunks.map((chunk, i) => (i % 2 ? a : b).get(JobQueue).enqueueMany(chunk)));
+  await waitFor(
+    'all 1,000 jobs to succeed',
+    async () => (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}_jobs".job WHERE state = 'succeeded'`))[0]!.n === 1000,
+    60_000,
+    100,
+  );
+  const perJob = await sql<{ runs: number; jobs: number }>(
+    `SELECT runs, count(*)::int AS jobs FROM (SELECT job_id, count(*)::int AS runs FROM "${schema}".probe_run GROUP BY job_id) r GROUP BY runs`,
+  );
+  expect(perJob).toEqual([{ runs: 1, jobs: 1000 }]);
+  const perInstance = await sql<{ instance: string; n: number }>(
+    `SELECT instance, count(*)::int AS n FROM "${schema}".probe_run GROUP BY instance ORDER BY instance`,
+  );
+  expect(perInstance.map((r) => r.instance)).toEqual(['A', 'B']);
+  for (const row of perInstance) expect(row.n).toBeGreaterThan(50);
+  await closeAll();
+});
+
+it('a worker killed with SIGKILL mid-job: another instance completes it after the lease; history shows interrupted, then succeeded', async () => {
+  const schema = uniqueSchema('crash');
+  schemas.push(schema);
+  // An API-only instance enqueues, so only the child can take the job.
+  const api = await start(schema, 'api', { enabled: false });
+  const child = spawnWorker(schema, 1000);
+  try {
+    const childId = await waitForReady(child);
+    const { id } = await api.get(JobQueue).enqueue(SlowReport, { steps: 40, stepMs: 100 });
+    await waitFor('the child to run the job', async () => {
+      const job = await api.get(JobQueue).get(id);
+      return job?.state === 'active' && job.workerId === childId && (job.progress ?? 0) > 0;
+    });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    await start(schema, 'rescuer', { lease: 1000 });
+    await waitFor('the job to succeed elsewhere', async () => (await api.get(JobQueue).get(id))?.state === 'succeeded', 20_000);
+    const job = (await api.get(JobQueue).get(id))!;
+    expect(job.executions.map((e) => [e.attempt, e.state])).toEqual([
+      [1, 'interrupted'],
+      [2, 'succeeded'],
+    ]);
+    expect(job.executions[0]!.workerId).toBe(childId);
+    expect(job.executions[1]!.workerId).not.toBe(childId);
+    expect(job.executions[0]!.error?.name).toBe('LeaseExpiredError');
+  } finally {
+    child.kill('SIGKILL');
+    await closeAll();
+  }
+});
+
+it('graceful shutdown waits for a running job', async () => {
+  const schema = uniqueSchema('grace');
+  schemas.push(schema);
+  const app = await start(schema, 'A', { shutdownGrace: 10_000 });
+  const queue = app.get(JobQueue);
+  const { id } = await queue.enqueue(SlowReport, { steps: 5, stepMs: 150 });
+  await waitFor('the job to start', async () => (await queue.get(id))?.state === 'active');
+  const api = await start(schema, 'api', { enabled: false });
+  await app.close();
+  const job = (await api.get(JobQueue).get(id))!;
+  expect(job.state).toBe('succeeded');
+  expect(job.executions.map((e) => e.state)).toEqual(['succeeded']);
+  await closeAll();
+});
+
+it('with a short grace, shutdown hands the job back and another instance finishes it at once', async () => {
+  const schema = uniqueSchema('handback');
+  schemas.push(schema);
+  // A 30 s lease: if the job moves within seconds it was handed back, not rescued.
+  const first = await start(schema, 'A', { shutdownGrace: 200, lease: 30_000 });
+  const { id } = await first.get(JobQueue).enqueue(SlowReport, { steps: 10, stepMs: 200 });
+  await waitFor('the job to start', async () => (await first.get(JobQueue).get(id))?.state === 'active');
+  const firstWorker = (await first.get(JobQueue).get(id))!.workerId;
+  await first.close();
+  const second = await start(schema, 'B', { lease: 30_000 });
+  await waitFor('the second instance to finish it', async () => (await second.get(JobQueue).get(id))?.state === 'succeeded', 10_000);
+  const job = (await second.get(JobQueue).get(id))!;
+  expect(job.executions.map((e) => [e.attempt, e.state])).toEqual([
+    [1, 'interrupted'],
+    [1, 'succeeded'],
+  ]);
+  expect(job.executions[0]!.workerId).toBe(firstWorker);
+  expect(job.executions[0]!.error?.name).toBe('WorkerShutdownError');
+  expect(job.executions[1]!.workerId).not.toBe(firstWorker);
+  await closeAll();
+});
+
+function spawnWorker(schema: string, lease: number): ChildProcess {
+  return spawn(process.execPath, ['--import', './test/support/register-swc.mjs', 'test/support/worker-child.ts'], {
+    env: { ...process.env, CHILD_SCHEMA: schema, CHILD_LEASE: String(lease), NODE_OPTIONS: '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+}
+
+function waitForReady(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /ready (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`worker child exited early with ${code}: ${out}`)));
+  });
+}

@@ -1,0 +1,144 @@
+import { Module, type INestApplication, type Type } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { DataSource } from 'typeorm';
+import { Job, JobQueue, JobsModule, createJobsMigrations, type JobHandler } from 'nestjs-durable-jobs';
+import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { waitFor } from '../support/wait.js';
+
+// This file defines its job classes inside the tests, so each test's strays
+// are visible to the later ones: those boot with unregisteredJobs 'ignore',
+// except the last, which is about exactly that check.
+const schemas: string[] = [];
+const apps: INestApplication[] = [];
+
+async function boot(schema: string, providers: Type[], extra: Partial<Parameters<typeof JobsModule.forRoot>[0]> = {}) {
+  @Module({ providers })
+  class Jobs {}
+  const ref = await Test.createTestingModule({
+    imports: [
+      JobsModule.forRoot({ connection: databaseUrl(), schema, worker: { pollInterval: 100 }, unregisteredJobs: 'ignore', ...extra }),
+      Jobs,
+    ],
+  }).compile();
+  const app = ref.createNestApplication({ logger: false });
+  await app.init();
+  apps.push(app);
+  return app;
+}
+
+afterAll(async () => {
+  for (const app of apps) await app.close().catch(() => undefined);
+  await dropSchemas(...schemas);
+});
+
+it('three instances starting at once migrate the schema once, without error', async () => {
+  const schema = uniqueSchema('migrate');
+  schemas.push(schema);
+  @Job('noop')
+  class Noop implements JobHandler {
+    run() {
+      return 'ok';
+    }
+  }
+  const started = await Promise.all([boot(schema, [Noop]), boot(schema, [Noop]), boot(schema, [Noop])]);
+  const versions = await sql<{ version: number }>(`SELECT version FROM "${schema}".schema_version`);
+  expect(versions.map((v) => v.version)).toEqual([1]);
+  const { id } = await started[0]!.get(JobQueue).enqueue(Noop, undefined);
+  await waitFor('the job to run', async () => (await started[1]!.get(JobQueue).get(id))?.state === 'succeeded');
+  expect((await started[2]!.get(JobQueue).get(id))!.result).toBe('ok');
+});
+
+it('with migrationsRun: false the start fails on a missing schema, and the exported migrations create it', async () => {
+  const schema = uniqueSchema('manual');
+  schemas.push(schema);
+  await expect(boot(schema, [], { migrationsRun: false })).rejects.toThrow(/lacks migration\(s\) 1 and migrationsRun is false\. Potential fix: add createJobsMigrations/);
+  const ds = new DataSource({ type: 'postgres', url: databaseUrl(), migrations: createJobsMigrations(schema) });
+  await ds.initialize();
+  await ds.runMigrations();
+  await ds.query(`DELETE FROM migrations WHERE name LIKE $1`, [`DurableJobs_${schema}_%`]);
+  await ds.destroy();
+  const app = await boot(schema, [], { migrationsRun: false });
+  expect(app.get(JobQueue)).toBeDefined();
+});
+
+it('forRootAsync takes its options from a factory with injected dependencies', async () => {
+  const schema = uniqueSchema('async');
+  schemas.push(schema);
+  @Job('async-noop')
+  class AsyncNoop implements JobHandler<{ n: number }> {
+    run(p: { n: number }) {
+      return p.n + 1;
+    }
+  }
+  const CONFIG = 'CONFIG';
+  @Module({ providers: [{ provide: CONFIG, useValue: { url: databaseUrl(), schema } }], exports: [CONFIG] })
+  class ConfigModule {}
+  @Module({ providers: [AsyncNoop] })
+  class Jobs {}
+  const ref = await Test.createTestingModule({
+    imports: [
+      JobsModule.forRootAsync({
+        imports: [ConfigModule],
+        inject: [CONFIG],
+        useFactory: (config: { url: string; schema: string }) => ({
+          connection: config.url,
+          schema: config.schema,
+          worker: { pollInterval: 100 },
+          unregisteredJobs: 'warn',
+        }),
+      }),
+      Jobs,
+    ],
+  }).compile();
+  const app = ref.createNestApplication({ logger: false });
+  await app.init();
+  apps.push(app);
+  const { id } = await app.get(JobQueue).enqueue(AsyncNoop, { n: 41 });
+  await waitFor('the job to run', async () => (await app.get(JobQueue).get(id))?.state === 'succeeded');
+  expect((await app.get(JobQueue).get(id))!.result).toBe(42);
+});
+
+it('a @Job class without run() fails the start, naming the class', async () => {
+  const schema = uniqueSchema('norun');
+  schemas.push(schema);
+  @Job('no-run')
+  class NoRun {}
+  await expect(boot(schema, [NoRun])).rejects.toThrow(/NoRun is marked @Job\('no-run'\) but has no run\(payload, ctx\) method\. Potential fix/);
+});
+
+it('duplicate @Job names fail the start with both class names', async () => {
+  const schema = uniqueSchema('dup');
+  schemas.push(schema);
+  @Job('same-name')
+  class First implements JobHandler {
+    run() {}
+  }
+  @Job('same-name')
+  class Second implements JobHandler {
+    run() {}
+  }
+  await expect(boot(schema, [First, Second])).rejects.toThrow(
+    /Job name "same-name" is used by two classes: First and Second\. Potential fix/,
+  );
+});
+
+it('a @Job class that no module registers fails the start, unless listed as external', async () => {
+  const schema = uniqueSchema('unreg');
+  schemas.push(schema);
+  @Job('orphan')
+  class Orphan implements JobHandler {
+    run() {}
+  }
+  @Job('present')
+  class Present implements JobHandler {
+    run() {}
+  }
+  const externals = ['no-run', 'same-name', 'noop', 'async-noop'];
+  await expect(boot(schema, [Present], { externalJobs: externals, unregisteredJobs: 'error' })).rejects.toThrow(
+    /Orphan is marked @Job\('orphan'\) but is not registered as a provider in any module.*Potential fix: add Orphan to the "providers"/,
+  );
+  const app = await boot(schema, [Present], { externalJobs: [...externals, 'orphan'], unregisteredJobs: 'error' });
+  // An external job may be enqueued here; another service runs it.
+  const { id } = await app.get(JobQueue).enqueue(Orphan, undefined);
+  expect((await app.get(JobQueue).get(id))!.state).toBe('queued');
+});
