@@ -19,6 +19,8 @@ export interface JobMetadata {
 }
 
 export const JOB_METADATA = 'nestjs-durable-jobs:job';
+/** Nest's own marker for @Injectable(); read, never written, to respect an explicit scope. */
+const INJECTABLE_WATERMARK = '__injectable__';
 
 /**
  * Every class that carried `@Job` in this process, so the start can tell a
@@ -38,7 +40,8 @@ export function Job(name: string, options: JobOptions = {}): ClassDecorator {
     validateJobOptions(`@Job('${name}') on ${cls.name}`, options);
     Reflect.defineMetadata(JOB_METADATA, { name, options } satisfies JobMetadata, cls);
     DECORATED_JOB_CLASSES.add(cls);
-    Injectable()(cls);
+    // Keep an explicit @Injectable({ scope }) applied below us intact.
+    if (!Reflect.hasOwnMetadata(INJECTABLE_WATERMARK, cls)) Injectable()(cls);
   };
 }
 

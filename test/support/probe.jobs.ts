@@ -52,7 +52,7 @@ export class CountingProbe implements JobHandler<{ i: number }> {
     @Inject(INSTANCE_NAME) private readonly instance: string,
   ) {}
   async run(_: { i: number }, ctx: JobContext): Promise<void> {
-    const schema = this.dataSource.options.schema as string;
+    const schema = (this.dataSource.options as { schema?: string }).schema!;
     await this.dataSource.query(`INSERT INTO "${schema}".probe_run (job_id, instance) VALUES ($1, $2)`, [ctx.jobId, this.instance]);
   }
 }
