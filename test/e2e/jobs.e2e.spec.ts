@@ -9,7 +9,7 @@ import { SlowReport } from '../../sample/jobs/slow-report.job.js';
 import { Mailer } from '../../sample/orders/mailer.service.js';
 import { Order } from '../../sample/orders/order.entity.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
-import { DoomedProbe, ProbeRecorder, TimeoutProbe, probeProviders } from '../support/probe.jobs.js';
+import { DoomedProbe, ProbeRecorder, ScopedProbe, TimeoutProbe, probeProviders } from '../support/probe.jobs.js';
 import { startSampleApp } from '../support/sample-app.js';
 import { sleep, waitFor } from '../support/wait.js';
 
@@ -149,6 +149,31 @@ describe('retries and failures', () => {
     await expect(jobs.retry(queued.id)).rejects.toThrow(/only failed or cancelled/);
     await expect(jobs.retry('00000000-0000-7000-8000-000000000000')).rejects.toThrow(/no such job/);
     await jobs.cancel(queued.id);
+  });
+});
+
+describe('handlers and DI', () => {
+  it('a handler with request-scoped dependencies gets a fresh DI sub-tree per run', async () => {
+    const first = await jobs.enqueue(ScopedProbe, {});
+    const second = await jobs.enqueue(ScopedProbe, {});
+    await until(first.id, 'succeeded');
+    await until(second.id, 'succeeded');
+    const a = (await jobs.get(first.id))!.result as { serial: number; sameJob: boolean };
+    const b = (await jobs.get(second.id))!.result as { serial: number; sameJob: boolean };
+    expect(a.sameJob).toBe(true);
+    expect(b.sameJob).toBe(true);
+    expect(a.serial).not.toBe(b.serial);
+  });
+
+  it('progress is stored while running and set to 1 on success', async () => {
+    const { id } = await jobs.enqueue(SlowReport, { steps: 4, stepMs: 150 });
+    const seen = await waitFor('progress between 0 and 1', async () => {
+      const job = await jobs.get(id);
+      return job && job.progress !== null && job.progress > 0 && job.progress < 1 ? job : null;
+    });
+    expect(seen.progressMessage).toMatch(/step \d of 4/);
+    await until(id, 'succeeded');
+    expect((await jobs.get(id))!.progress).toBe(1);
   });
 });
 
