@@ -13,7 +13,11 @@ export { JobQueue, type EnqueueItem, type JobRef } from './queue/job-queue.servi
 export type { EnqueueOptions } from './queue/queue-options.js';
 export type { WorkerOptions } from './worker/worker-options.js';
 export { createJobsMigrations } from './storage/schema-migrator.js';
-export { startEmbeddedPostgres, type EmbeddedPostgresOptions, type EmbeddedPostgresHandle } from './storage/embedded-postgres.js';
+export {
+  startEmbeddedPostgres,
+  type EmbeddedPostgresOptions,
+  type EmbeddedPostgresHandle,
+} from './storage/embedded-postgres.js';
 export {
   Clock,
   SystemClock,

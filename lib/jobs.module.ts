@@ -49,12 +49,22 @@ function coreProviders(): Provider[] {
       inject: [JobsConnection, JOB_STORAGE],
       useFactory: (c: JobsConnection, s: JobStorage) => new NotificationListener(c.dataSource, s.notifyChannel()),
     },
-    { provide: Clock, inject: [JOBS_MODULE_OPTIONS], useFactory: (o: JobsModuleOptions) => o.clock ?? new SystemClock() },
-    { provide: WORKER_OPTIONS, inject: [JOBS_MODULE_OPTIONS], useFactory: (o: JobsModuleOptions) => resolveWorkerOptions(o.worker) },
+    {
+      provide: Clock,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => o.clock ?? new SystemClock(),
+    },
+    {
+      provide: WORKER_OPTIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => resolveWorkerOptions(o.worker),
+    },
     {
       provide: QUEUE_SETTINGS,
       inject: [JOBS_MODULE_OPTIONS],
-      useFactory: (o: JobsModuleOptions): QueueSettings => ({ maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES }),
+      useFactory: (o: JobsModuleOptions): QueueSettings => ({
+        maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      }),
     },
     {
       provide: JOBS_DISCOVERY_OPTIONS,

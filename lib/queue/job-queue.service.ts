@@ -46,7 +46,10 @@ export class JobQueue {
   }
 
   /** Many jobs in one statement: all are written or none. */
-  async enqueueMany(items: ReadonlyArray<EnqueueItem>, options: { manager?: EntityManager } = {}): Promise<Array<{ id: string }>> {
+  async enqueueMany(
+    items: ReadonlyArray<EnqueueItem>,
+    options: { manager?: EntityManager } = {},
+  ): Promise<Array<{ id: string }>> {
     const now = this.clock.now();
     const rows = items.map((item, i) => {
       if (!item || (typeof item.job !== 'function' && typeof item.job !== 'string')) {
@@ -105,10 +108,14 @@ export class JobQueue {
     }
     if (options.runAt !== undefined) {
       if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
-        throw new JobsError(`${where}: "runAt" must be a valid Date, got ${String(options.runAt)}. Potential fix: runAt: new Date('2026-12-01T09:00:00Z').`);
+        throw new JobsError(
+          `${where}: "runAt" must be a valid Date, got ${String(options.runAt)}. Potential fix: runAt: new Date('2026-12-01T09:00:00Z').`,
+        );
       }
       if (options.delay !== undefined) {
-        throw new JobsError(`${where}: pass either "delay" or "runAt", not both. Potential fix: keep the one you mean.`);
+        throw new JobsError(
+          `${where}: pass either "delay" or "runAt", not both. Potential fix: keep the one you mean.`,
+        );
       }
       runAt = options.runAt;
     }
@@ -142,7 +149,9 @@ export class JobQueue {
       return meta.name;
     }
     if (typeof job !== 'string' || job === '') {
-      throw new JobsError(`enqueue(): the job must be a @Job class or a job name, got ${String(job)}. Potential fix: enqueue(SendReceipt, payload).`);
+      throw new JobsError(
+        `enqueue(): the job must be a @Job class or a job name, got ${String(job)}. Potential fix: enqueue(SendReceipt, payload).`,
+      );
     }
     if (!this.registry.get(job) && !this.registry.isExternal(job)) {
       const known = this.registry.names();

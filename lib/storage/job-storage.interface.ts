@@ -31,8 +31,13 @@ export interface WorkerRegistration {
   now: Date;
 }
 
-export type CancelResult = { outcome: 'cancelled' } | { outcome: 'requested' } | { outcome: 'not-found' } | { outcome: 'finished'; state: JobState };
-export type RetryResult = { outcome: 'requeued' } | { outcome: 'not-found' } | { outcome: 'not-retryable'; state: JobState };
+export type CancelResult =
+  | { outcome: 'cancelled' }
+  | { outcome: 'requested' }
+  | { outcome: 'not-found' }
+  | { outcome: 'finished'; state: JobState };
+export type RetryResult =
+  { outcome: 'requeued' } | { outcome: 'not-found' } | { outcome: 'not-retryable'; state: JobState };
 
 /**
  * Everything the queue, the workers and monitoring need from the database.

@@ -171,7 +171,11 @@ export class PostgresJobStorage implements JobStorage {
     const state = row.state as JobState;
     const attempt = row.attempt as number;
     // A successful or running attempt writes no history row: the job row tells its story.
-    if ((state === 'active' || state === 'succeeded') && attempt > 0 && !executions.some((e) => e.attempt === attempt && e.state !== 'interrupted')) {
+    if (
+      (state === 'active' || state === 'succeeded') &&
+      attempt > 0 &&
+      !executions.some((e) => e.attempt === attempt && e.state !== 'interrupted')
+    ) {
       executions.push({
         attempt,
         workerId: (row.worker_id as string | null) ?? null,

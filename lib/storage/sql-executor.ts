@@ -2,7 +2,11 @@ import type { EntityManager, DataSource } from 'typeorm';
 
 /** The part of a `pg` client or pool that storage uses. */
 interface PgQueryable {
-  query(config: { text: string; values?: unknown[]; name?: string }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  query(config: {
+    text: string;
+    values?: unknown[];
+    name?: string;
+  }): Promise<{ rows: unknown[]; rowCount: number | null }>;
 }
 
 /**

@@ -59,7 +59,9 @@ export class CompletionBatcher {
           this.queue.unshift(...batch);
           failures++;
           const wait = Math.min(5000, 100 * 2 ** failures);
-          this.logger.error(`Recording ${batch.length} job outcome(s) failed (${(error as Error).message}); retrying in ${wait} ms`);
+          this.logger.error(
+            `Recording ${batch.length} job outcome(s) failed (${(error as Error).message}); retrying in ${wait} ms`,
+          );
           await new Promise((r) => setTimeout(r, wait));
         }
       }

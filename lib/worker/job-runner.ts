@@ -68,7 +68,7 @@ export class RunningJob {
   }
 
   async execute(): Promise<RunResult> {
-    const { job, registered } = this;
+    const { job } = this;
     const logger = new Logger(`Job ${job.name}`);
     const ctx: JobContext = {
       jobId: job.id,
@@ -91,7 +91,8 @@ export class RunningJob {
     try {
       handler = await this.resolveHandler(ctx);
       const result = await Promise.race([Promise.resolve(handler.run(job.payload, ctx)), this.stopped]);
-      if (this.stopReason === 'cancel') return { outcome: { kind: 'cancelled', error: serializeError(new JobCancelledError(job.id)) } };
+      if (this.stopReason === 'cancel')
+        return { outcome: { kind: 'cancelled', error: serializeError(new JobCancelledError(job.id)) } };
       return { outcome: { kind: 'succeeded', result: checkResult(job, result) } };
     } catch (error) {
       return this.failure(error, handler, ctx);
@@ -112,7 +113,11 @@ export class RunningJob {
     if (!permanent && job.attempt < job.maxAttempts) {
       const delay = computeBackoff(this.registered.options.backoff, job.attempt, err);
       return {
-        outcome: { kind: 'retry', error: serializeError(err), retryAt: new Date(this.deps.clock.now().getTime() + delay) },
+        outcome: {
+          kind: 'retry',
+          error: serializeError(err),
+          retryAt: new Date(this.deps.clock.now().getTime() + delay),
+        },
       };
     }
     // Failed for good: onFailure runs now, while this worker still holds the lease.
@@ -120,7 +125,10 @@ export class RunningJob {
       try {
         await handler.onFailure(job.payload, err, ctx);
       } catch (hookError) {
-        ctx.logger.error(`onFailure of job ${job.id} threw: ${(hookError as Error).message}`, (hookError as Error).stack);
+        ctx.logger.error(
+          `onFailure of job ${job.id} threw: ${(hookError as Error).message}`,
+          (hookError as Error).stack,
+        );
       }
     }
     return { outcome: { kind: 'failed', error: serializeError(err) } };

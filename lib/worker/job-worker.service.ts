@@ -59,7 +59,8 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.enabled || this.registry.names().length === 0) return;
     for (const job of this.registry.all()) {
-      if (job.wrapper.isDependencyTreeStatic() && !job.wrapper.isTransient) job.instance = job.wrapper.instance as never;
+      if (job.wrapper.isDependencyTreeStatic() && !job.wrapper.isTransient)
+        job.instance = job.wrapper.instance as never;
       this.knownQueues.add(job.options.queue);
     }
     this.batcher = new CompletionBatcher(this.storage, this.id, this.clock);
@@ -250,7 +251,10 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     const index = this.buffer.findIndex((j) => j.id === id);
     if (index >= 0) {
       const [job] = this.buffer.splice(index, 1);
-      void this.batcher.add({ job: job!, outcome: { kind: 'cancelled', error: { name: 'JobCancelledError', message: `Job ${id} was cancelled` } } });
+      void this.batcher.add({
+        job: job!,
+        outcome: { kind: 'cancelled', error: { name: 'JobCancelledError', message: `Job ${id} was cancelled` } },
+      });
     }
   }
 
@@ -299,9 +303,9 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     for (const off of this.unsubscribe.splice(0)) off();
     await this.listener.stop();
     const unstarted = this.buffer.splice(0);
-    await this.storage.handBack(this.id, unstarted, this.clock.now(), null).catch((e: Error) =>
-      this.logger.error(`Handing back ${unstarted.length} unstarted job(s) failed: ${e.message}`),
-    );
+    await this.storage
+      .handBack(this.id, unstarted, this.clock.now(), null)
+      .catch((e: Error) => this.logger.error(`Handing back ${unstarted.length} unstarted job(s) failed: ${e.message}`));
     if (this.running.size) {
       this.logger.log(`Waiting up to ${this.options.shutdownGrace} ms for ${this.running.size} running job(s)`);
       await Promise.race([

@@ -19,10 +19,16 @@ let app: INestApplication;
 let jobs: JobQueue;
 
 const stateOf = async (id: string) => (await jobs.get(id))?.state;
-const until = (id: string, state: string) => waitFor(`job ${id} to be ${state}`, async () => (await stateOf(id)) === state);
+const until = (id: string, state: string) =>
+  waitFor(`job ${id} to be ${state}`, async () => (await stateOf(id)) === state);
 
 beforeAll(async () => {
-  app = await startSampleApp({ schema, clock, worker: { concurrency: 5, pollInterval: 200 }, providers: probeProviders() });
+  app = await startSampleApp({
+    schema,
+    clock,
+    worker: { concurrency: 5, pollInterval: 200 },
+    providers: probeProviders(),
+  });
   jobs = app.get(JobQueue);
 });
 
@@ -33,11 +39,21 @@ afterAll(async () => {
 
 describe('sample app over HTTP', () => {
   it('POST /orders runs the receipt job; GET /jobs/:id shows it succeeded with one execution', async () => {
-    const created = await request(app.getHttpServer()).post('/orders').send({ email: 'ada@example.com', totalCents: 1200 }).expect(201);
+    const created = await request(app.getHttpServer())
+      .post('/orders')
+      .send({ email: 'ada@example.com', totalCents: 1200 })
+      .expect(201);
     const { orderId, jobId } = created.body as { orderId: number; jobId: string };
     await until(jobId, 'succeeded');
     const res = await request(app.getHttpServer()).get(`/jobs/${jobId}`).expect(200);
-    expect(res.body).toMatchObject({ id: jobId, name: 'send-receipt', queue: 'emails', state: 'succeeded', attempt: 1, result: { sentTo: 'ada@example.com' } });
+    expect(res.body).toMatchObject({
+      id: jobId,
+      name: 'send-receipt',
+      queue: 'emails',
+      state: 'succeeded',
+      attempt: 1,
+      result: { sentTo: 'ada@example.com' },
+    });
     expect(res.body.executions).toHaveLength(1);
     expect(res.body.executions[0]).toMatchObject({ attempt: 1, state: 'succeeded' });
     expect(app.get(Mailer).sent).toContainEqual({ orderId, email: 'ada@example.com' });
@@ -203,13 +219,37 @@ describe('cancellation', () => {
 
 describe('errors at the call site', () => {
   const cases: Array<[string, () => Promise<unknown>, RegExp]> = [
-    ['a function in the payload', () => jobs.enqueue('flaky-sync', { account: 'a', fn: () => 1 } as never), /flaky-sync.*not JSON-serialisable at \$\.fn \(a function\)/],
+    [
+      'a function in the payload',
+      () => jobs.enqueue('flaky-sync', { account: 'a', fn: () => 1 } as never),
+      /flaky-sync.*not JSON-serialisable at \$\.fn \(a function\)/,
+    ],
     ['a BigInt', () => jobs.enqueue(FlakySync, { account: 10n } as never), /flaky-sync.*\$\.account \(a BigInt\)/],
-    ['a cycle', () => { const p: Record<string, unknown> = { account: 'a' }; p.self = p; return jobs.enqueue('flaky-sync', p as never); }, /circular reference/],
-    ['an oversized payload', () => jobs.enqueue(FlakySync, { account: 'x'.repeat(300 * 1024) }), /flaky-sync.*over maxPayloadBytes \(262144\)/],
+    [
+      'a cycle',
+      () => {
+        const p: Record<string, unknown> = { account: 'a' };
+        p.self = p;
+        return jobs.enqueue('flaky-sync', p as never);
+      },
+      /circular reference/,
+    ],
+    [
+      'an oversized payload',
+      () => jobs.enqueue(FlakySync, { account: 'x'.repeat(300 * 1024) }),
+      /flaky-sync.*over maxPayloadBytes \(262144\)/,
+    ],
     ['an unknown job name', () => jobs.enqueue('no-such-job', {}), /Unknown job "no-such-job".*Potential fix/],
-    ['a negative delay', () => jobs.enqueue(FlakySync, { account: 'a' }, { delay: -5 }), /flaky-sync.*"delay" must be a number of milliseconds >= 0/],
-    ['an invalid date', () => jobs.enqueue(FlakySync, { account: 'a' }, { runAt: new Date('nope') }), /flaky-sync.*"runAt" must be a valid Date/],
+    [
+      'a negative delay',
+      () => jobs.enqueue(FlakySync, { account: 'a' }, { delay: -5 }),
+      /flaky-sync.*"delay" must be a number of milliseconds >= 0/,
+    ],
+    [
+      'an invalid date',
+      () => jobs.enqueue(FlakySync, { account: 'a' }, { runAt: new Date('nope') }),
+      /flaky-sync.*"runAt" must be a valid Date/,
+    ],
     ['a class that is not a job', () => jobs.enqueue(Order as never, {}), /Order is not a job handler/],
   ];
   it.each(cases)('%s throws a JobsError and writes nothing', async (_label, call, message) => {

@@ -16,7 +16,13 @@ async function boot(schema: string, providers: Type[], extra: Partial<Parameters
   class Jobs {}
   const ref = await Test.createTestingModule({
     imports: [
-      JobsModule.forRoot({ connection: databaseUrl(), schema, worker: { pollInterval: 100 }, unregisteredJobs: 'ignore', ...extra }),
+      JobsModule.forRoot({
+        connection: databaseUrl(),
+        schema,
+        worker: { pollInterval: 100 },
+        unregisteredJobs: 'ignore',
+        ...extra,
+      }),
       Jobs,
     ],
   }).compile();
@@ -51,7 +57,9 @@ it('three instances starting at once migrate the schema once, without error', as
 it('with migrationsRun: false the start fails on a missing schema, and the exported migrations create it', async () => {
   const schema = uniqueSchema('manual');
   schemas.push(schema);
-  await expect(boot(schema, [], { migrationsRun: false })).rejects.toThrow(/lacks migration\(s\) 1 and migrationsRun is false\. Potential fix: add createJobsMigrations/);
+  await expect(boot(schema, [], { migrationsRun: false })).rejects.toThrow(
+    /lacks migration\(s\) 1 and migrationsRun is false\. Potential fix: add createJobsMigrations/,
+  );
   const ds = new DataSource({ type: 'postgres', url: databaseUrl(), migrations: createJobsMigrations(schema) });
   await ds.initialize();
   await ds.runMigrations();
@@ -103,7 +111,9 @@ it('a @Job class without run() fails the start, naming the class', async () => {
   schemas.push(schema);
   @Job('no-run')
   class NoRun {}
-  await expect(boot(schema, [NoRun])).rejects.toThrow(/NoRun is marked @Job\('no-run'\) but has no run\(payload, ctx\) method\. Potential fix/);
+  await expect(boot(schema, [NoRun])).rejects.toThrow(
+    /NoRun is marked @Job\('no-run'\) but has no run\(payload, ctx\) method\. Potential fix/,
+  );
 });
 
 it('duplicate @Job names fail the start with both class names', async () => {

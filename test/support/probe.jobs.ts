@@ -54,7 +54,10 @@ export class CountingProbe implements JobHandler<{ i: number }> {
   ) {}
   async run(_: { i: number }, ctx: JobContext): Promise<void> {
     const schema = (this.dataSource.options as { schema?: string }).schema!;
-    await this.dataSource.query(`INSERT INTO "${schema}".probe_run (job_id, instance) VALUES ($1, $2)`, [ctx.jobId, this.instance]);
+    await this.dataSource.query(`INSERT INTO "${schema}".probe_run (job_id, instance) VALUES ($1, $2)`, [
+      ctx.jobId,
+      this.instance,
+    ]);
   }
 }
 

@@ -24,7 +24,8 @@ describe('computeBackoff', () => {
   });
 
   it('a function decides from the attempt and the error; negatives become 0', () => {
-    const fn = (attempt: number, error: unknown) => ((error as Error).message === 'rate limited' ? 60_000 : attempt * 10);
+    const fn = (attempt: number, error: unknown) =>
+      (error as Error).message === 'rate limited' ? 60_000 : attempt * 10;
     expect(computeBackoff(fn, 2, new Error('rate limited'))).toBe(60_000);
     expect(computeBackoff(fn, 2, new Error('other'))).toBe(20);
     expect(computeBackoff(() => -5, 1, null)).toBe(0);

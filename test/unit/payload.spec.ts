@@ -4,7 +4,9 @@ import { uuidv7 } from '../../lib/model/uuid.js';
 
 describe('serializePayload', () => {
   it('returns the JSON of plain data', () => {
-    expect(serializePayload('j', { a: [1, 'x', null, true], b: { c: 1.5 } }, 1000)).toBe('{"a":[1,"x",null,true],"b":{"c":1.5}}');
+    expect(serializePayload('j', { a: [1, 'x', null, true], b: { c: 1.5 } }, 1000)).toBe(
+      '{"a":[1,"x",null,true],"b":{"c":1.5}}',
+    );
     expect(serializePayload('j', undefined, 1000)).toBe('null');
   });
 
@@ -21,7 +23,9 @@ describe('serializePayload', () => {
   });
 
   it('measures size in UTF-8 bytes', () => {
-    expect(() => serializePayload('big', { s: 'é'.repeat(10) }, 20)).toThrow(/"big": the payload is 28 bytes, over maxPayloadBytes \(20\)/);
+    expect(() => serializePayload('big', { s: 'é'.repeat(10) }, 20)).toThrow(
+      /"big": the payload is 28 bytes, over maxPayloadBytes \(20\)/,
+    );
   });
 
   it('accepts objects that define toJSON', () => {

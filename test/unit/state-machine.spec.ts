@@ -1,4 +1,10 @@
-import { canTransition, CANCELLABLE_STATES, isTerminal, JOB_STATES, RETRYABLE_STATES } from '../../lib/model/job-state.js';
+import {
+  canTransition,
+  CANCELLABLE_STATES,
+  isTerminal,
+  JOB_STATES,
+  RETRYABLE_STATES,
+} from '../../lib/model/job-state.js';
 
 describe('job state machine', () => {
   it.each([
