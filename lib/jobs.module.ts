@@ -11,13 +11,18 @@ import {
   type JobsModuleRootOptions,
   type JobsOptionsFactory,
 } from './jobs-options.interface.js';
-import { Clock, SystemClock } from './model/index.js';
+import { Clock, JOB_ROW_BUILDER, SystemClock } from './model/index.js';
+import { BatchBuilder } from './queue/batch-builder.service.js';
+import { JobFactory } from './queue/job-factory.js';
 import { JobQueue } from './queue/job-queue.service.js';
+import { WorkflowWriter } from './queue/workflow-writer.js';
 import { QUEUE_SETTINGS, type QueueSettings } from './queue/queue-options.js';
 import { JOB_STORAGE, type JobStorage } from './storage/job-storage.interface.js';
 import { JobsConnection } from './storage/jobs-connection.js';
 import { NotificationListener } from './storage/notification-listener.js';
 import { PostgresJobStorage } from './storage/postgres-job-storage.js';
+import { PostgresWorkflowStorage } from './storage/postgres-workflow-storage.js';
+import { WORKFLOW_STORAGE } from './storage/workflow-storage.interface.js';
 import { JobWorker } from './worker/job-worker.service.js';
 import { resolveWorkerOptions, WORKER_OPTIONS } from './worker/worker-options.js';
 
@@ -43,6 +48,11 @@ function coreProviders(): Provider[] {
       provide: JOB_STORAGE,
       inject: [JobsConnection, JOBS_MODULE_OPTIONS],
       useFactory: (c: JobsConnection, o: JobsModuleOptions) => new PostgresJobStorage(c.dataSource, o.schema ?? 'jobs'),
+    },
+    {
+      provide: WORKFLOW_STORAGE,
+      inject: [JobsConnection, JOB_STORAGE],
+      useFactory: (c: JobsConnection, s: JobStorage) => new PostgresWorkflowStorage(c.dataSource, s),
     },
     {
       provide: NotificationListener,
@@ -77,12 +87,27 @@ function coreProviders(): Provider[] {
     },
     JobRegistry,
     JobsExplorer,
+    JobFactory,
+    { provide: JOB_ROW_BUILDER, useExisting: JobFactory },
+    WorkflowWriter,
     JobQueue,
+    BatchBuilder,
     JobWorker,
   ];
 }
 
-const EXPORTS = [JobQueue, JobRegistry, Clock, JOB_STORAGE, JOBS_DATA_SOURCE, JobWorker, JOBS_MODULE_OPTIONS];
+const EXPORTS = [
+  JobQueue,
+  BatchBuilder,
+  JobFactory,
+  WORKFLOW_STORAGE,
+  JobRegistry,
+  Clock,
+  JOB_STORAGE,
+  JOBS_DATA_SOURCE,
+  JobWorker,
+  JOBS_MODULE_OPTIONS,
+];
 
 @Module({})
 export class JobsModule {

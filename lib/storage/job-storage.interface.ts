@@ -48,7 +48,7 @@ export interface JobStorage {
   insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
   /** Records outcomes fenced by (id, attempt, worker, active); returns the ids that were applied. */
-  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date): Promise<Set<string>>;
+  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date, tx?: SqlExecutor): Promise<Set<string>>;
   renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal>;
   /** Gives jobs back at shutdown without spending their attempt; `error` records an interrupted run. */
   handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void>;

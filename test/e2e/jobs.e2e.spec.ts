@@ -162,7 +162,9 @@ describe('retries and failures', () => {
     expect(job.attempt).toBe(2);
     expect(job.maxAttempts).toBe(4);
     const queued = await jobs.enqueue(FlakySync, { account: 'x' }, { delay: 60_000 });
-    await expect(jobs.retry(queued.id)).rejects.toThrow(/only failed or cancelled/);
+    await expect(jobs.retry(queued.id)).rejects.toThrow(
+      /the job is "queued"; only failed, cancelled or skipped jobs can be retried/,
+    );
     await expect(jobs.retry('00000000-0000-7000-8000-000000000000')).rejects.toThrow(/no such job/);
     await jobs.cancel(queued.id);
   });
