@@ -24,6 +24,7 @@ async function timedDrain(adapter, lib, { jobs, concurrency, processes = 1 }) {
     seconds,
     rssMb: Math.max(...results.map((r) => r.maxRssKb)) / 1024,
     exactlyOnce: once,
+    perProcess: results.map((r) => r.done),
   };
 }
 
