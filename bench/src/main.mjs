@@ -125,7 +125,8 @@ const minutes = ((Date.now() - t0) / 60_000).toFixed(1);
 const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB`;
 
 console.log();
-console.log(table(rows, libs, labels));
+const storage = Object.fromEntries(Object.entries(adapters).map(([l, a]) => [l, a.storage]));
+console.log(table(rows, libs, labels, storage));
 console.log();
 if (libs.includes('ours') && libs.length > 1) {
   console.log('ours vs best peer: above 1× ours leads (throughput: ours ÷ best peer; latency and RSS: best peer ÷ ours)');

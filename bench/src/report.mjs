@@ -13,7 +13,8 @@ function rowsFor(titles) {
   const t = (id, fallback) => titles[id] ?? fallback;
   return [
     { scenario: 'bulk', field: 'jobsPerSec', title: t('bulk'), unit: 'rate', better: 'higher' },
-    { scenario: 'single', field: 'jobsPerSec', title: t('single'), unit: 'rate', better: 'higher' },
+    // Bound by the commit on PostgreSQL; Redis without persistence is another game.
+    { scenario: 'single', field: 'jobsPerSec', title: t('single'), unit: 'rate', better: 'higher', versus: 'postgres' },
     { scenario: 'drain10', field: 'jobsPerSec', title: t('drain10'), unit: 'rate', better: 'higher' },
     { scenario: 'drain50', field: 'jobsPerSec', title: t('drain50'), unit: 'rate', better: 'higher' },
     { scenario: 'drain2x10', field: 'jobsPerSec', title: t('drain2x10'), unit: 'rate', better: 'higher' },
@@ -90,21 +91,25 @@ function checkCell(v) {
 
 // Ours against the best peer on each row: >1× means ours is better on a
 // higher-is-better row, and also on a lower-is-better row (peer ÷ ours).
-function versusPeers(row, libs) {
+function versusPeers(row, libs, storage) {
   const ours = row.values.ours?.median;
-  const peers = libs.filter((l) => l !== 'ours').map((l) => row.values[l]?.median).filter(Number.isFinite);
+  const peers = libs
+    .filter((l) => l !== 'ours' && (!row.versus || storage[l] === row.versus))
+    .map((l) => row.values[l]?.median)
+    .filter(Number.isFinite);
   if (!Number.isFinite(ours) || !peers.length || !row.better || row.unit === 'check') return '';
-  if (row.better === 'higher') return `${(ours / Math.max(...peers)).toFixed(2)}×`;
-  return `${(Math.min(...peers) / ours).toFixed(2)}×`;
+  const note = row.versus ? ` (vs ${row.versus === 'postgres' ? 'PostgreSQL' : row.versus} peers)` : '';
+  if (row.better === 'higher') return `${(ours / Math.max(...peers)).toFixed(2)}×${note}`;
+  return `${(Math.min(...peers) / ours).toFixed(2)}×${note}`;
 }
 
-export function table(rows, libs, labels) {
+export function table(rows, libs, labels, storage = {}) {
   const withRatio = libs.includes('ours') && libs.length > 1;
   const head = ['', ...libs.map((l) => labels[l]), ...(withRatio ? ['ours vs best peer'] : [])];
   const body = rows.map((row) => [
     row.title,
     ...libs.map((l) => (row.unit === 'check' ? checkCell(row.values[l]) : cell(row.values[l], row.unit))),
-    ...(withRatio ? [versusPeers(row, libs)] : []),
+    ...(withRatio ? [versusPeers(row, libs, storage)] : []),
   ]);
   const widths = head.map((_, c) => Math.max(...[head, ...body].map((r) => r[c].length)));
   const line = (r) => `| ${r.map((x, c) => (c === 0 ? x.padEnd(widths[c]) : x.padStart(widths[c]))).join(' | ')} |`;
