@@ -7,6 +7,8 @@ import { DemoService } from './demo/demo.service.js';
 import { FlakySync } from './jobs/flaky-sync.job.js';
 import { SendReceipt } from './jobs/send-receipt.job.js';
 import { SlowReport } from './jobs/slow-report.job.js';
+import { ImportCleanup, ImportFile, NotifyAdmin, NotifyUser } from './imports/import.jobs.js';
+import { ImportsController } from './imports/imports.controller.js';
 import { Mailer } from './orders/mailer.service.js';
 import { Order } from './orders/order.entity.js';
 import { OrdersController } from './orders/orders.controller.js';
@@ -47,12 +49,16 @@ export class AppModule {
           }),
         }),
       ],
-      controllers: [OrdersController],
+      controllers: [OrdersController, ImportsController],
       providers: [
         Mailer,
         SendReceipt,
         FlakySync,
         SlowReport,
+        ImportFile,
+        NotifyUser,
+        NotifyAdmin,
+        ImportCleanup,
         ...(config.demo ? [DemoService] : []),
         ...(config.providers ?? []),
       ],

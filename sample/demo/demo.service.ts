@@ -1,6 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { JobQueue } from 'nestjs-durable-jobs';
+import { BatchBuilder, JobQueue } from 'nestjs-durable-jobs';
+import { ImportCleanup, ImportFile, NotifyAdmin, NotifyUser } from '../imports/import.jobs.js';
 import { FlakySync } from '../jobs/flaky-sync.job.js';
 import { SendReceipt } from '../jobs/send-receipt.job.js';
 import { SlowReport } from '../jobs/slow-report.job.js';
@@ -14,6 +15,7 @@ export class DemoService implements OnApplicationBootstrap {
   constructor(
     private readonly jobs: JobQueue,
     private readonly dataSource: DataSource,
+    private readonly batches: BatchBuilder,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -28,6 +30,15 @@ export class DemoService implements OnApplicationBootstrap {
       `Enqueued demo jobs: send-receipt ${receipt.id}, flaky-sync ${flaky.id} (fails twice, then succeeds), ` +
         `slow-report ${report.id} (reports progress), flaky-sync ${later.id} (delayed 3 s)`,
     );
+    const batch = await this.batches
+      .create('demo-import')
+      .add(ImportFile, { file: 'customers.csv' })
+      .add(ImportFile, { file: 'orders.csv' })
+      .then(NotifyUser, { userId: 7, batch: 'demo-import' })
+      .catch(NotifyAdmin, { batch: 'demo-import' })
+      .finally(ImportCleanup, { batch: 'demo-import' })
+      .dispatch();
+    this.logger.log(`Dispatched batch demo-import ${batch.id}: two files, then notify-user, finally import-cleanup`);
     this.logger.log(`Follow one: curl http://localhost:${process.env.PORT ?? 3000}/jobs/${flaky.id}`);
   }
 }

@@ -65,6 +65,24 @@ describe('sample app over HTTP', () => {
   });
 });
 
+describe('imports over HTTP', () => {
+  it('POST /imports dispatches a batch; GET /batches/:id shows it with progress', async () => {
+    const res = await request(app.getHttpServer())
+      .post('/imports')
+      .send({ name: 'october', files: ['a.csv', 'b.csv', 'c.csv'], userId: 7 })
+      .expect(201);
+    const { batchId } = res.body as { batchId: string };
+    await waitFor('the import to succeed', async () => {
+      const status = await request(app.getHttpServer()).get(`/batches/${batchId}`).expect(200);
+      return status.body.state === 'succeeded';
+    });
+    const status = await request(app.getHttpServer()).get(`/batches/${batchId}`).expect(200);
+    expect(status.body).toMatchObject({ name: 'october', total: 3, succeeded: 3, progress: 1 });
+    await request(app.getHttpServer()).get('/batches/00000000-0000-7000-8000-000000000000').expect(404);
+    await request(app.getHttpServer()).post('/imports').send({ files: 'a.csv' }).expect(400);
+  });
+});
+
 describe('transactional enqueue', () => {
   it('a rolled-back transaction leaves no job; a committed one runs', async () => {
     const ds = app.get(DataSource);
