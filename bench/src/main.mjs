@@ -71,6 +71,8 @@ const pgVersion = (await sql('SHOW server_version')).rows[0].server_version;
 const adapters = {};
 const results = {};
 const started = new Date();
+// Other work on the machine moves the figures; the load average says how much.
+const loadAtStart = os.loadavg()[0];
 const t0 = Date.now();
 log(`bench: node ${process.version}, libraries ${libs.join(', ')}, ${runs} run(s), scale ${scale}`);
 
@@ -131,7 +133,8 @@ console.log();
 if (libs.includes('ours') && libs.length > 1) {
   console.log('ours vs best peer: above 1× ours leads (throughput: ours ÷ best peer; latency and RSS: best peer ÷ ours)');
 }
-console.log(`Node ${process.version} · PostgreSQL ${pgVersion} · ${machine} · ${runs} run(s), median (min–max) · scale ${scale} · ${minutes} min`);
+const load = `load avg ${loadAtStart.toFixed(1)} at start, ${os.loadavg()[0].toFixed(1)} at end`;
+console.log(`Node ${process.version} · PostgreSQL ${pgVersion} · ${machine} · ${runs} run(s), median (min–max) · scale ${scale} · ${minutes} min · ${load}`);
 const failures = Object.entries(results).flatMap(([s, byLib]) =>
   Object.entries(byLib).flatMap(([l, e]) => e.errors.map((err) => `${s}/${l}: ${err}`)),
 );
@@ -148,6 +151,7 @@ writeFileSync(
       node: process.version,
       postgres: pgVersion,
       machine,
+      loadAverage: { start: loadAtStart, end: os.loadavg()[0] },
       database: DATABASE_URL.replace(/\/\/[^@]*@/, '//'),
       redis: REDIS_URL.replace(/\/\/[^@]*@/, '//'),
       runs,
