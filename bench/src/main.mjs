@@ -133,8 +133,8 @@ console.log();
 if (libs.includes('ours') && libs.length > 1) {
   console.log('ours vs best peer: above 1× ours leads (throughput: ours ÷ best peer; latency and RSS: best peer ÷ ours)');
 }
-const load = `load avg ${loadAtStart.toFixed(1)} at start, ${os.loadavg()[0].toFixed(1)} at end`;
-console.log(`Node ${process.version} · PostgreSQL ${pgVersion} · ${machine} · ${runs} run(s), median (min–max) · scale ${scale} · ${minutes} min · ${load}`);
+const loadNote = `load avg ${loadAtStart.toFixed(1)} at start, ${os.loadavg()[0].toFixed(1)} at end`;
+console.log(`Node ${process.version} · PostgreSQL ${pgVersion} · ${machine} · ${runs} run(s), median (min–max) · scale ${scale} · ${minutes} min · ${loadNote}`);
 const failures = Object.entries(results).flatMap(([s, byLib]) =>
   Object.entries(byLib).flatMap(([l, e]) => e.errors.map((err) => `${s}/${l}: ${err}`)),
 );
