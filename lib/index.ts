@@ -16,6 +16,7 @@ export { ChainDraft, FlowDraft, type FlowEdge } from './queue/flow-drafts.js';
 export type { StepOptions } from './queue/workflow-writer.js';
 export type { BatchMember, BatchGraph } from './storage/workflow-storage.interface.js';
 export type { WorkerOptions } from './worker/worker-options.js';
+export { RetentionService, type RetentionOptions } from './worker/retention.service.js';
 export { createJobsMigrations } from './storage/schema-migrator.js';
 export {
   startEmbeddedPostgres,

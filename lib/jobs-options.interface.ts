@@ -3,6 +3,7 @@ import type { DataSource, DataSourceOptions } from 'typeorm';
 import type { JobDefaults } from './discovery/job-registry.js';
 import type { Clock } from './model/index.js';
 import type { EmbeddedPostgresOptions } from './storage/embedded-postgres.js';
+import type { RetentionOptions } from './worker/retention.service.js';
 import type { WorkerOptions } from './worker/worker-options.js';
 
 type PostgresConnectionOptions = Extract<DataSourceOptions, { type: 'postgres' }>;
@@ -20,6 +21,8 @@ export interface JobsModuleOptions {
   /** Create and migrate the schema at start (default true); false when the app runs `createJobsMigrations()` itself. */
   migrationsRun?: boolean;
   worker?: WorkerOptions;
+  /** How long finished jobs stay queryable before they are pruned. */
+  retention?: RetentionOptions;
   /** Defaults for jobs whose @Job options leave them out. */
   defaults?: JobDefaults;
   /** Job names this app may enqueue although another service runs them. */

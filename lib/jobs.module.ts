@@ -24,6 +24,7 @@ import { PostgresJobStorage } from './storage/postgres-job-storage.js';
 import { PostgresWorkflowStorage } from './storage/postgres-workflow-storage.js';
 import { WORKFLOW_STORAGE } from './storage/workflow-storage.interface.js';
 import { JobWorker } from './worker/job-worker.service.js';
+import { RETENTION_OPTIONS, RetentionService } from './worker/retention.service.js';
 import { resolveWorkerOptions, WORKER_OPTIONS } from './worker/worker-options.js';
 
 const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
@@ -93,6 +94,12 @@ function coreProviders(): Provider[] {
     JobQueue,
     BatchBuilder,
     JobWorker,
+    {
+      provide: RETENTION_OPTIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => o.retention ?? {},
+    },
+    RetentionService,
   ];
 }
 

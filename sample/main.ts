@@ -17,7 +17,8 @@ async function main(): Promise<void> {
     logger.warn(`DATABASE_URL is not set: using an embedded PostgreSQL in .jobs-data/sample (development only)`);
   }
   const app = await NestFactory.create(AppModule.forRoot({ databaseUrl: databaseUrl!, demo: true }), {
-    logger: ['log', 'warn', 'error'],
+    // 'debug' shows the worker's line for every job that succeeds.
+    logger: ['log', 'warn', 'error', 'debug'],
   });
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port);

@@ -164,6 +164,23 @@ export function jobStatements(schema: string) {
     heartbeatWorker: `UPDATE ${s}.worker SET last_heartbeat = $2, active = $3 WHERE id = $1`,
     unregisterWorker: `UPDATE ${s}.worker SET stopped_at = $2, active = 0 WHERE id = $1`,
     notify: `SELECT pg_notify($1, $2)`,
+
+    // Retention walks the primary key: ids are UUIDv7, so "created before the
+    // cutoff" is a key range and no completed_at index is paid for on every
+    // completion. Batch members go with their batch; parents wait for children.
+    prune: `WITH doomed AS (
+      SELECT j.id FROM ${s}.job j
+       WHERE j.id < $1::uuid AND j.state = ANY($2::text[]) AND j.completed_at < $3 AND j.batch_id IS NULL
+         AND NOT (j.has_dependents AND EXISTS (
+               SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
+                WHERE d.parent_job_id = j.id AND c.state IN ('waiting', 'queued', 'active')))
+       ORDER BY j.id LIMIT $4
+       FOR UPDATE SKIP LOCKED
+    )
+    DELETE FROM ${s}.job j USING doomed WHERE j.id = doomed.id RETURNING 1`,
+    pruneBatches: `DELETE FROM ${s}.job_batch
+     WHERE id IN (SELECT id FROM ${s}.job_batch WHERE id < $1::uuid AND state <> 'executing' AND completed_at < $2
+                  ORDER BY id LIMIT $3) RETURNING 1`,
   };
 }
 

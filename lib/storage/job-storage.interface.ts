@@ -63,6 +63,9 @@ export interface JobStorage {
   unregisterWorker(id: string, now: Date): Promise<void>;
   /** Queues that hold eligible work, for workers that serve every queue. */
   queuesWithWork(now: Date): Promise<string[]>;
+  /** Deletes up to `limit` jobs in `states` that ended before `before`; returns how many. */
+  prune(states: readonly string[], before: Date, limit: number): Promise<number>;
+  pruneBatches(before: Date, limit: number): Promise<number>;
   notifyChannel(): string;
   /** Sends a notification to every instance (cancellation requests). */
   notify(payload: string): Promise<void>;

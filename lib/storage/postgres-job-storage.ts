@@ -233,9 +233,25 @@ export class PostgresJobStorage implements JobStorage {
     return (await this.run('queuesWithWork', [])).map((r) => r.queue as string);
   }
 
+  async prune(states: readonly string[], before: Date, limit: number): Promise<number> {
+    const rows = await this.run('prune', [uuidv7Floor(before), states, before, limit]);
+    return rows.length;
+  }
+
+  async pruneBatches(before: Date, limit: number): Promise<number> {
+    const rows = await this.run('pruneBatches', [uuidv7Floor(before), before, limit]);
+    return rows.length;
+  }
+
   async notify(payload: string): Promise<void> {
     await this.run('notify', [this.channel, payload]);
   }
+}
+
+/** The smallest UUIDv7 of a millisecond: every id made before `at` sorts below it. */
+function uuidv7Floor(at: Date): string {
+  const hex = Math.max(0, at.getTime()).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

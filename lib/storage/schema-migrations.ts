@@ -72,7 +72,6 @@ const v1: SchemaMigration = {
       `CREATE INDEX IF NOT EXISTS job_claim_idx ON ${s}.job (queue, priority DESC, run_at, id) WHERE state = 'queued'`,
       `CREATE INDEX IF NOT EXISTS job_lease_idx ON ${s}.job (lease_expires_at) WHERE state = 'active'`,
       `CREATE INDEX IF NOT EXISTS job_batch_idx ON ${s}.job (batch_id) WHERE batch_id IS NOT NULL`,
-      `CREATE INDEX IF NOT EXISTS job_finished_idx ON ${s}.job (completed_at) WHERE completed_at IS NOT NULL`,
       `CREATE UNIQUE INDEX IF NOT EXISTS job_unique_key_idx ON ${s}.job (unique_key)
          WHERE unique_key IS NOT NULL AND state IN ('waiting','queued','active')`,
       `CREATE TABLE IF NOT EXISTS ${s}.job_execution (

@@ -18,6 +18,8 @@ export class CompletionBatcher {
   private readonly logger = new Logger('JobWorker');
   private queue: Pending[] = [];
   private flushing: Promise<void> | null = null;
+  private deadline = Infinity;
+  private stopped = false;
 
   constructor(
     private readonly storage: JobStorage,
@@ -39,15 +41,26 @@ export class CompletionBatcher {
     return this.queue.length;
   }
 
-  /** Waits until every outcome handed in so far is written. */
-  async drain(): Promise<void> {
-    while (this.flushing) await this.flushing;
+  /**
+   * Waits until every outcome handed in so far is written, or until the
+   * deadline: a database that is gone must not hold shutdown forever. What
+   * is left is not lost; those jobs' leases expire and they run again.
+   */
+  async drain(timeoutMs: number): Promise<number> {
+    this.deadline = Date.now() + timeoutMs;
+    while (this.flushing && Date.now() < this.deadline) {
+      await Promise.race([this.flushing, new Promise((r) => setTimeout(r, 100).unref())]);
+    }
+    const left = this.queue.length + (this.flushing ? 1 : 0);
+    this.stopped = true;
+    for (const p of this.queue.splice(0)) p.resolve(false);
+    return left;
   }
 
   private async flush(): Promise<void> {
     let failures = 0;
     try {
-      while (this.queue.length) {
+      while (this.queue.length && !this.stopped) {
         const batch = this.queue.splice(0, this.maxBatch);
         try {
           const now = this.clock.now();
@@ -72,7 +85,7 @@ export class CompletionBatcher {
         } catch (error) {
           this.queue.unshift(...batch);
           failures++;
-          const wait = Math.min(5000, 100 * 2 ** failures);
+          const wait = Math.min(5000, 100 * 2 ** failures, Math.max(0, this.deadline - Date.now()));
           this.logger.error(
             `Recording ${batch.length} job outcome(s) failed (${(error as Error).message}); retrying in ${wait} ms`,
           );

@@ -339,7 +339,12 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
         .catch((e: Error) => this.logger.error(`Handing back running jobs failed: ${e.message}`));
     }
     await this.progress.drain();
-    await this.batcher.drain();
+    const unrecorded = await this.batcher.drain(Math.max(5_000, this.options.shutdownGrace));
+    if (unrecorded > 0) {
+      this.logger.error(
+        `Shutting down with ${unrecorded} job outcome(s) not recorded (database unreachable); those jobs run again once their lease expires`,
+      );
+    }
     for (const t of this.timers.splice(0)) clearInterval(t);
     await this.storage.unregisterWorker(this.id, this.clock.now()).catch(() => undefined);
     this.state = 'stopped';

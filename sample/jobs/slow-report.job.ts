@@ -13,6 +13,7 @@ export class SlowReport implements JobHandler<SlowReportPayload, { steps: number
       await sleep(stepMs, ctx.signal);
       await ctx.progress(step / steps, `step ${step} of ${steps}`);
     }
+    ctx.logger.log(`Report ${ctx.jobId} finished ${steps} steps`);
     return { steps };
   }
 }

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { JobQueue, JobsError } from 'nestjs-durable-jobs';
+import { JobQueue, JobsError, RetentionService } from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import { FlakySync } from '../../sample/jobs/flaky-sync.job.js';
 import { SendReceipt } from '../../sample/jobs/send-receipt.job.js';
@@ -234,6 +234,34 @@ describe('cancellation', () => {
     await jobs.retry(id);
     expect(await stateOf(id)).not.toBe('cancelled');
     await jobs.cancel(id);
+  });
+});
+
+describe('retention', () => {
+  it('prunes succeeded jobs after 7 days and failed ones after 30, measured on the clock', async () => {
+    const ok = await jobs.enqueue(FlakySync, { account: 'old' }, { maxAttempts: 1 });
+    const bad = await jobs.enqueue(DoomedProbe, { permanent: true });
+    await until(bad.id, 'failed');
+    const { id: fresh } = await jobs.enqueue(FlakySync, { account: 'fresh' }, { delay: 60_000 });
+    await waitFor('the flaky job to fail', async () => (await stateOf(ok.id)) === 'failed');
+    const good = await jobs.enqueue(SlowReport, { steps: 1, stepMs: 1 });
+    await until(good.id, 'succeeded');
+    const retention = app.get(RetentionService);
+    clock.advance(6 * 86_400_000);
+    await retention.prune();
+    expect(await jobs.get(good.id)).not.toBeNull();
+    clock.advance(2 * 86_400_000);
+    await retention.prune();
+    expect(await jobs.get(good.id)).toBeNull();
+    expect(await jobs.get(bad.id)).not.toBeNull();
+    // A job made long ago that has not finished is never pruned.
+    expect(await stateOf(fresh)).not.toBeUndefined();
+    clock.advance(23 * 86_400_000);
+    await retention.prune();
+    expect(await jobs.get(bad.id)).toBeNull();
+    expect(await jobs.get(ok.id)).toBeNull();
+    expect(await jobs.get(fresh)).not.toBeNull();
+    await jobs.cancel(fresh);
   });
 });
 

@@ -1,0 +1,79 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Clock } from '../model/index.js';
+import { JOB_STORAGE, type JobStorage } from '../storage/job-storage.interface.js';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
+
+export interface RetentionOptions {
+  /** How long succeeded jobs stay queryable, in ms; default 7 days; false keeps them. */
+  succeeded?: number | false;
+  /** How long failed, cancelled and skipped jobs (and settled batches) stay, in ms; default 30 days. */
+  failed?: number | false;
+  /** How often to prune, in ms; default 60 000. */
+  interval?: number;
+}
+
+export const RETENTION_OPTIONS = Symbol('RETENTION_OPTIONS');
+const DAY = 86_400_000;
+const CHUNK = 2_000;
+
+/**
+ * Keeps the job table lean: finished jobs leave once their retention ends,
+ * in small chunks so no statement holds locks for long. Runs on instances
+ * with a worker; several instances prune side by side (SKIP LOCKED).
+ */
+@Injectable()
+export class RetentionService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('JobRetention');
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    private readonly clock: Clock,
+    @Inject(RETENTION_OPTIONS) private readonly options: RetentionOptions,
+    @Inject(WORKER_OPTIONS) private readonly worker: ResolvedWorkerOptions,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.worker.enabled) return;
+    this.timer = setInterval(() => void this.prune(), this.options.interval ?? 60_000);
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One pass; returns how many jobs and batches it deleted. */
+  prune(): Promise<void> {
+    this.running ??= this.pass().finally(() => (this.running = null));
+    return this.running;
+  }
+
+  private async pass(): Promise<void> {
+    const now = this.clock.now().getTime();
+    const succeeded = this.options.succeeded ?? 7 * DAY;
+    const failed = this.options.failed ?? 30 * DAY;
+    let deleted = 0;
+    try {
+      if (succeeded !== false) deleted += await this.drain(['succeeded'], new Date(now - succeeded));
+      if (failed !== false) {
+        deleted += await this.drain(['failed', 'cancelled', 'skipped'], new Date(now - failed));
+        deleted += await this.storage.pruneBatches(new Date(now - failed), CHUNK);
+      }
+      if (deleted) this.logger.log(`Pruned ${deleted} finished job(s) and batch(es) past their retention`);
+    } catch (error) {
+      this.logger.warn(`Pruning finished jobs failed: ${(error as Error).message}`);
+    }
+  }
+
+  private async drain(states: string[], before: Date): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.storage.prune(states, before, CHUNK);
+      total += n;
+      if (n < CHUNK) return total;
+    }
+  }
+}
