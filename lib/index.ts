@@ -12,6 +12,9 @@ export type { JobDefaults } from './discovery/job-registry.js';
 export { JobQueue, type EnqueueItem, type JobRef } from './queue/job-queue.service.js';
 export type { EnqueueOptions } from './queue/queue-options.js';
 export type { WorkerOptions } from './worker/worker-options.js';
+export { Cron, type CronOptions } from './scheduler/cron.decorator.js';
+export { RecurringSchedules, type DynamicScheduleOptions } from './scheduler/recurring-schedules.service.js';
+export type { SchedulerOptions } from './scheduler/scheduler-options.js';
 export { createJobsMigrations } from './storage/schema-migrator.js';
 export { startEmbeddedPostgres, type EmbeddedPostgresOptions, type EmbeddedPostgresHandle } from './storage/embedded-postgres.js';
 export {
@@ -32,4 +35,8 @@ export {
   type JobState,
   type ExecutionState,
   type SerializedError,
+  type ScheduleInfo,
+  type ScheduleSource,
+  type CatchUpMode,
+  type OverlapMode,
 } from './model/index.js';
