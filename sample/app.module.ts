@@ -5,11 +5,15 @@ import pg from 'pg';
 import { JobsModule, type Clock, type WorkerOptions } from 'nestjs-durable-jobs';
 import { DemoService } from './demo/demo.service.js';
 import { FlakySync } from './jobs/flaky-sync.job.js';
+import { Heartbeat } from './jobs/heartbeat.job.js';
+import { NightlyReport } from './jobs/nightly-report.job.js';
 import { SendReceipt } from './jobs/send-receipt.job.js';
 import { SlowReport } from './jobs/slow-report.job.js';
 import { Mailer } from './orders/mailer.service.js';
 import { Order } from './orders/order.entity.js';
+import { OrderStats } from './orders/order-stats.service.js';
 import { OrdersController } from './orders/orders.controller.js';
+import { SchedulesController } from './schedules/schedules.controller.js';
 
 export interface SampleConfig {
   databaseUrl: string;
@@ -47,12 +51,15 @@ export class AppModule {
           }),
         }),
       ],
-      controllers: [OrdersController],
+      controllers: [OrdersController, SchedulesController],
       providers: [
         Mailer,
         SendReceipt,
         FlakySync,
         SlowReport,
+        OrderStats,
+        NightlyReport,
+        Heartbeat,
         ...(config.demo ? [DemoService] : []),
         ...(config.providers ?? []),
       ],

@@ -35,10 +35,13 @@ export class CronSchedule {
 
   /** The last tick in [notBefore, at], or null when there is none. */
   latestAtOrBefore(at: Date, notBefore: Date): Date | null {
-    // No backwards iteration in the parser: widen a window back from `at`
-    // until it holds a tick, then walk forward through it. A window holds at
-    // most about twice the ticks of the smallest one that holds any.
-    for (let span = 1_000; ; span *= 2) {
+    // No backwards iteration in the parser: take a window back from `at`,
+    // widen it until it holds a tick, then walk forward through it. Starting
+    // at one period (the gap between the next two ticks) makes regular
+    // schedules take one window; irregular ones double a few times.
+    const following = this.next(at);
+    let span = Math.max(1_000, this.next(following).getTime() - following.getTime());
+    for (; ; span *= 2) {
       const from = Math.max(at.getTime() - span, notBefore.getTime() - 1);
       let tick = this.next(new Date(from));
       if (tick <= at) {
@@ -85,8 +88,13 @@ export function planTicks(
   catchUp: CatchUpMode,
   misfireThresholdMs: number,
 ): TickPlan {
-  const next = schedule.next(now);
   if (due > now) return { run: [], next: due, truncated: false };
+  const onTime = (tick: Date) => now.getTime() - tick.getTime() <= misfireThresholdMs;
+  const afterDue = schedule.next(due);
+  // The common case, one tick due: the parser is slow enough (about a
+  // millisecond a call) that skipping the search below is worth it.
+  if (afterDue > now) return { run: catchUp !== 'none' || onTime(due) ? [due] : [], next: afterDue, truncated: false };
+  const next = schedule.next(now);
   if (catchUp === 'all') {
     const run: Date[] = [];
     for (let tick = due; tick <= now; tick = schedule.next(tick)) {
@@ -97,6 +105,5 @@ export function planTicks(
   }
   // `due` is itself a tick (or the first one after a redefinition), so the latest is never before it.
   const latest = schedule.latestAtOrBefore(now, due) ?? due;
-  const onTime = now.getTime() - latest.getTime() <= misfireThresholdMs;
-  return { run: catchUp === 'latest' || onTime ? [latest] : [], next, truncated: false };
+  return { run: catchUp === 'latest' || onTime(latest) ? [latest] : [], next, truncated: false };
 }

@@ -1,7 +1,8 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { JobQueue } from 'nestjs-durable-jobs';
+import { JobQueue, RecurringSchedules } from 'nestjs-durable-jobs';
 import { FlakySync } from '../jobs/flaky-sync.job.js';
+import { Heartbeat } from '../jobs/heartbeat.job.js';
 import { SendReceipt } from '../jobs/send-receipt.job.js';
 import { SlowReport } from '../jobs/slow-report.job.js';
 import { Order } from '../orders/order.entity.js';
@@ -14,6 +15,7 @@ export class DemoService implements OnApplicationBootstrap {
   constructor(
     private readonly jobs: JobQueue,
     private readonly dataSource: DataSource,
+    private readonly schedules: RecurringSchedules,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -29,5 +31,11 @@ export class DemoService implements OnApplicationBootstrap {
         `slow-report ${report.id} (reports progress), flaky-sync ${later.id} (delayed 3 s)`,
     );
     this.logger.log(`Follow one: curl http://localhost:${process.env.PORT ?? 3000}/jobs/${flaky.id}`);
+    // A dynamic schedule: stored, so it also ticks on every other instance, once per tick in all.
+    await this.schedules.upsert('demo-heartbeat', Heartbeat, '*/5 * * * * *', {
+      payload: { message: 'Demo schedule tick' },
+      overlap: 'skip',
+    });
+    this.logger.log(`Schedule "demo-heartbeat" ticks every 5 s; see curl http://localhost:${process.env.PORT ?? 3000}/schedules`);
   }
 }
