@@ -45,7 +45,7 @@ export interface ScheduleInfo {
   catchUp: CatchUpMode;
   overlap: OverlapMode;
   paused: boolean;
-  /** The next tick the database will turn into a job (null only for a schedule that never fires). */
+  /** The next tick the database will turn into a job; null while paused. */
   nextRunAt: Date | null;
   /** The tick of the last job this schedule started. */
   lastRunAt: Date | null;

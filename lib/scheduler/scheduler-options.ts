@@ -1,3 +1,5 @@
+import { JobsError } from '../model/index.js';
+
 export interface SchedulerOptions {
   /**
    * false: this instance arms no timers and turns no ticks into jobs (other
@@ -18,6 +20,12 @@ export type ResolvedSchedulerOptions = Required<SchedulerOptions>;
 export const SCHEDULER_OPTIONS = Symbol('SCHEDULER_OPTIONS');
 
 export function resolveSchedulerOptions(o: SchedulerOptions = {}): ResolvedSchedulerOptions {
+  for (const field of ['pollInterval', 'misfireThreshold'] as const) {
+    const v = o[field];
+    if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) {
+      throw new JobsError(`JobsModule "scheduler.${field}" must be a whole number of milliseconds >= 1, got ${String(v)}. Potential fix: scheduler: { ${field}: ${field === 'pollInterval' ? 5000 : 60000} }.`);
+    }
+  }
   return {
     enabled: o.enabled ?? true,
     pollInterval: o.pollInterval ?? 5_000,

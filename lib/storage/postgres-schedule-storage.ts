@@ -124,7 +124,8 @@ function toInfo(row: Row): ScheduleInfo {
     catchUp: row.catch_up as CatchUpMode,
     overlap: row.overlap as OverlapMode,
     paused: row.paused as boolean,
-    nextRunAt: (row.next_run_at as Date | null) ?? null,
+    // A paused schedule has no next run; the stored value is stale until resume() recomputes it.
+    nextRunAt: row.paused ? null : ((row.next_run_at as Date | null) ?? null),
     lastRunAt: (row.last_run_at as Date | null) ?? null,
     lastJobId: (row.last_job_id as string | null) ?? null,
     lastJobState: (row.last_job_state as JobState | null) ?? null,
