@@ -25,6 +25,8 @@ export interface SampleConfig {
   demo?: boolean;
   /** Extra providers (tests add probe jobs here). */
   providers?: Provider[];
+  /** For test files whose own @Job classes this app does not register. */
+  unregisteredJobs?: 'error' | 'warn' | 'ignore';
 }
 
 @Module({})
@@ -48,6 +50,7 @@ export class AppModule {
             schema: schema === 'public' ? 'jobs' : `${schema}_jobs`,
             worker: config.worker,
             clock: config.clock,
+            unregisteredJobs: config.unregisteredJobs,
           }),
         }),
       ],

@@ -1,12 +1,14 @@
 import { Module, type INestApplication, type Provider } from '@nestjs/common';
 import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { Cron, Job, JobsError, JobsModule, RecurringSchedules, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
+import { Cron, Job, JobQueue, JobsError, JobsModule, RecurringSchedules, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import { ScheduleRunner } from '../../lib/scheduler/schedule-runner.service.js';
 import { SCHEDULE_STORAGE, type ScheduleStorage } from '../../lib/storage/schedule-storage.interface.js';
 import { uuidv7 } from '../../lib/model/uuid.js';
+import request from 'supertest';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { startSampleApp } from '../support/sample-app.js';
 import { waitFor } from '../support/wait.js';
 
 // Time moves only through ManualClocks: every tick below happens because a
@@ -351,5 +353,37 @@ describe('at start', () => {
     const next = Object.fromEntries(list.map((s) => [s.name, s.nextRunAt!.toISOString()]));
     expect(next).toMatchObject({ 'catch-latest': '2026-02-01T11:00:00.000Z', 'catch-none': '2026-02-01T11:00:00.000Z', 'catch-many': '2026-02-01T10:30:01.000Z' });
     await close(second);
+  });
+});
+
+describe('sample app', () => {
+  it('GET /schedules lists the nightly report at 03:00 Berlin time (03:00 CEST on the spring-forward day)', async () => {
+    const schema = uniqueSchema('schedsample');
+    schemas.push(schema, `${schema}_jobs`);
+    const clock = new ManualClock(new Date('2026-03-28T12:00:00Z'));
+    // This file's own @Job classes are not the sample's.
+    const app = await startSampleApp({ schema, clock, worker: { pollInterval: 100 }, unregisteredJobs: 'ignore' });
+    apps.push(app);
+    const res = await request(app.getHttpServer()).get('/schedules').expect(200);
+    expect(res.body).toEqual([
+      expect.objectContaining({
+        name: 'nightly-report',
+        jobName: 'nightly-report',
+        cron: '0 3 * * *',
+        timeZone: 'Europe/Berlin',
+        source: 'code',
+        paused: false,
+        nextRunAt: '2026-03-29T01:00:00.000Z',
+        lastRunAt: null,
+      }),
+    ]);
+    clock.set(new Date('2026-03-29T01:00:00Z'));
+    await app.get(RecurringSchedules).runDue();
+    const ran = await waitFor('the nightly report to run', async () => {
+      const [nightly] = await app.get(RecurringSchedules).list();
+      return nightly!.lastJobState === 'succeeded' ? nightly : null;
+    });
+    expect((await app.get(JobQueue).get(ran.lastJobId!))!).toMatchObject({ queue: 'reports', result: { orders: 0, totalCents: 0 } });
+    await close(app);
   });
 });
