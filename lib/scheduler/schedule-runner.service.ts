@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
+import { JOBS_DISCOVERY_OPTIONS, type JobsDiscoveryOptions } from '../discovery/discovery-options.js';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { Clock, uuidv7 } from '../model/index.js';
 import { QUEUE_SETTINGS, type QueueSettings } from '../queue/queue-options.js';
@@ -63,6 +64,7 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
     private readonly listener: NotificationListener,
     @Inject(SCHEDULER_OPTIONS) private readonly options: ResolvedSchedulerOptions,
     @Inject(QUEUE_SETTINGS) private readonly queueSettings: QueueSettings,
+    @Inject(JOBS_DISCOVERY_OPTIONS) private readonly discovery: JobsDiscoveryOptions,
     @Optional() appTimers?: SchedulerRegistry,
   ) {
     this.timers = appTimers ?? new SchedulerRegistry();
@@ -73,13 +75,13 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
     const definitions = this.explorer.schedules.map((s) =>
       defineSchedule(
         `@Cron('${s.metadata.expression}') on ${s.className}`,
-        { name: s.metadata.options.name ?? s.jobName, jobName: s.jobName, cron: s.metadata.expression, ...s.metadata.options },
+        { ...s.metadata.options, name: s.metadata.options.name ?? s.jobName, jobName: s.jobName, cron: s.metadata.expression },
         scheduledJobOptions(this.registry, s.jobName),
         this.queueSettings.maxPayloadBytes,
         now,
       ),
     );
-    const { removed } = await this.storage.syncCodeSchedules(definitions, now);
+    const { removed } = await this.storage.syncCodeSchedules(definitions, this.discovery.externalJobs ?? [], now);
     if (removed.length) this.logger.log(`Removed code-defined schedule(s) no longer in the code: ${removed.join(', ')}`);
     if (definitions.length) {
       this.logger.log(`Code-defined schedule(s): ${definitions.map((d) => `${d.name} (${d.cron} ${d.timeZone})`).join(', ')}`);

@@ -53,7 +53,7 @@ export class SchedulesExplorer implements OnModuleInit {
         // Only checks here: the definition is rebuilt at bootstrap, with the clock and job options of that moment.
         defineSchedule(
           where,
-          { name, jobName: job.name, cron: metadata.expression, ...metadata.options },
+          { ...metadata.options, name, jobName: job.name, cron: metadata.expression },
           { queue: 'default', priority: 0, maxAttempts: 1, timeoutMs: null },
           this.queueSettings.maxPayloadBytes,
           this.clock.now(),

@@ -34,8 +34,8 @@ export class PostgresScheduleStorage implements ScheduleStorage {
     return this.pool.query<T>(this.sql[key], values, this.prefix + key);
   }
 
-  async syncCodeSchedules(definitions: readonly ScheduleDefinition[], now: Date): Promise<{ removed: string[] }> {
-    const [row] = await this.run('syncCode', [encodeDefinitions(definitions), now, this.channel]);
+  async syncCodeSchedules(definitions: readonly ScheduleDefinition[], foreignJobs: readonly string[], now: Date): Promise<{ removed: string[] }> {
+    const [row] = await this.run('syncCode', [encodeDefinitions(definitions), now, this.channel, foreignJobs]);
     return { removed: (row?.removed as string[] | undefined) ?? [] };
   }
 

@@ -25,6 +25,8 @@ export function scheduleStatements(schema: string) {
   return {
     // Code-defined rows follow the deployed code: written, taken over from a
     // dynamic row of the same name, or removed when their @Cron is gone.
+    // Rows of jobs in $4 (this app's externalJobs) belong to the code of the
+    // service that runs them, so this app leaves them alone.
     syncCode: `WITH d AS (
       SELECT * FROM jsonb_to_recordset($1::jsonb) AS d${DEFINITION_RECORD}
     ), up AS (
@@ -37,7 +39,8 @@ export function scheduleStatements(schema: string) {
             overlap = EXCLUDED.overlap, next_run_at = ${KEEP_NEXT_RUN}, updated_at = $2
       RETURNING r.name
     ), del AS (
-      DELETE FROM ${sched} r WHERE r.source = 'code' AND NOT EXISTS (SELECT 1 FROM d WHERE d.name = r.name)
+      DELETE FROM ${sched} r
+       WHERE r.source = 'code' AND NOT EXISTS (SELECT 1 FROM d WHERE d.name = r.name) AND NOT r.job_name = ANY($4::text[])
       RETURNING r.name
     ), n AS (
       SELECT pg_notify($3, 's:')

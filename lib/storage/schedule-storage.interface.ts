@@ -40,8 +40,11 @@ export type RemoveScheduleResult = 'removed' | 'not-found' | 'code-defined';
 
 export interface ScheduleStorage {
   readonly schema: string;
-  /** Writes every code-defined schedule and removes code-defined rows not among them; returns removed names. */
-  syncCodeSchedules(definitions: readonly ScheduleDefinition[], now: Date): Promise<{ removed: string[] }>;
+  /**
+   * Writes every code-defined schedule and removes code-defined rows not
+   * among them, except those of `foreignJobs`; returns the removed names.
+   */
+  syncCodeSchedules(definitions: readonly ScheduleDefinition[], foreignJobs: readonly string[], now: Date): Promise<{ removed: string[] }>;
   /** false when a code-defined schedule holds the name. */
   upsertDynamic(definition: ScheduleDefinition, now: Date): Promise<boolean>;
   pause(name: string, now: Date): Promise<boolean>;

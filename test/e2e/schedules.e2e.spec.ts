@@ -325,20 +325,26 @@ describe('at start', () => {
     class Obsolete implements JobHandler {
       run() {}
     }
+    @Cron('0 0 * * *')
+    @Job('foreign')
+    class Foreign implements JobHandler {
+      run() {}
+    }
     const kept = [CatchLatest, CatchAll, CatchNone, CatchMany, Work];
     // Workers off: the jobs stay queued where the test can count them.
-    const first = await boot(schema, clock, [...kept, Obsolete], { worker: { enabled: false } });
+    const first = await boot(schema, clock, [...kept, Obsolete, Foreign], { worker: { enabled: false } });
     await first.get(RecurringSchedules).upsert('dynamic-kept', Work, '0 0 * * * *');
     expect((await first.get(RecurringSchedules).list()).map((s) => s.name)).toEqual([
-      'catch-all', 'catch-latest', 'catch-many', 'catch-none', 'dynamic-kept', 'obsolete',
+      'catch-all', 'catch-latest', 'catch-many', 'catch-none', 'dynamic-kept', 'foreign', 'obsolete',
     ]);
     await close(first);
 
     clock.set(new Date('2026-02-01T10:30:00Z'));
-    const second = await boot(schema, clock, kept, { worker: { enabled: false } });
+    // "foreign" is now another service's job: its @Cron is that service's to keep or drop.
+    const second = await boot(schema, clock, kept, { worker: { enabled: false }, externalJobs: ['foreign'] });
     const list = await second.get(RecurringSchedules).list();
     expect(list.map((s) => [s.name, s.source])).toEqual([
-      ['catch-all', 'code'], ['catch-latest', 'code'], ['catch-many', 'code'], ['catch-none', 'code'], ['dynamic-kept', 'dynamic'],
+      ['catch-all', 'code'], ['catch-latest', 'code'], ['catch-many', 'code'], ['catch-none', 'code'], ['dynamic-kept', 'dynamic'], ['foreign', 'code'],
     ]);
     const hours = (from: number, to: number) =>
       Array.from({ length: to - from + 1 }, (_, i) => `2026-02-01T${String(from + i).padStart(2, '0')}:00:00.000Z`);
