@@ -10,13 +10,21 @@ export { JOBS_DATA_SOURCE } from './jobs-options.interface.js';
 export { Job, type JobOptions } from './discovery/job.decorator.js';
 export type { JobDefaults } from './discovery/job-registry.js';
 export { JobQueue, type EnqueueItem, type JobRef } from './queue/job-queue.service.js';
-export type { EnqueueOptions } from './queue/queue-options.js';
+export type { EnqueueOptions, ParentRef, DependencyOn } from './queue/queue-options.js';
+export { BatchBuilder, BatchDraft } from './queue/batch-builder.service.js';
+export { ChainDraft, FlowDraft, type FlowEdge } from './queue/flow-drafts.js';
+export type { StepOptions } from './queue/workflow-writer.js';
+export type { BatchMember, BatchGraph } from './storage/workflow-storage.interface.js';
 export type { WorkerOptions } from './worker/worker-options.js';
 export { Cron, type CronOptions } from './scheduler/cron.decorator.js';
 export { RecurringSchedules, type DynamicScheduleOptions } from './scheduler/recurring-schedules.service.js';
 export type { SchedulerOptions } from './scheduler/scheduler-options.js';
 export { createJobsMigrations } from './storage/schema-migrator.js';
-export { startEmbeddedPostgres, type EmbeddedPostgresOptions, type EmbeddedPostgresHandle } from './storage/embedded-postgres.js';
+export {
+  startEmbeddedPostgres,
+  type EmbeddedPostgresOptions,
+  type EmbeddedPostgresHandle,
+} from './storage/embedded-postgres.js';
 export {
   Clock,
   SystemClock,
@@ -31,6 +39,9 @@ export {
   type JobLogger,
   type PayloadOf,
   type JobInfo,
+  type BatchInfo,
+  type BatchState,
+  type JobClass,
   type JobExecution,
   type JobState,
   type ExecutionState,

@@ -11,8 +11,11 @@ import {
   type JobsModuleRootOptions,
   type JobsOptionsFactory,
 } from './jobs-options.interface.js';
-import { Clock, SystemClock } from './model/index.js';
+import { Clock, JOB_ROW_BUILDER, SystemClock } from './model/index.js';
+import { BatchBuilder } from './queue/batch-builder.service.js';
+import { JobFactory } from './queue/job-factory.js';
 import { JobQueue } from './queue/job-queue.service.js';
+import { WorkflowWriter } from './queue/workflow-writer.js';
 import { QUEUE_SETTINGS, type QueueSettings } from './queue/queue-options.js';
 import { RecurringSchedules } from './scheduler/recurring-schedules.service.js';
 import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
@@ -24,6 +27,8 @@ import { NotificationListener } from './storage/notification-listener.js';
 import { PostgresJobStorage } from './storage/postgres-job-storage.js';
 import { PostgresScheduleStorage } from './storage/postgres-schedule-storage.js';
 import { SCHEDULE_STORAGE } from './storage/schedule-storage.interface.js';
+import { PostgresWorkflowStorage } from './storage/postgres-workflow-storage.js';
+import { WORKFLOW_STORAGE } from './storage/workflow-storage.interface.js';
 import { JobWorker } from './worker/job-worker.service.js';
 import { resolveWorkerOptions, WORKER_OPTIONS } from './worker/worker-options.js';
 
@@ -51,16 +56,31 @@ function coreProviders(): Provider[] {
       useFactory: (c: JobsConnection, o: JobsModuleOptions) => new PostgresJobStorage(c.dataSource, o.schema ?? 'jobs'),
     },
     {
+      provide: WORKFLOW_STORAGE,
+      inject: [JobsConnection, JOB_STORAGE],
+      useFactory: (c: JobsConnection, s: JobStorage) => new PostgresWorkflowStorage(c.dataSource, s),
+    },
+    {
       provide: NotificationListener,
       inject: [JobsConnection, JOB_STORAGE],
       useFactory: (c: JobsConnection, s: JobStorage) => new NotificationListener(c.dataSource, s.notifyChannel()),
     },
-    { provide: Clock, inject: [JOBS_MODULE_OPTIONS], useFactory: (o: JobsModuleOptions) => o.clock ?? new SystemClock() },
-    { provide: WORKER_OPTIONS, inject: [JOBS_MODULE_OPTIONS], useFactory: (o: JobsModuleOptions) => resolveWorkerOptions(o.worker) },
+    {
+      provide: Clock,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => o.clock ?? new SystemClock(),
+    },
+    {
+      provide: WORKER_OPTIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => resolveWorkerOptions(o.worker),
+    },
     {
       provide: QUEUE_SETTINGS,
       inject: [JOBS_MODULE_OPTIONS],
-      useFactory: (o: JobsModuleOptions): QueueSettings => ({ maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES }),
+      useFactory: (o: JobsModuleOptions): QueueSettings => ({
+        maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      }),
     },
     {
       provide: JOBS_DISCOVERY_OPTIONS,
@@ -74,12 +94,21 @@ function coreProviders(): Provider[] {
     {
       provide: SCHEDULE_STORAGE,
       inject: [JobsConnection, JOB_STORAGE],
-      useFactory: (c: JobsConnection, s: JobStorage) => new PostgresScheduleStorage(c.dataSource, s.schema, s.notifyChannel()),
+      useFactory: (c: JobsConnection, s: JobStorage) =>
+        new PostgresScheduleStorage(c.dataSource, s.schema, s.notifyChannel()),
     },
-    { provide: SCHEDULER_OPTIONS, inject: [JOBS_MODULE_OPTIONS], useFactory: (o: JobsModuleOptions) => resolveSchedulerOptions(o.scheduler) },
+    {
+      provide: SCHEDULER_OPTIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => resolveSchedulerOptions(o.scheduler),
+    },
     JobRegistry,
     JobsExplorer,
+    JobFactory,
+    { provide: JOB_ROW_BUILDER, useExisting: JobFactory },
+    WorkflowWriter,
     JobQueue,
+    BatchBuilder,
     JobWorker,
     SchedulesExplorer,
     ScheduleRunner,
@@ -87,7 +116,19 @@ function coreProviders(): Provider[] {
   ];
 }
 
-const EXPORTS = [JobQueue, JobRegistry, Clock, JOB_STORAGE, JOBS_DATA_SOURCE, JobWorker, JOBS_MODULE_OPTIONS, RecurringSchedules];
+const EXPORTS = [
+  JobQueue,
+  BatchBuilder,
+  JobFactory,
+  WORKFLOW_STORAGE,
+  JobRegistry,
+  Clock,
+  JOB_STORAGE,
+  JOBS_DATA_SOURCE,
+  JobWorker,
+  JOBS_MODULE_OPTIONS,
+  RecurringSchedules,
+];
 
 @Module({})
 export class JobsModule {

@@ -9,6 +9,8 @@ import { Heartbeat } from './jobs/heartbeat.job.js';
 import { NightlyReport } from './jobs/nightly-report.job.js';
 import { SendReceipt } from './jobs/send-receipt.job.js';
 import { SlowReport } from './jobs/slow-report.job.js';
+import { ImportCleanup, ImportFile, NotifyAdmin, NotifyUser } from './imports/import.jobs.js';
+import { ImportsController } from './imports/imports.controller.js';
 import { Mailer } from './orders/mailer.service.js';
 import { Order } from './orders/order.entity.js';
 import { OrderStats } from './orders/order-stats.service.js';
@@ -54,12 +56,16 @@ export class AppModule {
           }),
         }),
       ],
-      controllers: [OrdersController, SchedulesController],
+      controllers: [OrdersController, ImportsController, SchedulesController],
       providers: [
         Mailer,
         SendReceipt,
         FlakySync,
         SlowReport,
+        ImportFile,
+        NotifyUser,
+        NotifyAdmin,
+        ImportCleanup,
         OrderStats,
         NightlyReport,
         Heartbeat,

@@ -62,7 +62,9 @@ export function validateJobOptions(where: string, o: JobOptions & { delay?: unkn
   positiveInt('maxAttempts', o.maxAttempts, 1);
   positiveInt('timeout', o.timeout, 1);
   if (o.priority !== undefined && (typeof o.priority !== 'number' || !Number.isInteger(o.priority))) {
-    throw new JobsError(`${where}: "priority" must be an integer, got ${String(o.priority)}. Potential fix: priority: 10 (higher runs first).`);
+    throw new JobsError(
+      `${where}: "priority" must be an integer, got ${String(o.priority)}. Potential fix: priority: 10 (higher runs first).`,
+    );
   }
   if (o.queue !== undefined && (typeof o.queue !== 'string' || o.queue.trim() === '')) {
     throw new JobsError(`${where}: "queue" must be a non-empty string. Potential fix: queue: 'emails'.`);

@@ -17,6 +17,35 @@ export interface JobContext {
   readonly logger: JobLogger;
   /** Reports progress in [0, 1]; writes are throttled, the last value always lands. */
   progress(fraction: number, message?: string): Promise<void>;
+  /** Adds a member to this job's batch now; the batch's `then` waits for it too. */
+  addToBatch<H extends JobHandler>(
+    job: JobClass<H> | string,
+    payload: PayloadOf<H>,
+    options?: StepOptions,
+  ): Promise<{ id: string }>;
+  /**
+   * Stages a job to start when this one ends: on 'success' (default),
+   * 'failure' (failed for good) or 'always'. It is written in the same
+   * transaction as this job's outcome, and only if that outcome matches.
+   */
+  continueWith<H extends JobHandler>(
+    job: JobClass<H> | string,
+    payload: PayloadOf<H>,
+    options?: StepOptions & { on?: 'success' | 'failure' | 'always' },
+  ): void;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type JobClass<H = unknown> = new (...args: any[]) => H;
+
+/** Per-job options for jobs started from a running job. */
+export interface StepOptions {
+  delay?: number;
+  runAt?: Date;
+  priority?: number;
+  queue?: string;
+  maxAttempts?: number;
+  timeout?: number;
 }
 
 export interface JobHandler<Payload = unknown, Result = unknown> {

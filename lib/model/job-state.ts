@@ -2,15 +2,7 @@
  * The job lifecycle. Only this file decides which moves are legal, so storage
  * and workers ask it instead of encoding their own idea of the graph.
  */
-export const JOB_STATES = [
-  'waiting',
-  'queued',
-  'active',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'skipped',
-] as const;
+export const JOB_STATES = ['waiting', 'queued', 'active', 'succeeded', 'failed', 'cancelled', 'skipped'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 export const TERMINAL_JOB_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'skipped'];
@@ -37,7 +29,9 @@ export function canTransition(from: JobState, to: JobState): boolean {
 }
 
 /** States from which `retry(id)` may requeue a job. */
-export const RETRYABLE_STATES: readonly JobState[] = JOB_STATES.filter((s) => canTransition(s, 'queued') && s !== 'active' && s !== 'waiting');
+export const RETRYABLE_STATES: readonly JobState[] = JOB_STATES.filter(
+  (s) => canTransition(s, 'queued') && s !== 'active' && s !== 'waiting',
+);
 
 /** States from which `cancel(id)` may cancel a job. */
 export const CANCELLABLE_STATES: readonly JobState[] = JOB_STATES.filter((s) => canTransition(s, 'cancelled'));

@@ -23,7 +23,18 @@ export type AttemptOutcome =
 export interface FinishedAttempt {
   job: ClaimedJob;
   outcome: AttemptOutcome;
+  /** Jobs staged by ctx.continueWith that this outcome releases; written with it or not at all. */
+  continuations?: NewJob[];
 }
+
+/**
+ * Builds validated job rows. Implemented by the queue layer; the worker
+ * reaches it through this token so that it never depends on the queue.
+ */
+export interface JobRowBuilder {
+  build(job: unknown, payload: unknown, options: Record<string, unknown>, now: Date): NewJob;
+}
+export const JOB_ROW_BUILDER = Symbol('JOB_ROW_BUILDER');
 
 /** A row to insert: what `JobQueue` turns a call into. */
 export interface NewJob {
@@ -32,7 +43,7 @@ export interface NewJob {
   queue: string;
   /** Already serialised (and size-checked) by the queue, so it is encoded once. */
   payloadJson: string;
-  state: 'queued' | 'waiting';
+  state: 'queued' | 'waiting' | 'skipped';
   priority: number;
   runAt: Date;
   maxAttempts: number;

@@ -1,37 +1,42 @@
 import { Inject, Injectable, type Type } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { JobRegistry } from '../discovery/job-registry.js';
-import { getJobMetadata, validateJobOptions } from '../discovery/job.decorator.js';
 import {
-  Clock,
   JobsError,
-  uuidv7,
+  type BatchInfo,
   type JobHandler,
   type JobInfo,
-  type NewJob,
+  type JobState,
   type PayloadOf,
 } from '../model/index.js';
 import { JOB_STORAGE, type JobStorage } from '../storage/job-storage.interface.js';
 import { ManagerExecutor } from '../storage/sql-executor.js';
-import { serializePayload } from './payload.js';
-import { QUEUE_SETTINGS, type EnqueueOptions, type QueueSettings } from './queue-options.js';
+import {
+  WORKFLOW_STORAGE,
+  type BatchGraph,
+  type BatchMember,
+  type WorkflowStorage,
+} from '../storage/workflow-storage.interface.js';
+import { ChainDraft, FlowDraft } from './flow-drafts.js';
+import { JobFactory, type JobRef } from './job-factory.js';
+import type { EnqueueOptions } from './queue-options.js';
+import { WorkflowWriter } from './workflow-writer.js';
 
-export type JobRef<H = JobHandler> = Type<H> | string;
+export type { JobRef } from './job-factory.js';
 
 export interface EnqueueItem<H extends JobHandler = JobHandler> {
   job: JobRef<H>;
   payload: PayloadOf<H>;
-  options?: Omit<EnqueueOptions, 'manager'>;
+  options?: Omit<EnqueueOptions, 'manager' | 'after'>;
 }
 
-/** Starts work: turns calls into job rows, validated at the call site. */
+/** Starts work and looks after it: enqueue, inspect, cancel, retry; chains, flows and batches. */
 @Injectable()
 export class JobQueue {
   constructor(
     @Inject(JOB_STORAGE) private readonly storage: JobStorage,
-    private readonly registry: JobRegistry,
-    private readonly clock: Clock,
-    @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,
+    @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
+    private readonly factory: JobFactory,
+    private readonly writer: WorkflowWriter,
   ) {}
 
   async enqueue<H extends JobHandler>(
@@ -39,32 +44,47 @@ export class JobQueue {
     payload: PayloadOf<H>,
     options: EnqueueOptions = {},
   ): Promise<{ id: string }> {
-    const now = this.clock.now();
-    const row = this.toNewJob(job, payload, options, now);
-    await this.storage.insertJobs([row], now, options.manager ? new ManagerExecutor(options.manager) : undefined);
+    if (options.after !== undefined) return this.writer.enqueueAfter(job, payload, options);
+    const now = this.factory.clock.now();
+    const { manager, ...rest } = options;
+    const row = this.factory.build(job, payload, rest, now);
+    await this.storage.insertJobs([row], now, manager ? new ManagerExecutor(manager) : undefined);
     return { id: row.id };
   }
 
   /** Many jobs in one statement: all are written or none. */
-  async enqueueMany(items: ReadonlyArray<EnqueueItem>, options: { manager?: EntityManager } = {}): Promise<Array<{ id: string }>> {
-    const now = this.clock.now();
+  async enqueueMany(
+    items: ReadonlyArray<EnqueueItem>,
+    options: { manager?: EntityManager } = {},
+  ): Promise<Array<{ id: string }>> {
+    const now = this.factory.clock.now();
     const rows = items.map((item, i) => {
       if (!item || (typeof item.job !== 'function' && typeof item.job !== 'string')) {
         throw new JobsError(`enqueueMany: item ${i} has no "job". Potential fix: pass { job: HandlerClass, payload }.`);
       }
-      return this.toNewJob(item.job, item.payload, item.options ?? {}, now);
+      return this.factory.build(item.job, item.payload, item.options ?? {}, now);
     });
     await this.storage.insertJobs(rows, now, options.manager ? new ManagerExecutor(options.manager) : undefined);
     return rows.map((r) => ({ id: r.id }));
+  }
+
+  /** Jobs that run one after another: `chain().then(A, a).then(B, b).dispatch()`. */
+  chain(): ChainDraft {
+    return new ChainDraft(this.writer);
+  }
+
+  /** A DAG by keys: `flow().add('a', A, a).add('b', B, b, { after: ['a'] }).dispatch()`. */
+  flow(): FlowDraft {
+    return new FlowDraft(this.writer);
   }
 
   get(id: string): Promise<JobInfo | null> {
     return this.storage.getJob(id);
   }
 
-  /** Queued → cancelled now; active → its signal aborts and it ends cancelled. */
+  /** Queued or waiting → cancelled now; active → its signal aborts and it ends cancelled. */
   async cancel(id: string): Promise<void> {
-    const result = await this.storage.cancel(id, this.clock.now());
+    const result = await this.storage.cancel(id, this.factory.clock.now());
     if (result.outcome === 'not-found') {
       throw new JobsError(`cancel(${id}): no such job. Potential fix: check the id returned by enqueue().`);
     }
@@ -75,82 +95,63 @@ export class JobQueue {
     }
   }
 
-  /** Failed or cancelled → queued again, with a fresh set of attempts. */
+  /** Failed, cancelled or skipped → queued again with fresh attempts; reopens its batch and skipped dependents. */
   async retry(id: string): Promise<void> {
-    const result = await this.storage.retry(id, this.clock.now());
+    const result = await this.storage.retry(id, this.factory.clock.now());
     if (result.outcome === 'not-found') {
       throw new JobsError(`retry(${id}): no such job. Potential fix: check the id returned by enqueue().`);
     }
     if (result.outcome === 'not-retryable') {
       throw new JobsError(
-        `retry(${id}): the job is "${result.state}"; only failed or cancelled jobs can be retried. Potential fix: wait until it has ended, or cancel() it first.`,
+        `retry(${id}): the job is "${result.state}"; only failed, cancelled or skipped jobs can be retried. Potential fix: wait until it has ended, or cancel() it first.`,
       );
     }
   }
 
-  private toNewJob(job: JobRef, payload: unknown, options: EnqueueOptions, now: Date): NewJob {
-    const name = this.resolveName(job);
-    const where = `enqueue('${name}')`;
-    validateJobOptions(where, options);
-    const registered = this.registry.get(name);
-    const defaults = registered?.options;
-    let runAt = now;
-    if (options.delay !== undefined) {
-      if (typeof options.delay !== 'number' || !Number.isFinite(options.delay) || options.delay < 0) {
-        throw new JobsError(
-          `${where}: "delay" must be a number of milliseconds >= 0, got ${String(options.delay)}. Potential fix: delay: 5000, or runAt: new Date(...) for an absolute time.`,
-        );
-      }
-      runAt = new Date(now.getTime() + options.delay);
-    }
-    if (options.runAt !== undefined) {
-      if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
-        throw new JobsError(`${where}: "runAt" must be a valid Date, got ${String(options.runAt)}. Potential fix: runAt: new Date('2026-12-01T09:00:00Z').`);
-      }
-      if (options.delay !== undefined) {
-        throw new JobsError(`${where}: pass either "delay" or "runAt", not both. Potential fix: keep the one you mean.`);
-      }
-      runAt = options.runAt;
-    }
-    return {
-      id: uuidv7(now.getTime()),
-      name,
-      queue: options.queue ?? defaults?.queue ?? 'default',
-      payloadJson: serializePayload(name, payload, this.settings.maxPayloadBytes),
-      state: 'queued',
-      priority: options.priority ?? defaults?.priority ?? 0,
-      runAt,
-      maxAttempts: options.maxAttempts ?? defaults?.maxAttempts ?? 3,
-      timeoutMs: options.timeout ?? defaults?.timeout ?? null,
-    };
+  batchStatus(id: string): Promise<BatchInfo | null> {
+    return this.workflows.batchStatus(id);
   }
 
-  /** Knows the name of every job this app may start, or says why not. */
-  resolveName(job: JobRef): string {
-    if (typeof job === 'function') {
-      const meta = getJobMetadata(job);
-      if (!meta) {
-        throw new JobsError(
-          `${job.name} is not a job handler. Potential fix: decorate it with @Job('name') and register it as a provider.`,
-        );
-      }
-      if (!this.registry.get(meta.name) && !this.registry.isExternal(meta.name)) {
-        throw new JobsError(
-          `Job "${meta.name}" (${job.name}) is not registered in this application. Potential fix: add ${job.name} to a module's providers, or list '${meta.name}' in JobsModule's "externalJobs" if another service runs it.`,
-        );
-      }
-      return meta.name;
-    }
-    if (typeof job !== 'string' || job === '') {
-      throw new JobsError(`enqueue(): the job must be a @Job class or a job name, got ${String(job)}. Potential fix: enqueue(SendReceipt, payload).`);
-    }
-    if (!this.registry.get(job) && !this.registry.isExternal(job)) {
-      const known = this.registry.names();
+  batchMembers(id: string, options: { state?: JobState; skip?: number; take?: number } = {}): Promise<BatchMember[]> {
+    const take = options.take ?? 100;
+    const skip = options.skip ?? 0;
+    if (!Number.isInteger(take) || take < 1 || take > 10_000 || !Number.isInteger(skip) || skip < 0) {
       throw new JobsError(
-        `Unknown job "${job}": no @Job('${job}') handler is registered${known.length ? ` (known: ${known.join(', ')})` : ''}. ` +
-          `Potential fix: check the spelling, or list '${job}' in JobsModule's "externalJobs" if another service runs it.`,
+        `batchMembers(${id}): "take" must be 1..10000 and "skip" >= 0. Potential fix: { skip: 0, take: 100 }.`,
       );
     }
-    return job;
+    return this.workflows.batchMembers(id, { state: options.state, skip, take });
+  }
+
+  batchGraph(id: string): Promise<BatchGraph | null> {
+    return this.workflows.batchGraph(id);
+  }
+
+  /** Members not started → cancelled; running ones have their signal aborted; `finally` still runs. */
+  async cancelBatch(id: string): Promise<void> {
+    const result = await this.workflows.cancelBatch(id, this.factory.clock.now());
+    if (result === 'not-found')
+      throw new JobsError(`cancelBatch(${id}): no such batch. Potential fix: check the id returned by dispatch().`);
+    if (result === 'finished')
+      throw new JobsError(
+        `cancelBatch(${id}): the batch has already settled. Potential fix: nothing to do; retry() a member to reopen it.`,
+      );
+  }
+
+  /** Deletes a settled batch and its members (the callbacks stay, as ordinary jobs). */
+  async deleteBatch(id: string): Promise<void> {
+    const result = await this.workflows.deleteBatch(id);
+    if (result === 'not-found')
+      throw new JobsError(`deleteBatch(${id}): no such batch. Potential fix: check the id returned by dispatch().`);
+    if (result === 'executing') {
+      throw new JobsError(
+        `deleteBatch(${id}): the batch is still executing. Potential fix: wait until it settles, or cancelBatch() it first.`,
+      );
+    }
+  }
+
+  /** The name a job reference stands for (validated). */
+  resolveName(job: JobRef): string {
+    return this.factory.resolveName(job);
   }
 }

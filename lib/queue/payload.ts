@@ -47,7 +47,8 @@ function findUnserialisable(value: unknown, path: string, seen: Set<object>): { 
   if (seen.has(obj)) return { path, reason: 'a circular reference' };
   if (typeof (obj as { toJSON?: unknown }).toJSON === 'function' && !(obj instanceof Date)) return null;
   if (obj instanceof Date) return { path, reason: 'a Date (it would arrive as a string)' };
-  if (obj instanceof Map || obj instanceof Set) return { path, reason: `a ${obj.constructor.name} (it would arrive as {})` };
+  if (obj instanceof Map || obj instanceof Set)
+    return { path, reason: `a ${obj.constructor.name} (it would arrive as {})` };
   const proto = Object.getPrototypeOf(obj) as object | null;
   if (!Array.isArray(obj) && proto !== Object.prototype && proto !== null) {
     return { path, reason: `an instance of ${obj.constructor?.name ?? 'a class'}` };

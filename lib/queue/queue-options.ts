@@ -13,7 +13,16 @@ export interface EnqueueOptions {
   timeout?: number;
   /** Write the job in this TypeORM transaction: it exists only if that commits. */
   manager?: EntityManager;
+  /**
+   * Wait for other jobs or batches to settle: a job id (run after it
+   * succeeds), or a list of parents with the outcome each must have.
+   */
+  after?: string | ParentRef[];
 }
+
+export type DependencyOn = 'success' | 'failure' | 'always';
+
+export type ParentRef = { job: string; on?: DependencyOn } | { batch: string; on?: DependencyOn };
 
 export const QUEUE_SETTINGS = Symbol('QUEUE_SETTINGS');
 

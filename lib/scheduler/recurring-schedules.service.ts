@@ -1,6 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
-import { Clock, JobsError, type CatchUpMode, type JobHandler, type OverlapMode, type PayloadOf, type ScheduleInfo } from '../model/index.js';
+import {
+  Clock,
+  JobsError,
+  type CatchUpMode,
+  type JobHandler,
+  type OverlapMode,
+  type PayloadOf,
+  type ScheduleInfo,
+} from '../model/index.js';
 import { JobQueue, type JobRef } from '../queue/job-queue.service.js';
 import { QUEUE_SETTINGS, type QueueSettings } from '../queue/queue-options.js';
 import { SCHEDULE_STORAGE, type ScheduleStorage } from '../storage/schedule-storage.interface.js';
@@ -46,13 +54,23 @@ export class RecurringSchedules {
   ): Promise<ScheduleInfo> {
     const where = `RecurringSchedules.upsert('${String(name)}')`;
     if (options === null || typeof options !== 'object') {
-      throw new JobsError(`${where}: options must be an object. Potential fix: upsert(name, Job, '0 * * * *', { timeZone: 'Europe/Berlin' }).`);
+      throw new JobsError(
+        `${where}: options must be an object. Potential fix: upsert(name, Job, '0 * * * *', { timeZone: 'Europe/Berlin' }).`,
+      );
     }
     const jobName = this.jobs.resolveName(job as JobRef);
     const now = this.clock.now();
     const definition = defineSchedule(
       where,
-      { name, jobName, cron, timeZone: options.timeZone, payload: options.payload, catchUp: options.catchUp, overlap: options.overlap },
+      {
+        name,
+        jobName,
+        cron,
+        timeZone: options.timeZone,
+        payload: options.payload,
+        catchUp: options.catchUp,
+        overlap: options.overlap,
+      },
       scheduledJobOptions(this.registry, jobName),
       this.settings.maxPayloadBytes,
       now,
@@ -87,7 +105,9 @@ export class RecurringSchedules {
         return;
       }
     }
-    throw new JobsError(`RecurringSchedules.resume('${name}'): the schedule kept changing while resuming. Potential fix: retry the call.`);
+    throw new JobsError(
+      `RecurringSchedules.resume('${name}'): the schedule kept changing while resuming. Potential fix: retry the call.`,
+    );
   }
 
   /** Removes a dynamic schedule; false when there was none. Its jobs already written stay. */
@@ -122,6 +142,8 @@ export class RecurringSchedules {
   }
 
   private notFound(call: string, name: string): JobsError {
-    return new JobsError(`RecurringSchedules.${call}('${name}'): no schedule has this name. Potential fix: check list() for the names in use.`);
+    return new JobsError(
+      `RecurringSchedules.${call}('${name}'): no schedule has this name. Potential fix: check list() for the names in use.`,
+    );
   }
 }

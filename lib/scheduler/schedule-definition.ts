@@ -34,10 +34,14 @@ export function defineSchedule(
   now: Date,
 ): ScheduleDefinition {
   if (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 200) {
-    throw new JobsError(`${where}: the schedule name must be a non-empty string of at most 200 characters. Potential fix: name: 'nightly-report'.`);
+    throw new JobsError(
+      `${where}: the schedule name must be a non-empty string of at most 200 characters. Potential fix: name: 'nightly-report'.`,
+    );
   }
   if (typeof input.cron !== 'string' || input.cron.trim() === '') {
-    throw new JobsError(`${where}: the cron expression must be a non-empty string. Potential fix: '0 3 * * *' (03:00 daily) or '*/10 * * * * *' (every 10 seconds).`);
+    throw new JobsError(
+      `${where}: the cron expression must be a non-empty string. Potential fix: '0 3 * * *' (03:00 daily) or '*/10 * * * * *' (every 10 seconds).`,
+    );
   }
   const requestedZone = input.timeZone ?? 'UTC';
   const timeZone = typeof requestedZone === 'string' ? canonicalTimeZone(requestedZone) : null;
@@ -59,11 +63,15 @@ export function defineSchedule(
   }
   const catchUp = (input.catchUp ?? 'latest') as CatchUpMode;
   if (!CATCH_UP_MODES.includes(catchUp)) {
-    throw new JobsError(`${where}: catchUp must be one of ${CATCH_UP_MODES.map((m) => `'${m}'`).join(', ')}, got ${String(input.catchUp)}. Potential fix: catchUp: 'latest'.`);
+    throw new JobsError(
+      `${where}: catchUp must be one of ${CATCH_UP_MODES.map((m) => `'${m}'`).join(', ')}, got ${String(input.catchUp)}. Potential fix: catchUp: 'latest'.`,
+    );
   }
   const overlap = (input.overlap ?? 'allow') as OverlapMode;
   if (!OVERLAP_MODES.includes(overlap)) {
-    throw new JobsError(`${where}: overlap must be 'allow' or 'skip', got ${String(input.overlap)}. Potential fix: overlap: 'skip' to skip ticks while the previous run is unfinished.`);
+    throw new JobsError(
+      `${where}: overlap must be 'allow' or 'skip', got ${String(input.overlap)}. Potential fix: overlap: 'skip' to skip ticks while the previous run is unfinished.`,
+    );
   }
   return {
     name: input.name,
@@ -81,7 +89,12 @@ export function defineSchedule(
 /** The options a job of this name runs with, as JobQueue would enqueue it. */
 export function scheduledJobOptions(registry: JobRegistry, jobName: string): ScheduledJobOptions {
   const o = registry.get(jobName)?.options;
-  return { queue: o?.queue ?? 'default', priority: o?.priority ?? 0, maxAttempts: o?.maxAttempts ?? 3, timeoutMs: o?.timeout ?? null };
+  return {
+    queue: o?.queue ?? 'default',
+    priority: o?.priority ?? 0,
+    maxAttempts: o?.maxAttempts ?? 3,
+    timeoutMs: o?.timeout ?? null,
+  };
 }
 
 function firstLine(error: unknown): string {

@@ -75,16 +75,24 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
     const definitions = this.explorer.schedules.map((s) =>
       defineSchedule(
         `@Cron('${s.metadata.expression}') on ${s.className}`,
-        { ...s.metadata.options, name: s.metadata.options.name ?? s.jobName, jobName: s.jobName, cron: s.metadata.expression },
+        {
+          ...s.metadata.options,
+          name: s.metadata.options.name ?? s.jobName,
+          jobName: s.jobName,
+          cron: s.metadata.expression,
+        },
         scheduledJobOptions(this.registry, s.jobName),
         this.queueSettings.maxPayloadBytes,
         now,
       ),
     );
     const { removed } = await this.storage.syncCodeSchedules(definitions, this.discovery.externalJobs ?? [], now);
-    if (removed.length) this.logger.log(`Removed code-defined schedule(s) no longer in the code: ${removed.join(', ')}`);
+    if (removed.length)
+      this.logger.log(`Removed code-defined schedule(s) no longer in the code: ${removed.join(', ')}`);
     if (definitions.length) {
-      this.logger.log(`Code-defined schedule(s): ${definitions.map((d) => `${d.name} (${d.cron} ${d.timeZone})`).join(', ')}`);
+      this.logger.log(
+        `Code-defined schedule(s): ${definitions.map((d) => `${d.name} (${d.cron} ${d.timeZone})`).join(', ')}`,
+      );
     }
     if (!this.options.enabled) return;
     this.state = 'running';
@@ -213,7 +221,9 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
           (plan.truncated ? `; more than ${MAX_CATCH_UP_TICKS} ticks were missed, later ones were dropped` : ''),
       );
     } else if (result.skipped) {
-      this.logger.log(`Schedule "${row.name}": tick ${plan.run[0]?.toISOString()} skipped, the previous run is still queued or active`);
+      this.logger.log(
+        `Schedule "${row.name}": tick ${plan.run[0]?.toISOString()} skipped, the previous run is still queued or active`,
+      );
     }
   }
 

@@ -23,7 +23,9 @@ export function resolveSchedulerOptions(o: SchedulerOptions = {}): ResolvedSched
   for (const field of ['pollInterval', 'misfireThreshold'] as const) {
     const v = o[field];
     if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) {
-      throw new JobsError(`JobsModule "scheduler.${field}" must be a whole number of milliseconds >= 1, got ${String(v)}. Potential fix: scheduler: { ${field}: ${field === 'pollInterval' ? 5000 : 60000} }.`);
+      throw new JobsError(
+        `JobsModule "scheduler.${field}" must be a whole number of milliseconds >= 1, got ${String(v)}. Potential fix: scheduler: { ${field}: ${field === 'pollInterval' ? 5000 : 60000} }.`,
+      );
     }
   }
   return {

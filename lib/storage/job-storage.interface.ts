@@ -31,8 +31,13 @@ export interface WorkerRegistration {
   now: Date;
 }
 
-export type CancelResult = { outcome: 'cancelled' } | { outcome: 'requested' } | { outcome: 'not-found' } | { outcome: 'finished'; state: JobState };
-export type RetryResult = { outcome: 'requeued' } | { outcome: 'not-found' } | { outcome: 'not-retryable'; state: JobState };
+export type CancelResult =
+  | { outcome: 'cancelled' }
+  | { outcome: 'requested' }
+  | { outcome: 'not-found' }
+  | { outcome: 'finished'; state: JobState };
+export type RetryResult =
+  { outcome: 'requeued' } | { outcome: 'not-found' } | { outcome: 'not-retryable'; state: JobState };
 
 /**
  * Everything the queue, the workers and monitoring need from the database.
@@ -43,7 +48,7 @@ export interface JobStorage {
   insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
   /** Records outcomes fenced by (id, attempt, worker, active); returns the ids that were applied. */
-  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date): Promise<Set<string>>;
+  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date, tx?: SqlExecutor): Promise<Set<string>>;
   renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal>;
   /** Gives jobs back at shutdown without spending their attempt; `error` records an interrupted run. */
   handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void>;

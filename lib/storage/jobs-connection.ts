@@ -1,7 +1,11 @@
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { JobsError } from '../model/index.js';
-import { startEmbeddedPostgres, type EmbeddedPostgresHandle, type EmbeddedPostgresOptions } from './embedded-postgres.js';
+import {
+  startEmbeddedPostgres,
+  type EmbeddedPostgresHandle,
+  type EmbeddedPostgresOptions,
+} from './embedded-postgres.js';
 import { migrateSchema, pendingSchemaVersions } from './schema-migrator.js';
 
 export interface JobsConnectionSettings {
@@ -29,18 +33,27 @@ export class JobsConnection implements OnApplicationShutdown {
   static async open(settings: JobsConnectionSettings): Promise<JobsConnection> {
     const { schema } = settings;
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
-      throw new JobsError(`JobsModule: schema "${schema}" is not a plain identifier. Potential fix: schema: 'jobs' (letters, digits, underscores).`);
+      throw new JobsError(
+        `JobsModule: schema "${schema}" is not a plain identifier. Potential fix: schema: 'jobs' (letters, digits, underscores).`,
+      );
     }
     let connection: JobsConnection;
     if (settings.dataSource) {
       const ds = settings.dataSource;
       if (ds.options.type !== 'postgres') {
-        throw new JobsError(`JobsModule: the DataSource is "${ds.options.type}"; jobs need PostgreSQL. Potential fix: pass a postgres DataSource or a "connection".`);
+        throw new JobsError(
+          `JobsModule: the DataSource is "${ds.options.type}"; jobs need PostgreSQL. Potential fix: pass a postgres DataSource or a "connection".`,
+        );
       }
       if (!ds.isInitialized) await ds.initialize();
       connection = new JobsConnection(ds, false, null);
     } else if (settings.connection !== undefined) {
-      const ds = new DataSource({ ...toPostgresOptions(settings.connection), type: 'postgres', entities: [], synchronize: false });
+      const ds = new DataSource({
+        ...toPostgresOptions(settings.connection),
+        type: 'postgres',
+        entities: [],
+        synchronize: false,
+      });
       await ds.initialize();
       connection = new JobsConnection(ds, true, null);
     } else {
@@ -79,7 +92,10 @@ export class JobsConnection implements OnApplicationShutdown {
 
 function toPostgresOptions(connection: string | Record<string, unknown>): Record<string, unknown> {
   if (typeof connection === 'string') {
-    if (!connection) throw new JobsError('JobsModule: "connection" is an empty string. Potential fix: connection: process.env.DATABASE_URL, after checking it is set.');
+    if (!connection)
+      throw new JobsError(
+        'JobsModule: "connection" is an empty string. Potential fix: connection: process.env.DATABASE_URL, after checking it is set.',
+      );
     return { url: connection };
   }
   if ('url' in connection && !connection.url && !connection.host) {

@@ -20,6 +20,7 @@ import type {
   WorkerRegistration,
 } from './job-storage.interface.js';
 import { jobStatements, type JobStatements } from './job-statements.js';
+import { encodeNewJobs } from './job-encoding.js';
 import { PoolExecutor, type SqlExecutor } from './sql-executor.js';
 
 type Row = Record<string, unknown>;
@@ -76,7 +77,12 @@ export class PostgresJobStorage implements JobStorage {
     }));
   }
 
-  async finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date): Promise<Set<string>> {
+  async finish(
+    workerId: string,
+    attempts: readonly FinishedAttempt[],
+    now: Date,
+    tx?: SqlExecutor,
+  ): Promise<Set<string>> {
     const succeeded: string[] = [];
     const others: string[] = [];
     for (const { job, outcome } of attempts) {
@@ -98,9 +104,11 @@ export class PostgresJobStorage implements JobStorage {
     }
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
-    if (succeeded.length) writes.push(this.run('succeed', [`[${succeeded.join(',')}]`, workerId, now]));
-    if (others.length) writes.push(this.run('fail', [`[${others.join(',')}]`, workerId, now]));
-    for (const rows of await Promise.all(writes)) for (const row of rows) applied.add(row.id as string);
+    if (succeeded.length) {
+      writes.push(this.run('succeed', [`[${succeeded.join(',')}]`, workerId, now, this.channel], tx));
+    }
+    if (others.length) writes.push(this.run('fail', [`[${others.join(',')}]`, workerId, now, this.channel], tx));
+    for (const rows of await Promise.all(writes)) for (const row of rows) if (row.id) applied.add(row.id as string);
     return applied;
   }
 
@@ -138,7 +146,7 @@ export class PostgresJobStorage implements JobStorage {
   async cancel(id: string, now: Date): Promise<CancelResult> {
     // Two tries: a job may move between "queued" and "active" under our feet.
     for (let i = 0; i < 2; i++) {
-      if ((await this.run('cancelQueued', [id, now])).length) return { outcome: 'cancelled' };
+      if ((await this.run('cancelQueued', [id, now, this.channel])).some((r) => r.id)) return { outcome: 'cancelled' };
       if ((await this.run('cancelActive', [id, this.channel])).length) return { outcome: 'requested' };
       const [row] = await this.run('stateOf', [id]);
       if (!row) return { outcome: 'not-found' };
@@ -150,7 +158,7 @@ export class PostgresJobStorage implements JobStorage {
 
   async retry(id: string, now: Date): Promise<RetryResult> {
     const rows = await this.run('retry', [id, now, this.channel, RETRYABLE_STATES]);
-    if (rows.length) return { outcome: 'requeued' };
+    if (rows.some((r) => r.id)) return { outcome: 'requeued' };
     const [row] = await this.run('stateOf', [id]);
     if (!row) return { outcome: 'not-found' };
     return { outcome: 'not-retryable', state: row.state as JobState };
@@ -171,7 +179,11 @@ export class PostgresJobStorage implements JobStorage {
     const state = row.state as JobState;
     const attempt = row.attempt as number;
     // A successful or running attempt writes no history row: the job row tells its story.
-    if ((state === 'active' || state === 'succeeded') && attempt > 0 && !executions.some((e) => e.attempt === attempt && e.state !== 'interrupted')) {
+    if (
+      (state === 'active' || state === 'succeeded') &&
+      attempt > 0 &&
+      !executions.some((e) => e.attempt === attempt && e.state !== 'interrupted')
+    ) {
       executions.push({
         attempt,
         workerId: (row.worker_id as string | null) ?? null,
@@ -227,18 +239,3 @@ export class PostgresJobStorage implements JobStorage {
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Builds the record set by hand so each payload, already JSON, is not encoded twice. */
-function encodeNewJobs(jobs: readonly NewJob[]): string {
-  const parts = jobs.map(
-    (j) =>
-      `{"id":"${j.id}","name":${JSON.stringify(j.name)},"queue":${JSON.stringify(j.queue)},"payload":${j.payloadJson},` +
-      `"state":"${j.state}","priority":${j.priority},"run_at":"${j.runAt.toISOString()}","max_attempts":${j.maxAttempts},` +
-      `"timeout_ms":${j.timeoutMs ?? 'null'},"batch_id":${j.batchId ? `"${j.batchId}"` : 'null'},` +
-      `"group_key":${j.groupKey == null ? 'null' : JSON.stringify(j.groupKey)},` +
-      `"unique_key":${j.uniqueKey == null ? 'null' : JSON.stringify(j.uniqueKey)},` +
-      `"remaining_dependencies":${j.remainingDependencies ?? 0},` +
-      `"trace_context":${j.traceContext ? JSON.stringify(j.traceContext) : 'null'}}`,
-  );
-  return `[${parts.join(',')}]`;
-}

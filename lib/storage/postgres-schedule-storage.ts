@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import type { CatchUpMode, JobState, OverlapMode, ScheduleDefinition, ScheduleInfo, ScheduleSource } from '../model/index.js';
+import type {
+  CatchUpMode,
+  JobState,
+  OverlapMode,
+  ScheduleDefinition,
+  ScheduleInfo,
+  ScheduleSource,
+} from '../model/index.js';
 import type {
   DueSchedule,
   FireRequest,
@@ -34,7 +41,11 @@ export class PostgresScheduleStorage implements ScheduleStorage {
     return this.pool.query<T>(this.sql[key], values, this.prefix + key);
   }
 
-  async syncCodeSchedules(definitions: readonly ScheduleDefinition[], foreignJobs: readonly string[], now: Date): Promise<{ removed: string[] }> {
+  async syncCodeSchedules(
+    definitions: readonly ScheduleDefinition[],
+    foreignJobs: readonly string[],
+    now: Date,
+  ): Promise<{ removed: string[] }> {
     const [row] = await this.run('syncCode', [encodeDefinitions(definitions), now, this.channel, foreignJobs]);
     return { removed: (row?.removed as string[] | undefined) ?? [] };
   }
@@ -98,7 +109,11 @@ export class PostgresScheduleStorage implements ScheduleStorage {
       r.now,
       this.channel,
     ]);
-    return { won: (row?.won as number) === 1, queued: (row?.queued as number) ?? 0, skipped: (row?.skipped as number) ?? 0 };
+    return {
+      won: (row?.won as number) === 1,
+      queued: (row?.queued as number) ?? 0,
+      skipped: (row?.skipped as number) ?? 0,
+    };
   }
 }
 

@@ -44,7 +44,11 @@ export interface ScheduleStorage {
    * Writes every code-defined schedule and removes code-defined rows not
    * among them, except those of `foreignJobs`; returns the removed names.
    */
-  syncCodeSchedules(definitions: readonly ScheduleDefinition[], foreignJobs: readonly string[], now: Date): Promise<{ removed: string[] }>;
+  syncCodeSchedules(
+    definitions: readonly ScheduleDefinition[],
+    foreignJobs: readonly string[],
+    now: Date,
+  ): Promise<{ removed: string[] }>;
   /** false when a code-defined schedule holds the name. */
   upsertDynamic(definition: ScheduleDefinition, now: Date): Promise<boolean>;
   pause(name: string, now: Date): Promise<boolean>;

@@ -3,6 +3,9 @@
  * never edited: a change is a new version, so every instance and every app
  * that runs these through its own TypeORM migrations ends at the same shape.
  */
+import { quoteIdent } from './sql-identifiers.js';
+import { workflowFunctions } from './workflow-functions.js';
+
 export interface SchemaMigration {
   version: number;
   name: string;
@@ -10,9 +13,7 @@ export interface SchemaMigration {
   down(schema: string): string[];
 }
 
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
+export { quoteIdent };
 
 const v1: SchemaMigration = {
   version: 1,
@@ -61,6 +62,8 @@ const v1: SchemaMigration = {
         group_key text,
         unique_key text,
         remaining_dependencies int NOT NULL DEFAULT 0,
+        -- Set when a job becomes a parent, so settling plain jobs skips the workflow step.
+        has_dependents boolean NOT NULL DEFAULT false,
         cancel_requested boolean NOT NULL DEFAULT false,
         trace_context jsonb
       )`,
@@ -126,13 +129,22 @@ const v1: SchemaMigration = {
         active int NOT NULL DEFAULT 0,
         stopped_at timestamptz
       )`,
+      ...workflowFunctions(schema),
     ];
   },
   down: (schema) => {
     const s = quoteIdent(schema);
-    return ['worker', 'recurring_schedule', 'job_dependency', 'job_execution', 'job', 'job_batch'].map(
-      (t) => `DROP TABLE IF EXISTS ${s}.${t}`,
-    );
+    const functions = [
+      'settle_jobs(uuid[], text[], timestamptz, text)',
+      'release_children(uuid[], timestamptz, text)',
+      'reopen_job(uuid, text)',
+    ];
+    return [
+      ...functions.map((f) => `DROP FUNCTION IF EXISTS ${s}.${f}`),
+      ...['worker', 'recurring_schedule', 'job_dependency', 'job_execution', 'job', 'job_batch'].map(
+        (t) => `DROP TABLE IF EXISTS ${s}.${t}`,
+      ),
+    ];
   },
 };
 

@@ -1,5 +1,6 @@
 import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
-import { SCHEMA_MIGRATIONS, quoteIdent } from './schema-migrations.js';
+import { SCHEMA_MIGRATIONS } from './schema-migrations.js';
+import { quoteIdent } from './sql-identifiers.js';
 
 /**
  * Brings the schema to the latest version at start. Several instances may

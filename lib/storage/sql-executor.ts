@@ -2,7 +2,11 @@ import type { EntityManager, DataSource } from 'typeorm';
 
 /** The part of a `pg` client or pool that storage uses. */
 interface PgQueryable {
-  query(config: { text: string; values?: unknown[]; name?: string }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  query(config: {
+    text: string;
+    values?: unknown[];
+    name?: string;
+  }): Promise<{ rows: unknown[]; rowCount: number | null }>;
 }
 
 /**
@@ -12,13 +16,45 @@ interface PgQueryable {
  */
 export interface SqlExecutor {
   query<T = Record<string, unknown>>(text: string, values?: unknown[], name?: string): Promise<T[]>;
+  /** Runs `fn` in a transaction: a new one on the pool, or the caller's own. */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+}
+
+interface PgPoolClient extends PgQueryable {
+  release(err?: Error | boolean): void;
+}
+
+class ClientExecutor implements SqlExecutor {
+  constructor(private readonly client: PgQueryable) {}
+  async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
+    const res = await this.client.query(name ? { text, values, name } : { text, values });
+    return res.rows as T[];
+  }
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    return fn(this);
+  }
 }
 
 export class PoolExecutor implements SqlExecutor {
-  private readonly pool: PgQueryable;
+  private readonly pool: PgQueryable & { connect(): Promise<PgPoolClient> };
 
   constructor(dataSource: DataSource) {
-    this.pool = (dataSource.driver as unknown as { master: PgQueryable }).master;
+    this.pool = (dataSource.driver as unknown as { master: PoolExecutor['pool'] }).master;
+  }
+
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query({ text: 'BEGIN' });
+      const result = await fn(new ClientExecutor(client));
+      await client.query({ text: 'COMMIT' });
+      client.release();
+      return result;
+    } catch (error) {
+      await client.query({ text: 'ROLLBACK' }).catch(() => undefined);
+      client.release();
+      throw error;
+    }
   }
 
   async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
@@ -34,6 +70,13 @@ export class PoolExecutor implements SqlExecutor {
  */
 export class ManagerExecutor implements SqlExecutor {
   constructor(private readonly manager: EntityManager) {}
+
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const runner = this.manager.queryRunner;
+    // Inside the caller's transaction already: join it rather than nest.
+    if (runner && !runner.isReleased && runner.isTransactionActive) return fn(this);
+    return new PoolExecutor(this.manager.dataSource).transaction(fn);
+  }
 
   async query<T>(text: string, values?: unknown[]): Promise<T[]> {
     const runner = this.manager.queryRunner;

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { Clock, FinishedAttempt } from '../model/index.js';
 import type { JobStorage } from '../storage/job-storage.interface.js';
+import type { WorkflowStorage } from '../storage/workflow-storage.interface.js';
 
 interface Pending {
   attempt: FinishedAttempt;
@@ -20,6 +21,7 @@ export class CompletionBatcher {
 
   constructor(
     private readonly storage: JobStorage,
+    private readonly workflows: WorkflowStorage,
     private readonly workerId: string,
     private readonly clock: Clock,
     private readonly maxBatch = 1000,
@@ -48,18 +50,32 @@ export class CompletionBatcher {
       while (this.queue.length) {
         const batch = this.queue.splice(0, this.maxBatch);
         try {
-          const applied = await this.storage.finish(
-            this.workerId,
-            batch.map((p) => p.attempt),
-            this.clock.now(),
-          );
+          const now = this.clock.now();
+          // Outcomes that carry continuations need their own transaction; the rest go together.
+          const plain = batch.filter((p) => !p.attempt.continuations?.length);
+          const applied = plain.length
+            ? await this.storage.finish(
+                this.workerId,
+                plain.map((p) => p.attempt),
+                now,
+              )
+            : new Set<string>();
+          for (const p of batch) {
+            if (!p.attempt.continuations?.length) continue;
+            const { continuations, ...attempt } = p.attempt;
+            if (await this.workflows.finishWithContinuations(this.workerId, attempt, continuations, now)) {
+              applied.add(attempt.job.id);
+            }
+          }
           failures = 0;
           for (const p of batch) p.resolve(applied.has(p.attempt.job.id));
         } catch (error) {
           this.queue.unshift(...batch);
           failures++;
           const wait = Math.min(5000, 100 * 2 ** failures);
-          this.logger.error(`Recording ${batch.length} job outcome(s) failed (${(error as Error).message}); retrying in ${wait} ms`);
+          this.logger.error(
+            `Recording ${batch.length} job outcome(s) failed (${(error as Error).message}); retrying in ${wait} ms`,
+          );
           await new Promise((r) => setTimeout(r, wait));
         }
       }

@@ -3,6 +3,9 @@ import { ContextIdFactory, type ModuleRef } from '@nestjs/core';
 import type { RegisteredJob } from '../discovery/job-registry.js';
 import {
   computeBackoff,
+  JobsError,
+  type JobRowBuilder,
+  type NewJob,
   JobCancelledError,
   JobTimeoutError,
   PermanentJobError,
@@ -26,13 +29,18 @@ export class LeaseLostError extends Error {
 }
 
 /** What came of one attempt: an outcome to record, or nothing (the job is no longer ours). */
-export type RunResult = { outcome: AttemptOutcome } | { outcome: null; reason: 'lost-lease' | 'shutdown' };
+export type RunResult =
+  { outcome: AttemptOutcome; continuations?: NewJob[] } | { outcome: null; reason: 'lost-lease' | 'shutdown' };
 
 export interface RunnerDeps {
   moduleRef: ModuleRef;
   clock: Clock;
+  builder: JobRowBuilder;
   progress(job: ClaimedJob, fraction: number, message: string | null): Promise<void>;
+  addToBatch(batchId: string, job: NewJob): Promise<boolean>;
 }
+
+type ContinuationOn = 'success' | 'failure' | 'always';
 
 /** Runs one attempt of one job: context, signal, timeout, outcome. */
 export class RunningJob {
@@ -40,6 +48,7 @@ export class RunningJob {
   private stopReason: StopReason | null = null;
   private rejectStop?: (reason: unknown) => void;
   private readonly stopped: Promise<never>;
+  private readonly staged: Array<{ on: ContinuationOn; row: NewJob }> = [];
 
   constructor(
     readonly job: ClaimedJob,
@@ -68,7 +77,7 @@ export class RunningJob {
   }
 
   async execute(): Promise<RunResult> {
-    const { job, registered } = this;
+    const { job } = this;
     const logger = new Logger(`Job ${job.name}`);
     const ctx: JobContext = {
       jobId: job.id,
@@ -84,6 +93,30 @@ export class RunningJob {
         }
         return this.deps.progress(job, fraction, message ?? null);
       },
+      addToBatch: async (ref, payload, options = {}) => {
+        if (!job.batchId) {
+          throw new JobsError(
+            `ctx.addToBatch() in job "${job.name}" (${job.id}): this job is not a batch member. Potential fix: enqueue the job directly, or start it from batches.create().add(…).`,
+          );
+        }
+        const row = {
+          ...this.deps.builder.build(ref, payload, { ...options }, this.deps.clock.now()),
+          batchId: job.batchId,
+        };
+        if (!(await this.deps.addToBatch(job.batchId, row))) {
+          throw new JobsError(
+            `ctx.addToBatch() in job "${job.name}": batch ${job.batchId} is no longer executing (cancelled?). Potential fix: check ctx.signal before adding work.`,
+          );
+        }
+        return { id: row.id };
+      },
+      continueWith: (ref, payload, options = {}) => {
+        const { on = 'success', ...rest } = options;
+        if (!['success', 'failure', 'always'].includes(on)) {
+          throw new JobsError(`ctx.continueWith(): "on" must be 'success', 'failure' or 'always', got ${String(on)}.`);
+        }
+        this.staged.push({ on, row: this.deps.builder.build(ref, payload, { ...rest }, this.deps.clock.now()) });
+      },
     };
     const timer =
       job.timeoutMs && job.timeoutMs > 0 ? setTimeout(() => this.stop('timeout'), job.timeoutMs) : undefined;
@@ -91,8 +124,11 @@ export class RunningJob {
     try {
       handler = await this.resolveHandler(ctx);
       const result = await Promise.race([Promise.resolve(handler.run(job.payload, ctx)), this.stopped]);
-      if (this.stopReason === 'cancel') return { outcome: { kind: 'cancelled', error: serializeError(new JobCancelledError(job.id)) } };
-      return { outcome: { kind: 'succeeded', result: checkResult(job, result) } };
+      if (this.stopReason === 'cancel') return this.cancelled();
+      return {
+        outcome: { kind: 'succeeded', result: checkResult(job, result) },
+        continuations: this.release('success'),
+      };
     } catch (error) {
       return this.failure(error, handler, ctx);
     } finally {
@@ -104,15 +140,17 @@ export class RunningJob {
     const { job } = this;
     if (this.stopReason === 'lost-lease') return { outcome: null, reason: 'lost-lease' };
     if (this.stopReason === 'shutdown') return { outcome: null, reason: 'shutdown' };
-    if (this.stopReason === 'cancel') {
-      return { outcome: { kind: 'cancelled', error: serializeError(new JobCancelledError(job.id)) } };
-    }
+    if (this.stopReason === 'cancel') return this.cancelled();
     const err = error instanceof Error ? error : new Error(String(error));
     const permanent = err instanceof PermanentJobError || err.name === 'PermanentJobError';
     if (!permanent && job.attempt < job.maxAttempts) {
       const delay = computeBackoff(this.registered.options.backoff, job.attempt, err);
       return {
-        outcome: { kind: 'retry', error: serializeError(err), retryAt: new Date(this.deps.clock.now().getTime() + delay) },
+        outcome: {
+          kind: 'retry',
+          error: serializeError(err),
+          retryAt: new Date(this.deps.clock.now().getTime() + delay),
+        },
       };
     }
     // Failed for good: onFailure runs now, while this worker still holds the lease.
@@ -120,10 +158,25 @@ export class RunningJob {
       try {
         await handler.onFailure(job.payload, err, ctx);
       } catch (hookError) {
-        ctx.logger.error(`onFailure of job ${job.id} threw: ${(hookError as Error).message}`, (hookError as Error).stack);
+        ctx.logger.error(
+          `onFailure of job ${job.id} threw: ${(hookError as Error).message}`,
+          (hookError as Error).stack,
+        );
       }
     }
-    return { outcome: { kind: 'failed', error: serializeError(err) } };
+    return { outcome: { kind: 'failed', error: serializeError(err) }, continuations: this.release('failure') };
+  }
+
+  private cancelled(): RunResult {
+    return {
+      outcome: { kind: 'cancelled', error: serializeError(new JobCancelledError(this.job.id)) },
+      continuations: this.release('cancel'),
+    };
+  }
+
+  /** Staged continuations that this way of ending releases ('always' goes with every end). */
+  private release(end: 'success' | 'failure' | 'cancel'): NewJob[] {
+    return this.staged.filter((c) => c.on === end || c.on === 'always').map((c) => c.row);
   }
 
   /** Static handlers are shared; scoped ones get their own DI sub-tree per run. */

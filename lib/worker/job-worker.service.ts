@@ -9,7 +9,15 @@ import {
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { JobRegistry } from '../discovery/job-registry.js';
-import { Clock, serializeError, WorkerShutdownError, type ClaimedJob } from '../model/index.js';
+import {
+  Clock,
+  JOB_ROW_BUILDER,
+  serializeError,
+  WorkerShutdownError,
+  type ClaimedJob,
+  type JobRowBuilder,
+} from '../model/index.js';
+import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflow-storage.interface.js';
 import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/job-storage.interface.js';
 import { NotificationListener } from '../storage/notification-listener.js';
 import { CompletionBatcher } from './completion-batcher.js';
@@ -50,6 +58,8 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     private readonly moduleRef: ModuleRef,
     private readonly listener: NotificationListener,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
+    @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
+    @Inject(JOB_ROW_BUILDER) private readonly builder: JobRowBuilder,
   ) {}
 
   get activeCount(): number {
@@ -59,10 +69,11 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.enabled || this.registry.names().length === 0) return;
     for (const job of this.registry.all()) {
-      if (job.wrapper.isDependencyTreeStatic() && !job.wrapper.isTransient) job.instance = job.wrapper.instance as never;
+      if (job.wrapper.isDependencyTreeStatic() && !job.wrapper.isTransient)
+        job.instance = job.wrapper.instance as never;
       this.knownQueues.add(job.options.queue);
     }
-    this.batcher = new CompletionBatcher(this.storage, this.id, this.clock);
+    this.batcher = new CompletionBatcher(this.storage, this.workflows, this.id, this.clock);
     this.progress = new ProgressWriter(this.storage, this.id, this.options.progressThrottle, this.logger);
     this.state = 'running';
     await this.storage.registerWorker({
@@ -201,7 +212,9 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     const run = new RunningJob(job, registered, {
       moduleRef: this.moduleRef,
       clock: this.clock,
+      builder: this.builder,
       progress: (j, fraction, message) => this.progress.write(j, fraction, message),
+      addToBatch: (batchId, row) => this.workflows.addToBatch(batchId, row, this.clock.now()),
     });
     this.running.set(job.id, run);
     void run.execute().then(async (result) => {
@@ -211,7 +224,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
         this.logOutcome(job, result.outcome);
         this.finishing.set(job.id, job.attempt);
         this.fill();
-        await this.batcher.add({ job, outcome: result.outcome });
+        await this.batcher.add({ job, outcome: result.outcome, continuations: result.continuations });
         this.finishing.delete(job.id);
       } else if (result.reason === 'lost-lease') {
         this.logger.warn(`Job ${job.name} ${job.id} lost its lease; its outcome was discarded`);
@@ -250,7 +263,10 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     const index = this.buffer.findIndex((j) => j.id === id);
     if (index >= 0) {
       const [job] = this.buffer.splice(index, 1);
-      void this.batcher.add({ job: job!, outcome: { kind: 'cancelled', error: { name: 'JobCancelledError', message: `Job ${id} was cancelled` } } });
+      void this.batcher.add({
+        job: job!,
+        outcome: { kind: 'cancelled', error: { name: 'JobCancelledError', message: `Job ${id} was cancelled` } },
+      });
     }
   }
 
@@ -299,9 +315,9 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     for (const off of this.unsubscribe.splice(0)) off();
     await this.listener.stop();
     const unstarted = this.buffer.splice(0);
-    await this.storage.handBack(this.id, unstarted, this.clock.now(), null).catch((e: Error) =>
-      this.logger.error(`Handing back ${unstarted.length} unstarted job(s) failed: ${e.message}`),
-    );
+    await this.storage
+      .handBack(this.id, unstarted, this.clock.now(), null)
+      .catch((e: Error) => this.logger.error(`Handing back ${unstarted.length} unstarted job(s) failed: ${e.message}`));
     if (this.running.size) {
       this.logger.log(`Waiting up to ${this.options.shutdownGrace} ms for ${this.running.size} running job(s)`);
       await Promise.race([

@@ -1,6 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { JobQueue, RecurringSchedules } from 'nestjs-durable-jobs';
+import { BatchBuilder, JobQueue, RecurringSchedules } from 'nestjs-durable-jobs';
+import { ImportCleanup, ImportFile, NotifyAdmin, NotifyUser } from '../imports/import.jobs.js';
 import { FlakySync } from '../jobs/flaky-sync.job.js';
 import { Heartbeat } from '../jobs/heartbeat.job.js';
 import { SendReceipt } from '../jobs/send-receipt.job.js';
@@ -15,6 +16,7 @@ export class DemoService implements OnApplicationBootstrap {
   constructor(
     private readonly jobs: JobQueue,
     private readonly dataSource: DataSource,
+    private readonly batches: BatchBuilder,
     private readonly schedules: RecurringSchedules,
   ) {}
 
@@ -30,12 +32,23 @@ export class DemoService implements OnApplicationBootstrap {
       `Enqueued demo jobs: send-receipt ${receipt.id}, flaky-sync ${flaky.id} (fails twice, then succeeds), ` +
         `slow-report ${report.id} (reports progress), flaky-sync ${later.id} (delayed 3 s)`,
     );
+    const batch = await this.batches
+      .create('demo-import')
+      .add(ImportFile, { file: 'customers.csv' })
+      .add(ImportFile, { file: 'orders.csv' })
+      .then(NotifyUser, { userId: 7, batch: 'demo-import' })
+      .catch(NotifyAdmin, { batch: 'demo-import' })
+      .finally(ImportCleanup, { batch: 'demo-import' })
+      .dispatch();
+    this.logger.log(`Dispatched batch demo-import ${batch.id}: two files, then notify-user, finally import-cleanup`);
     this.logger.log(`Follow one: curl http://localhost:${process.env.PORT ?? 3000}/jobs/${flaky.id}`);
     // A dynamic schedule: stored, so it also ticks on every other instance, once per tick in all.
     await this.schedules.upsert('demo-heartbeat', Heartbeat, '*/5 * * * * *', {
       payload: { message: 'Demo schedule tick' },
       overlap: 'skip',
     });
-    this.logger.log(`Schedule "demo-heartbeat" ticks every 5 s; see curl http://localhost:${process.env.PORT ?? 3000}/schedules`);
+    this.logger.log(
+      `Schedule "demo-heartbeat" ticks every 5 s; see curl http://localhost:${process.env.PORT ?? 3000}/schedules`,
+    );
   }
 }

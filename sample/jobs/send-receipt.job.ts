@@ -7,7 +7,12 @@ export interface SendReceiptPayload {
   orderId: number;
 }
 
-@Job('send-receipt', { queue: 'emails', maxAttempts: 5, timeout: 30_000, backoff: { type: 'exponential', delay: 1_000, jitter: true } })
+@Job('send-receipt', {
+  queue: 'emails',
+  maxAttempts: 5,
+  timeout: 30_000,
+  backoff: { type: 'exponential', delay: 1_000, jitter: true },
+})
 export class SendReceipt implements JobHandler<SendReceiptPayload, { sentTo: string }> {
   constructor(
     private readonly mailer: Mailer,

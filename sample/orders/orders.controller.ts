@@ -1,4 +1,14 @@
-import { Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, Post, BadRequestException } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  NotFoundException,
+  Param,
+  Post,
+  BadRequestException,
+} from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { JobQueue, JobsError } from 'nestjs-durable-jobs';
 import { SendReceipt } from '../jobs/send-receipt.job.js';

@@ -11,7 +11,11 @@ const schemas: string[] = [];
 const apps: INestApplication[] = [];
 
 async function start(schema: string, instance: string, worker: Parameters<typeof startSampleApp>[0]['worker'] = {}) {
-  const app = await startSampleApp({ schema, worker: { pollInterval: 100, ...worker }, providers: probeProviders(instance) });
+  const app = await startSampleApp({
+    schema,
+    worker: { pollInterval: 100, ...worker },
+    providers: probeProviders(instance),
+  });
   apps.push(app);
   return app;
 }
@@ -38,7 +42,9 @@ it('two instances share 1,000 jobs: each runs exactly once and both take work', 
   await Promise.all(chunks.map((chunk, i) => (i % 2 ? a : b).get(JobQueue).enqueueMany(chunk)));
   await waitFor(
     'all 1,000 jobs to succeed',
-    async () => (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}_jobs".job WHERE state = 'succeeded'`))[0]!.n === 1000,
+    async () =>
+      (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}_jobs".job WHERE state = 'succeeded'`))[0]!
+        .n === 1000,
     60_000,
     100,
   );
@@ -70,7 +76,11 @@ it('a worker killed with SIGKILL mid-job: another instance completes it after th
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
     await start(schema, 'rescuer', { lease: 1000 });
-    await waitFor('the job to succeed elsewhere', async () => (await api.get(JobQueue).get(id))?.state === 'succeeded', 20_000);
+    await waitFor(
+      'the job to succeed elsewhere',
+      async () => (await api.get(JobQueue).get(id))?.state === 'succeeded',
+      20_000,
+    );
     const job = (await api.get(JobQueue).get(id))!;
     expect(job.executions.map((e) => [e.attempt, e.state])).toEqual([
       [1, 'interrupted'],
@@ -110,7 +120,11 @@ it('with a short grace, shutdown hands the job back and another instance finishe
   const firstWorker = (await first.get(JobQueue).get(id))!.workerId;
   await first.close();
   const second = await start(schema, 'B', { lease: 30_000 });
-  await waitFor('the second instance to finish it', async () => (await second.get(JobQueue).get(id))?.state === 'succeeded', 10_000);
+  await waitFor(
+    'the second instance to finish it',
+    async () => (await second.get(JobQueue).get(id))?.state === 'succeeded',
+    10_000,
+  );
   const job = (await second.get(JobQueue).get(id))!;
   expect(job.executions.map((e) => [e.attempt, e.state])).toEqual([
     [1, 'interrupted'],

@@ -9,7 +9,7 @@ import { SlowReport } from '../../sample/jobs/slow-report.job.js';
 import { Mailer } from '../../sample/orders/mailer.service.js';
 import { Order } from '../../sample/orders/order.entity.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
-import { DoomedProbe, ProbeRecorder, TimeoutProbe, probeProviders } from '../support/probe.jobs.js';
+import { DoomedProbe, ProbeRecorder, ScopedProbe, TimeoutProbe, probeProviders } from '../support/probe.jobs.js';
 import { startSampleApp } from '../support/sample-app.js';
 import { sleep, waitFor } from '../support/wait.js';
 
@@ -19,10 +19,16 @@ let app: INestApplication;
 let jobs: JobQueue;
 
 const stateOf = async (id: string) => (await jobs.get(id))?.state;
-const until = (id: string, state: string) => waitFor(`job ${id} to be ${state}`, async () => (await stateOf(id)) === state);
+const until = (id: string, state: string) =>
+  waitFor(`job ${id} to be ${state}`, async () => (await stateOf(id)) === state);
 
 beforeAll(async () => {
-  app = await startSampleApp({ schema, clock, worker: { concurrency: 5, pollInterval: 200 }, providers: probeProviders() });
+  app = await startSampleApp({
+    schema,
+    clock,
+    worker: { concurrency: 5, pollInterval: 200 },
+    providers: probeProviders(),
+  });
   jobs = app.get(JobQueue);
 });
 
@@ -33,11 +39,21 @@ afterAll(async () => {
 
 describe('sample app over HTTP', () => {
   it('POST /orders runs the receipt job; GET /jobs/:id shows it succeeded with one execution', async () => {
-    const created = await request(app.getHttpServer()).post('/orders').send({ email: 'ada@example.com', totalCents: 1200 }).expect(201);
+    const created = await request(app.getHttpServer())
+      .post('/orders')
+      .send({ email: 'ada@example.com', totalCents: 1200 })
+      .expect(201);
     const { orderId, jobId } = created.body as { orderId: number; jobId: string };
     await until(jobId, 'succeeded');
     const res = await request(app.getHttpServer()).get(`/jobs/${jobId}`).expect(200);
-    expect(res.body).toMatchObject({ id: jobId, name: 'send-receipt', queue: 'emails', state: 'succeeded', attempt: 1, result: { sentTo: 'ada@example.com' } });
+    expect(res.body).toMatchObject({
+      id: jobId,
+      name: 'send-receipt',
+      queue: 'emails',
+      state: 'succeeded',
+      attempt: 1,
+      result: { sentTo: 'ada@example.com' },
+    });
     expect(res.body.executions).toHaveLength(1);
     expect(res.body.executions[0]).toMatchObject({ attempt: 1, state: 'succeeded' });
     expect(app.get(Mailer).sent).toContainEqual({ orderId, email: 'ada@example.com' });
@@ -46,6 +62,24 @@ describe('sample app over HTTP', () => {
   it('GET /jobs/:id of an unknown job is 404', async () => {
     await request(app.getHttpServer()).get('/jobs/00000000-0000-7000-8000-000000000000').expect(404);
     await request(app.getHttpServer()).get('/jobs/not-a-uuid').expect(404);
+  });
+});
+
+describe('imports over HTTP', () => {
+  it('POST /imports dispatches a batch; GET /batches/:id shows it with progress', async () => {
+    const res = await request(app.getHttpServer())
+      .post('/imports')
+      .send({ name: 'october', files: ['a.csv', 'b.csv', 'c.csv'], userId: 7 })
+      .expect(201);
+    const { batchId } = res.body as { batchId: string };
+    await waitFor('the import to succeed', async () => {
+      const status = await request(app.getHttpServer()).get(`/batches/${batchId}`).expect(200);
+      return status.body.state === 'succeeded';
+    });
+    const status = await request(app.getHttpServer()).get(`/batches/${batchId}`).expect(200);
+    expect(status.body).toMatchObject({ name: 'october', total: 3, succeeded: 3, progress: 1 });
+    await request(app.getHttpServer()).get('/batches/00000000-0000-7000-8000-000000000000').expect(404);
+    await request(app.getHttpServer()).post('/imports').send({ files: 'a.csv' }).expect(400);
   });
 });
 
@@ -148,9 +182,36 @@ describe('retries and failures', () => {
     expect(job.attempt).toBe(2);
     expect(job.maxAttempts).toBe(4);
     const queued = await jobs.enqueue(FlakySync, { account: 'x' }, { delay: 60_000 });
-    await expect(jobs.retry(queued.id)).rejects.toThrow(/only failed or cancelled/);
+    await expect(jobs.retry(queued.id)).rejects.toThrow(
+      /the job is "queued"; only failed, cancelled or skipped jobs can be retried/,
+    );
     await expect(jobs.retry('00000000-0000-7000-8000-000000000000')).rejects.toThrow(/no such job/);
     await jobs.cancel(queued.id);
+  });
+});
+
+describe('handlers and DI', () => {
+  it('a handler with request-scoped dependencies gets a fresh DI sub-tree per run', async () => {
+    const first = await jobs.enqueue(ScopedProbe, {});
+    const second = await jobs.enqueue(ScopedProbe, {});
+    await until(first.id, 'succeeded');
+    await until(second.id, 'succeeded');
+    const a = (await jobs.get(first.id))!.result as { serial: number; sameJob: boolean };
+    const b = (await jobs.get(second.id))!.result as { serial: number; sameJob: boolean };
+    expect(a.sameJob).toBe(true);
+    expect(b.sameJob).toBe(true);
+    expect(a.serial).not.toBe(b.serial);
+  });
+
+  it('progress is stored while running and set to 1 on success', async () => {
+    const { id } = await jobs.enqueue(SlowReport, { steps: 4, stepMs: 150 });
+    const seen = await waitFor('progress between 0 and 1', async () => {
+      const job = await jobs.get(id);
+      return job && job.progress !== null && job.progress > 0 && job.progress < 1 ? job : null;
+    });
+    expect(seen.progressMessage).toMatch(/step \d of 4/);
+    await until(id, 'succeeded');
+    expect((await jobs.get(id))!.progress).toBe(1);
   });
 });
 
@@ -180,13 +241,37 @@ describe('cancellation', () => {
 
 describe('errors at the call site', () => {
   const cases: Array<[string, () => Promise<unknown>, RegExp]> = [
-    ['a function in the payload', () => jobs.enqueue('flaky-sync', { account: 'a', fn: () => 1 } as never), /flaky-sync.*not JSON-serialisable at \$\.fn \(a function\)/],
+    [
+      'a function in the payload',
+      () => jobs.enqueue('flaky-sync', { account: 'a', fn: () => 1 } as never),
+      /flaky-sync.*not JSON-serialisable at \$\.fn \(a function\)/,
+    ],
     ['a BigInt', () => jobs.enqueue(FlakySync, { account: 10n } as never), /flaky-sync.*\$\.account \(a BigInt\)/],
-    ['a cycle', () => { const p: Record<string, unknown> = { account: 'a' }; p.self = p; return jobs.enqueue('flaky-sync', p as never); }, /circular reference/],
-    ['an oversized payload', () => jobs.enqueue(FlakySync, { account: 'x'.repeat(300 * 1024) }), /flaky-sync.*over maxPayloadBytes \(262144\)/],
+    [
+      'a cycle',
+      () => {
+        const p: Record<string, unknown> = { account: 'a' };
+        p.self = p;
+        return jobs.enqueue('flaky-sync', p as never);
+      },
+      /circular reference/,
+    ],
+    [
+      'an oversized payload',
+      () => jobs.enqueue(FlakySync, { account: 'x'.repeat(300 * 1024) }),
+      /flaky-sync.*over maxPayloadBytes \(262144\)/,
+    ],
     ['an unknown job name', () => jobs.enqueue('no-such-job', {}), /Unknown job "no-such-job".*Potential fix/],
-    ['a negative delay', () => jobs.enqueue(FlakySync, { account: 'a' }, { delay: -5 }), /flaky-sync.*"delay" must be a number of milliseconds >= 0/],
-    ['an invalid date', () => jobs.enqueue(FlakySync, { account: 'a' }, { runAt: new Date('nope') }), /flaky-sync.*"runAt" must be a valid Date/],
+    [
+      'a negative delay',
+      () => jobs.enqueue(FlakySync, { account: 'a' }, { delay: -5 }),
+      /flaky-sync.*"delay" must be a number of milliseconds >= 0/,
+    ],
+    [
+      'an invalid date',
+      () => jobs.enqueue(FlakySync, { account: 'a' }, { runAt: new Date('nope') }),
+      /flaky-sync.*"runAt" must be a valid Date/,
+    ],
     ['a class that is not a job', () => jobs.enqueue(Order as never, {}), /Order is not a job handler/],
   ];
   it.each(cases)('%s throws a JobsError and writes nothing', async (_label, call, message) => {

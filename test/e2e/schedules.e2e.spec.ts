@@ -1,7 +1,16 @@
 import { Module, type INestApplication, type Provider } from '@nestjs/common';
 import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { Cron, Job, JobQueue, JobsError, JobsModule, RecurringSchedules, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
+import {
+  Cron,
+  Job,
+  JobQueue,
+  JobsError,
+  JobsModule,
+  RecurringSchedules,
+  type JobHandler,
+  type JobsModuleOptions,
+} from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import { ScheduleRunner } from '../../lib/scheduler/schedule-runner.service.js';
 import { SCHEDULE_STORAGE, type ScheduleStorage } from '../../lib/storage/schedule-storage.interface.js';
@@ -126,7 +135,9 @@ describe('three instances on one schema', () => {
     await settle();
     const jobs = await jobsOf(schema, 'every-second');
     expect(jobs.map((j) => j.run_at.toISOString())).toEqual(
-      Array.from({ length: 10 }, (_, i) => new Date(Date.parse('2026-01-05T00:00:00Z') + (i + 1) * 1_000).toISOString()),
+      Array.from({ length: 10 }, (_, i) =>
+        new Date(Date.parse('2026-01-05T00:00:00Z') + (i + 1) * 1_000).toISOString(),
+      ),
     );
     const [info] = (await a.get(RecurringSchedules).list()).filter((s) => s.name === 'every-second');
     expect(info).toMatchObject({ source: 'code', jobName: 'tick', paused: false, lastRunAt: jobs[9]!.run_at });
@@ -164,7 +175,10 @@ describe('three instances on one schema', () => {
     expect((await jobsOf(schema, 'dyn')).map((j) => j.payload)).toEqual([{ n: 1 }]);
 
     await a.get(RecurringSchedules).upsert('dyn', Work, '0 0 * * * *', { payload: { n: 2 } });
-    await waitFor('B to re-arm dyn hourly', () => String(b.get(SchedulerRegistry).getCronJob(timer).cronTime.source) === '0 0 * * * *');
+    await waitFor(
+      'B to re-arm dyn hourly',
+      () => String(b.get(SchedulerRegistry).getCronJob(timer).cronTime.source) === '0 0 * * * *',
+    );
     expect(await b.get(RecurringSchedules).remove('dyn')).toBe(true);
     await waitFor('A and C to drop the timer', () =>
       [a, c].every((app) => !app.get(ScheduleRunner).timers.doesExist('cron', timer)),
@@ -234,9 +248,15 @@ describe('three instances on one schema', () => {
       return { runs: jobs.map((j) => j.run_at.toISOString()), next: next.toISOString() };
     };
     // 02:30 does not exist on 2026-03-29 (02:00 CET → 03:00 CEST): it runs once, at 03:00 CEST.
-    expect(await night('dst-spring', '2026-03-28')).toEqual({ runs: ['2026-03-29T01:00:00.000Z'], next: '2026-03-30T00:30:00.000Z' });
+    expect(await night('dst-spring', '2026-03-28')).toEqual({
+      runs: ['2026-03-29T01:00:00.000Z'],
+      next: '2026-03-30T00:30:00.000Z',
+    });
     // 02:30 happens twice on 2026-10-25 (03:00 CEST → 02:00 CET): it runs once, at the first.
-    expect(await night('dst-autumn', '2026-10-24')).toEqual({ runs: ['2026-10-25T00:30:00.000Z'], next: '2026-10-26T01:30:00.000Z' });
+    expect(await night('dst-autumn', '2026-10-24')).toEqual({
+      runs: ['2026-10-25T00:30:00.000Z'],
+      next: '2026-10-26T01:30:00.000Z',
+    });
   });
 
   it('a dynamic call can neither replace nor remove a code-defined schedule', async () => {
@@ -244,8 +264,14 @@ describe('three instances on one schema', () => {
     await expect(schedules.upsert('every-second', Work, '* * * * *')).rejects.toThrow(
       /upsert\('every-second'\): a code-defined schedule \(@Cron\) has this name.*Potential fix: /,
     );
-    await expect(schedules.remove('every-second')).rejects.toThrow(/"every-second" is code-defined \(@Cron\).*Potential fix: /);
-    expect((await schedules.get('every-second'))!).toMatchObject({ source: 'code', cron: '* * * * * *', jobName: 'tick' });
+    await expect(schedules.remove('every-second')).rejects.toThrow(
+      /"every-second" is code-defined \(@Cron\).*Potential fix: /,
+    );
+    expect((await schedules.get('every-second'))!).toMatchObject({
+      source: 'code',
+      cron: '* * * * * *',
+      jobName: 'tick',
+    });
     expect(await schedules.remove('no-such-schedule')).toBe(false);
     await expect(schedules.pause('no-such-schedule')).rejects.toThrow(/no schedule has this name\. Potential fix: /);
   });
@@ -253,11 +279,23 @@ describe('three instances on one schema', () => {
   it('upsert rejects bad input at the call site', async () => {
     const schedules = a.get(RecurringSchedules);
     const rejects = (call: Promise<unknown>, message: RegExp) => expect(call).rejects.toThrow(message);
-    await rejects(schedules.upsert('bad', Work, '61 * * * *'), /upsert\('bad'\): invalid cron expression "61 \* \* \* \*".*Potential fix: /);
-    await rejects(schedules.upsert('bad', Work, '0 3 * * *', { timeZone: 'Mars/Olympus' }), /time zone "Mars\/Olympus" is not a valid IANA time zone.*Potential fix: /);
+    await rejects(
+      schedules.upsert('bad', Work, '61 * * * *'),
+      /upsert\('bad'\): invalid cron expression "61 \* \* \* \*".*Potential fix: /,
+    );
+    await rejects(
+      schedules.upsert('bad', Work, '0 3 * * *', { timeZone: 'Mars/Olympus' }),
+      /time zone "Mars\/Olympus" is not a valid IANA time zone.*Potential fix: /,
+    );
     await rejects(schedules.upsert('bad', 'no-such-job', '0 3 * * *'), /Unknown job "no-such-job".*Potential fix: /);
-    await rejects(schedules.upsert('bad', Work, '0 3 * * *', { payload: { n: 1n } as never }), /not JSON-serialisable at \$\.n.*Potential fix: /);
-    await rejects(schedules.upsert('bad', Work, '0 3 * * *', { catchUp: 'some' as never }), /catchUp must be one of.*Potential fix: /);
+    await rejects(
+      schedules.upsert('bad', Work, '0 3 * * *', { payload: { n: 1n } as never }),
+      /not JSON-serialisable at \$\.n.*Potential fix: /,
+    );
+    await rejects(
+      schedules.upsert('bad', Work, '0 3 * * *', { catchUp: 'some' as never }),
+      /catchUp must be one of.*Potential fix: /,
+    );
     await expect(schedules.upsert('bad', Work, '0 3 * * *')).resolves.toMatchObject({ name: 'bad' });
     await schedules.remove('bad');
     await expect(a.get(RecurringSchedules).upsert('bad2', Work, '0 0 31 2 *')).rejects.toBeInstanceOf(JobsError);
@@ -293,7 +331,9 @@ describe('at start', () => {
     await expect(boot(schema, clock, [BadZone])).rejects.toThrow(
       /@Cron\('0 3 \* \* \*'\) on BadZone: time zone "Europe\/Atlantis" is not a valid IANA time zone.*Potential fix: /,
     );
-    await expect(boot(schema, clock, [CronWithoutJob])).rejects.toThrow(/CronWithoutJob has @Cron\('0 3 \* \* \*'\) but no @Job.*Potential fix: /);
+    await expect(boot(schema, clock, [CronWithoutJob])).rejects.toThrow(
+      /CronWithoutJob has @Cron\('0 3 \* \* \*'\) but no @Job.*Potential fix: /,
+    );
   });
 
   it('after every instance was down: catch-up latest, all (at most 1,000) and none; obsolete code-defined rows removed', async () => {
@@ -335,7 +375,13 @@ describe('at start', () => {
     const first = await boot(schema, clock, [...kept, Obsolete, Foreign], { worker: { enabled: false } });
     await first.get(RecurringSchedules).upsert('dynamic-kept', Work, '0 0 * * * *');
     expect((await first.get(RecurringSchedules).list()).map((s) => s.name)).toEqual([
-      'catch-all', 'catch-latest', 'catch-many', 'catch-none', 'dynamic-kept', 'foreign', 'obsolete',
+      'catch-all',
+      'catch-latest',
+      'catch-many',
+      'catch-none',
+      'dynamic-kept',
+      'foreign',
+      'obsolete',
     ]);
     await close(first);
 
@@ -344,7 +390,12 @@ describe('at start', () => {
     const second = await boot(schema, clock, kept, { worker: { enabled: false }, externalJobs: ['foreign'] });
     const list = await second.get(RecurringSchedules).list();
     expect(list.map((s) => [s.name, s.source])).toEqual([
-      ['catch-all', 'code'], ['catch-latest', 'code'], ['catch-many', 'code'], ['catch-none', 'code'], ['dynamic-kept', 'dynamic'], ['foreign', 'code'],
+      ['catch-all', 'code'],
+      ['catch-latest', 'code'],
+      ['catch-many', 'code'],
+      ['catch-none', 'code'],
+      ['dynamic-kept', 'dynamic'],
+      ['foreign', 'code'],
     ]);
     const hours = (from: number, to: number) =>
       Array.from({ length: to - from + 1 }, (_, i) => `2026-02-01T${String(from + i).padStart(2, '0')}:00:00.000Z`);
@@ -357,7 +408,11 @@ describe('at start', () => {
     expect(many).toHaveLength(1_000);
     expect([many[0], many[999]]).toEqual(['2026-02-01T00:00:01.000Z', '2026-02-01T00:16:40.000Z']);
     const next = Object.fromEntries(list.map((s) => [s.name, s.nextRunAt!.toISOString()]));
-    expect(next).toMatchObject({ 'catch-latest': '2026-02-01T11:00:00.000Z', 'catch-none': '2026-02-01T11:00:00.000Z', 'catch-many': '2026-02-01T10:30:01.000Z' });
+    expect(next).toMatchObject({
+      'catch-latest': '2026-02-01T11:00:00.000Z',
+      'catch-none': '2026-02-01T11:00:00.000Z',
+      'catch-many': '2026-02-01T10:30:01.000Z',
+    });
     await close(second);
   });
 });
@@ -389,7 +444,10 @@ describe('sample app', () => {
       const [nightly] = await app.get(RecurringSchedules).list();
       return nightly!.lastJobState === 'succeeded' ? nightly : null;
     });
-    expect((await app.get(JobQueue).get(ran.lastJobId!))!).toMatchObject({ queue: 'reports', result: { orders: 0, totalCents: 0 } });
+    expect((await app.get(JobQueue).get(ran.lastJobId!))!).toMatchObject({
+      queue: 'reports',
+      result: { orders: 0, totalCents: 0 },
+    });
     await close(app);
   });
 });

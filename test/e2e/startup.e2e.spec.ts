@@ -1,3 +1,7 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { Module, type INestApplication, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
@@ -16,7 +20,13 @@ async function boot(schema: string, providers: Type[], extra: Partial<Parameters
   class Jobs {}
   const ref = await Test.createTestingModule({
     imports: [
-      JobsModule.forRoot({ connection: databaseUrl(), schema, worker: { pollInterval: 100 }, unregisteredJobs: 'ignore', ...extra }),
+      JobsModule.forRoot({
+        connection: databaseUrl(),
+        schema,
+        worker: { pollInterval: 100 },
+        unregisteredJobs: 'ignore',
+        ...extra,
+      }),
       Jobs,
     ],
   }).compile();
@@ -24,6 +34,21 @@ async function boot(schema: string, providers: Type[], extra: Partial<Parameters
   await app.init();
   apps.push(app);
   return app;
+}
+
+/** PostgreSQL processes whose command line or working directory is under `dir`. */
+function serverProcesses(dir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      const cwd = readlinkSync(`/proc/${entry}/cwd`);
+      if (cmdline.includes(dir) || cwd.startsWith(dir)) pids.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return pids;
 }
 
 afterAll(async () => {
@@ -51,7 +76,9 @@ it('three instances starting at once migrate the schema once, without error', as
 it('with migrationsRun: false the start fails on a missing schema, and the exported migrations create it', async () => {
   const schema = uniqueSchema('manual');
   schemas.push(schema);
-  await expect(boot(schema, [], { migrationsRun: false })).rejects.toThrow(/lacks migration\(s\) 1 and migrationsRun is false\. Potential fix: add createJobsMigrations/);
+  await expect(boot(schema, [], { migrationsRun: false })).rejects.toThrow(
+    /lacks migration\(s\) 1 and migrationsRun is false\. Potential fix: add createJobsMigrations/,
+  );
   const ds = new DataSource({ type: 'postgres', url: databaseUrl(), migrations: createJobsMigrations(schema) });
   await ds.initialize();
   await ds.runMigrations();
@@ -98,12 +125,48 @@ it('forRootAsync takes its options from a factory with injected dependencies', a
   expect((await app.get(JobQueue).get(id))!.result).toBe(42);
 });
 
+it('with neither connection nor dataSource, an embedded PostgreSQL starts, runs a job and stops cleanly', async () => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'jobs-default-'));
+  await fs.chmod(dir, 0o755);
+  try {
+    @Job('embedded-noop')
+    class EmbeddedNoop implements JobHandler<{ n: number }> {
+      run(p: { n: number }) {
+        return p.n * 2;
+      }
+    }
+    @Module({ providers: [EmbeddedNoop] })
+    class Jobs {}
+    const ref = await Test.createTestingModule({
+      imports: [
+        JobsModule.forRoot({ embedded: { dataDir: dir }, unregisteredJobs: 'ignore', worker: { pollInterval: 100 } }),
+        Jobs,
+      ],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.init();
+    expect(serverProcesses(dir).length).toBeGreaterThan(0);
+    const { id } = await app.get(JobQueue).enqueue(EmbeddedNoop, { n: 21 });
+    await waitFor(
+      'the job to run on the embedded server',
+      async () => (await app.get(JobQueue).get(id))?.state === 'succeeded',
+    );
+    expect((await app.get(JobQueue).get(id))!.result).toBe(42);
+    await app.close();
+    expect(serverProcesses(dir)).toEqual([]);
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+});
+
 it('a @Job class without run() fails the start, naming the class', async () => {
   const schema = uniqueSchema('norun');
   schemas.push(schema);
   @Job('no-run')
   class NoRun {}
-  await expect(boot(schema, [NoRun])).rejects.toThrow(/NoRun is marked @Job\('no-run'\) but has no run\(payload, ctx\) method\. Potential fix/);
+  await expect(boot(schema, [NoRun])).rejects.toThrow(
+    /NoRun is marked @Job\('no-run'\) but has no run\(payload, ctx\) method\. Potential fix/,
+  );
 });
 
 it('duplicate @Job names fail the start with both class names', async () => {
@@ -133,7 +196,7 @@ it('a @Job class that no module registers fails the start, unless listed as exte
   class Present implements JobHandler {
     run() {}
   }
-  const externals = ['no-run', 'same-name', 'noop', 'async-noop'];
+  const externals = ['no-run', 'same-name', 'noop', 'async-noop', 'embedded-noop'];
   await expect(boot(schema, [Present], { externalJobs: externals, unregisteredJobs: 'error' })).rejects.toThrow(
     /Orphan is marked @Job\('orphan'\) but is not registered as a provider in any module.*Potential fix: add Orphan to the "providers"/,
   );

@@ -1,4 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Scope } from '@nestjs/common';
+import { REQUEST } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { Job, PermanentJobError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 
@@ -53,10 +54,39 @@ export class CountingProbe implements JobHandler<{ i: number }> {
   ) {}
   async run(_: { i: number }, ctx: JobContext): Promise<void> {
     const schema = (this.dataSource.options as { schema?: string }).schema!;
-    await this.dataSource.query(`INSERT INTO "${schema}".probe_run (job_id, instance) VALUES ($1, $2)`, [ctx.jobId, this.instance]);
+    await this.dataSource.query(`INSERT INTO "${schema}".probe_run (job_id, instance) VALUES ($1, $2)`, [
+      ctx.jobId,
+      this.instance,
+    ]);
+  }
+}
+
+let perRunInstances = 0;
+
+/** A request-scoped dependency: one instance per job run, seeing that run's context. */
+@Injectable({ scope: Scope.REQUEST })
+export class PerRunDependency {
+  readonly serial = ++perRunInstances;
+  constructor(@Inject(REQUEST) readonly request: { job: JobContext }) {}
+}
+
+/** Depends on a request-scoped service, so it gets its own DI sub-tree per run. */
+@Job('probe-scoped')
+export class ScopedProbe implements JobHandler<Record<string, never>> {
+  constructor(private readonly dependency: PerRunDependency) {}
+  run(_: Record<string, never>, ctx: JobContext) {
+    return { serial: this.dependency.serial, sameJob: this.dependency.request.job.jobId === ctx.jobId };
   }
 }
 
 export function probeProviders(instance = 'A') {
-  return [ProbeRecorder, TimeoutProbe, DoomedProbe, CountingProbe, { provide: INSTANCE_NAME, useValue: instance }];
+  return [
+    ProbeRecorder,
+    TimeoutProbe,
+    DoomedProbe,
+    CountingProbe,
+    PerRunDependency,
+    ScopedProbe,
+    { provide: INSTANCE_NAME, useValue: instance },
+  ];
 }

@@ -14,7 +14,11 @@ const aliases = {
 
 export async function resolve(specifier, context, next) {
   if (aliases[specifier]) return { url: aliases[specifier], shortCircuit: true };
-  if ((specifier.startsWith('.') || specifier.startsWith('/')) && specifier.endsWith('.js') && context.parentURL?.startsWith('file:')) {
+  if (
+    (specifier.startsWith('.') || specifier.startsWith('/')) &&
+    specifier.endsWith('.js') &&
+    context.parentURL?.startsWith('file:')
+  ) {
     const asTs = new URL(specifier.replace(/\.js$/, '.ts'), context.parentURL);
     if (existsSync(fileURLToPath(asTs))) return { url: asTs.href, shortCircuit: true };
   }

@@ -22,18 +22,32 @@ describe('CronSchedule', () => {
       return out;
     };
     // 2026-03-29: 02:00 CET jumps to 03:00 CEST, so 02:30 does not exist; it runs at 03:00 CEST.
-    expect(ticks('2026-03-28T12:00:00Z', 3)).toEqual(['2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z', '2026-03-31T00:30:00.000Z']);
+    expect(ticks('2026-03-28T12:00:00Z', 3)).toEqual([
+      '2026-03-29T01:00:00.000Z',
+      '2026-03-30T00:30:00.000Z',
+      '2026-03-31T00:30:00.000Z',
+    ]);
     // 2026-10-25: 03:00 CEST falls back to 02:00 CET, so 02:30 happens twice; it runs at the first.
-    expect(ticks('2026-10-24T12:00:00Z', 3)).toEqual(['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z', '2026-10-27T01:30:00.000Z']);
+    expect(ticks('2026-10-24T12:00:00Z', 3)).toEqual([
+      '2026-10-25T00:30:00.000Z',
+      '2026-10-26T01:30:00.000Z',
+      '2026-10-27T01:30:00.000Z',
+    ]);
   });
 
   it('finds the latest tick at or before a time, within a lower bound', () => {
     const hourly = CronSchedule.parse('0 * * * *', 'UTC');
-    expect(iso(hourly.latestAtOrBefore(at('2026-01-01T10:30:00Z'), at('2026-01-01T00:00:00Z')))).toBe('2026-01-01T10:00:00.000Z');
-    expect(iso(hourly.latestAtOrBefore(at('2026-01-01T10:00:00Z'), at('2026-01-01T00:00:00Z')))).toBe('2026-01-01T10:00:00.000Z');
+    expect(iso(hourly.latestAtOrBefore(at('2026-01-01T10:30:00Z'), at('2026-01-01T00:00:00Z')))).toBe(
+      '2026-01-01T10:00:00.000Z',
+    );
+    expect(iso(hourly.latestAtOrBefore(at('2026-01-01T10:00:00Z'), at('2026-01-01T00:00:00Z')))).toBe(
+      '2026-01-01T10:00:00.000Z',
+    );
     expect(hourly.latestAtOrBefore(at('2026-01-01T10:30:00Z'), at('2026-01-01T10:01:00Z'))).toBeNull();
     const yearly = CronSchedule.parse('0 0 1 1 *', 'UTC');
-    expect(iso(yearly.latestAtOrBefore(at('2029-06-01T00:00:00Z'), at('2026-01-01T00:00:00Z')))).toBe('2029-01-01T00:00:00.000Z');
+    expect(iso(yearly.latestAtOrBefore(at('2029-06-01T00:00:00Z'), at('2026-01-01T00:00:00Z')))).toBe(
+      '2029-01-01T00:00:00.000Z',
+    );
   });
 
   it('rejects bad expressions and zones, and an expression that never fires', () => {
@@ -72,11 +86,14 @@ describe('planTicks', () => {
     expect(iso(all.run[0]!)).toBe('2026-01-01T01:00:00.000Z');
     expect(iso(all.run[9]!)).toBe('2026-01-01T10:00:00.000Z');
     expect(planTicks(hourly, due, afterGap, 'none', minute).run).toEqual([]);
-    for (const mode of ['latest', 'all', 'none'] as const) expect(iso(planTicks(hourly, due, afterGap, mode, minute).next)).toBe('2026-01-01T11:00:00.000Z');
+    for (const mode of ['latest', 'all', 'none'] as const)
+      expect(iso(planTicks(hourly, due, afterGap, mode, minute).next)).toBe('2026-01-01T11:00:00.000Z');
   });
 
-  it("none still runs the latest tick when it is within the misfire threshold", () => {
-    expect(planTicks(hourly, due, at('2026-01-01T10:00:30Z'), 'none', minute).run.map(iso)).toEqual(['2026-01-01T10:00:00.000Z']);
+  it('none still runs the latest tick when it is within the misfire threshold', () => {
+    expect(planTicks(hourly, due, at('2026-01-01T10:00:30Z'), 'none', minute).run.map(iso)).toEqual([
+      '2026-01-01T10:00:00.000Z',
+    ]);
   });
 
   it(`all stops at ${MAX_CATCH_UP_TICKS} ticks and moves on to the first tick after now`, () => {
@@ -89,7 +106,11 @@ describe('planTicks', () => {
   });
 
   it('a due time in the future plans nothing', () => {
-    expect(planTicks(hourly, due, at('2026-01-01T00:59:59Z'), 'latest', minute)).toEqual({ run: [], next: due, truncated: false });
+    expect(planTicks(hourly, due, at('2026-01-01T00:59:59Z'), 'latest', minute)).toEqual({
+      run: [],
+      next: due,
+      truncated: false,
+    });
   });
 });
 

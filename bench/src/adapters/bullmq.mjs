@@ -1,0 +1,114 @@
+// BullMQ on Redis with its defaults apart from concurrency: completed jobs are
+// kept (removeOnComplete unset), as the PostgreSQL libraries keep theirs.
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { REDIS_URL } from '../common.mjs';
+
+const PREFIX = 'djbench'; // a key prefix of our own, so cleanup never touches other keys
+const QUEUE = 'noop';
+
+export const settings = (c) => ({ concurrency: c });
+
+function connection() {
+  const u = new URL(REDIS_URL);
+  return {
+    host: u.hostname,
+    port: Number(u.port || 6379),
+    db: Number(u.pathname.slice(1) || 0),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+  };
+}
+
+// Writes completed jobs straight into the keys BullMQ's own moveToFinished
+// leaves: the job hash and its entry in the completed sorted set.
+const PREFILL = `
+local base, from, to, ts = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+for i = from, to do
+  local id = 'f' .. i
+  redis.call('HSET', base .. id, 'name', 'noop', 'data', '{"i":-' .. i .. '}', 'opts', '{"attempts":0}',
+    'timestamp', ts, 'processedOn', ts, 'finishedOn', ts, 'returnvalue', 'null', 'atm', '1', 'ats', '1')
+  redis.call('ZADD', base .. 'completed', ts, id)
+end
+return to - from + 1`;
+
+export function create() {
+  let queue = null;
+  let worker = null;
+  let redis = null;
+
+  const q = () => (queue ??= new Queue(QUEUE, { connection: connection(), prefix: PREFIX }));
+  const r = () => (redis ??= new Redis(connection()));
+
+  return {
+    name: 'bullmq',
+    label: 'BullMQ 6 (Redis)',
+    storage: 'redis',
+
+    async open() {
+      await q().waitUntilReady();
+    },
+
+    async reset() {
+      await this.cleanup();
+      await q().waitUntilReady();
+    },
+
+    // SCAN + UNLINK by our prefix: obliterate() would work too but walks the
+    // queue job by job, which takes long with a million kept jobs.
+    async cleanup() {
+      await this.close();
+      const c = r();
+      let cursor = '0';
+      do {
+        const [next, keys] = await c.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 5000);
+        cursor = next;
+        if (keys.length) await c.unlink(...keys);
+      } while (cursor !== '0');
+    },
+
+    async enqueueBulk(n, offset = 0) {
+      const jobs = new Array(n);
+      for (let k = 0; k < n; k++) jobs[k] = { name: QUEUE, data: { i: offset + k } };
+      await q().addBulk(jobs);
+    },
+
+    async enqueueOne(i) {
+      await q().add(QUEUE, { i });
+    },
+
+    async prefillFinished(n) {
+      const c = r();
+      const base = `${PREFIX}:${QUEUE}:`;
+      const ts = String(Date.now());
+      // Chunks keep each script short so Redis never blocks for seconds at a time.
+      for (let from = 1; from <= n; from += 50_000) {
+        await c.eval(PREFILL, 1, base, from, Math.min(n, from + 49_999), ts);
+      }
+    },
+
+    async analyze() {},
+
+    async pendingCount() {
+      const counts = await q().getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
+      return Object.values(counts).reduce((a, b) => a + b, 0);
+    },
+
+    async startWorker({ concurrency, onJob }) {
+      worker = new Worker(QUEUE, async (job) => onJob(job.data), {
+        connection: connection(),
+        prefix: PREFIX,
+        concurrency,
+      });
+      worker.on('error', (e) => console.error(`[bullmq] ${e.message}`));
+      await worker.waitUntilReady();
+    },
+
+    async close() {
+      if (worker) await worker.close();
+      if (queue) await queue.close();
+      if (redis) await redis.quit();
+      worker = queue = redis = null;
+    },
+  };
+}

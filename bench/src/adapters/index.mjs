@@ -1,0 +1,28 @@
+// Adapters load lazily: a library that fails to import (ours before it is
+// built, say) must not stop the others from being measured.
+const modules = {
+  ours: () => import('./ours.mjs'),
+  graphile: () => import('./graphile.mjs'),
+  pgboss: () => import('./pgboss.mjs'),
+  bullmq: () => import('./bullmq.mjs'),
+};
+
+const aliases = {
+  'nestjs-durable-jobs': 'ours',
+  'graphile-worker': 'graphile',
+  'pg-boss': 'pgboss',
+  bull: 'bullmq',
+};
+
+export const ALL = Object.keys(modules);
+
+export function canonical(name) {
+  const n = name.trim().toLowerCase();
+  const c = aliases[n] ?? n;
+  if (!modules[c]) throw new Error(`unknown library "${name}" (known: ${ALL.join(', ')})`);
+  return c;
+}
+
+export async function load(name) {
+  return modules[canonical(name)]();
+}

@@ -1,0 +1,129 @@
+// nestjs-durable-jobs, imported from its build output (dist/lib) as an app
+// would, inside a real Nest application context. Plain JS, so decorators are
+// applied by hand with Reflect.decorate.
+//
+// Bare imports here (reflect-metadata, @nestjs/*) resolve past bench/ to the
+// repository's node_modules: the same copies dist/lib itself loads, which Nest's
+// DI needs (two copies of @nestjs/common would not share metadata).
+import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DATABASE_URL, analyzeSchema, dropSchema, sql } from '../common.mjs';
+
+const { JobsModule, Job, JobQueue } = await import('../../../dist/lib/index.js');
+
+const SCHEMA = 'bench_jobs';
+const JOB = 'noop';
+const POLL_MS = 500; // the same idle-poll backstop pg-boss gets
+
+export const settings = (c) => ({
+  'worker.concurrency': c,
+  'worker.prefetch': 'default (= concurrency)',
+  'worker.pollInterval': POLL_MS,
+  connection: 'TypeORM pg pool, default size',
+});
+
+// One handler class per process: the library remembers every class that
+// carried @Job and refuses to start while one of them is not a provider, so a
+// fresh class per app would trip that check on the second app of a process.
+let onJobHook = () => {};
+class Noop {
+  async run(payload) {
+    onJobHook(payload);
+  }
+}
+const NoopJob = Reflect.decorate([Job(JOB, { queue: 'default' })], Noop);
+
+// Builds the app: a producer (worker disabled) or a worker running onJob.
+async function boot({ worker, onJob }) {
+  if (onJob) onJobHook = onJob;
+  class BenchModule {}
+  const AppModule = Reflect.decorate(
+    [
+      Module({
+        imports: [JobsModule.forRoot({ connection: DATABASE_URL, schema: SCHEMA, worker })],
+        providers: [NoopJob],
+      }),
+    ],
+    BenchModule,
+  );
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+  return { app, queue: app.get(JobQueue), Noop: NoopJob };
+}
+
+export function create() {
+  let producer = null;
+  let worker = null;
+
+  const client = async () => (producer ??= await boot({ worker: { enabled: false } }));
+
+  return {
+    name: 'ours',
+    label: 'nestjs-durable-jobs',
+    storage: 'postgres',
+
+    async open() {
+      await client();
+    },
+
+    // The module creates and migrates its schema on start.
+    async reset() {
+      await this.close();
+      await dropSchema(SCHEMA);
+      await client();
+    },
+
+    async cleanup() {
+      await this.close();
+      await dropSchema(SCHEMA);
+    },
+
+    async enqueueBulk(n, offset = 0) {
+      const { queue, Noop } = await client();
+      const items = new Array(n);
+      for (let k = 0; k < n; k++) items[k] = { job: Noop, payload: { i: offset + k } };
+      await queue.enqueueMany(items);
+    },
+
+    async enqueueOne(i) {
+      const { queue, Noop } = await client();
+      await queue.enqueue(Noop, { i });
+    },
+
+    // Rows shaped like the ones the library leaves after a first attempt that
+    // succeeded. This follows the library's current schema (succeeded jobs stay
+    // in the job table, no execution row): change it if that schema changes.
+    async prefillFinished(n) {
+      await client();
+      await sql(
+        `INSERT INTO ${SCHEMA}.job (id, name, queue, payload, state, priority, run_at, attempt, max_attempts,
+                                   created_at, started_at, completed_at)
+         SELECT gen_random_uuid(), $2, 'default', jsonb_build_object('i', -g), 'succeeded', 0, now(), 1, 3,
+                now(), now(), now()
+           FROM generate_series(1, $1::int) g`,
+        [n, JOB],
+      );
+    },
+
+    analyze: () => analyzeSchema(SCHEMA),
+
+    // Two counts, each served by its own partial index (queued, active); the
+    // bench enqueues no jobs with dependencies, so none is ever 'waiting'.
+    async pendingCount() {
+      const { rows } = await sql(
+        `SELECT (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'queued')
+              + (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'active') AS n`,
+      );
+      return Number(rows[0].n);
+    },
+
+    async startWorker({ concurrency, onJob }) {
+      worker = await boot({ worker: { enabled: true, concurrency, pollInterval: POLL_MS }, onJob });
+    },
+
+    async close() {
+      for (const x of [worker, producer]) if (x) await x.app.close();
+      worker = producer = null;
+    },
+  };
+}

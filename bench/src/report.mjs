@@ -1,0 +1,118 @@
+// Medians, ranges and the printed table.
+
+export function summarize(values) {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!v.length) return null;
+  const mid = v.length >> 1;
+  const median = v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+  return { median, min: v[0], max: v[v.length - 1], n: v.length };
+}
+
+// Rows of the table: which scenario and field feed them, and which way is better.
+function rowsFor(titles) {
+  const t = (id, fallback) => titles[id] ?? fallback;
+  return [
+    { scenario: 'bulk', field: 'jobsPerSec', title: t('bulk'), unit: 'rate', better: 'higher' },
+    // Bound by the commit on PostgreSQL; Redis without persistence is another game.
+    { scenario: 'single', field: 'jobsPerSec', title: t('single'), unit: 'rate', better: 'higher', versus: 'postgres' },
+    { scenario: 'drain10', field: 'jobsPerSec', title: t('drain10'), unit: 'rate', better: 'higher' },
+    { scenario: 'drain50', field: 'jobsPerSec', title: t('drain50'), unit: 'rate', better: 'higher' },
+    { scenario: 'drain2x10', field: 'jobsPerSec', title: t('drain2x10'), unit: 'rate', better: 'higher' },
+    { scenario: 'drain2x10', field: 'exactlyOnce', title: 'each job ran exactly once (2 processes)', unit: 'check' },
+    { scenario: 'latency', field: 'p50', title: 'enqueue→start p50 (ms)', unit: 'ms', better: 'lower' },
+    { scenario: 'latency', field: 'p95', title: 'enqueue→start p95 (ms)', unit: 'ms', better: 'lower' },
+    { scenario: 'latency', field: 'p99', title: 'enqueue→start p99 (ms)', unit: 'ms', better: 'lower' },
+    { scenario: 'drain10', field: 'rssMb', title: 'worker peak RSS, concurrency 10 (MB)', unit: 'mb', better: 'lower' },
+    { scenario: 'drain50', field: 'rssMb', title: 'worker peak RSS, concurrency 50 (MB)', unit: 'mb', better: 'lower' },
+    { scenario: 'claim0', field: 'jobsPerSec', title: t('claim0'), unit: 'rate', better: 'higher' },
+    { scenario: 'claim1m', field: 'jobsPerSec', title: t('claim1m'), unit: 'rate', better: 'higher' },
+    { derived: 'claimRatio', title: 'claim with finished rows kept ÷ empty table', unit: 'pct', better: 'higher' },
+  ];
+}
+
+function fmt(x, unit) {
+  if (x == null || !Number.isFinite(x)) return '–';
+  if (unit === 'ms') return x.toFixed(1);
+  if (unit === 'mb') return Math.round(x).toString();
+  if (unit === 'pct') return `${Math.round(x * 100)}%`;
+  if (x >= 1000) {
+    const p = 10 ** (Math.floor(Math.log10(x)) - 2); // three significant figures
+    return (Math.round(x / p) * p).toLocaleString('en-US');
+  }
+  return Math.round(x).toString();
+}
+
+function cell(s, unit) {
+  if (!s) return '–';
+  if (s.n === 1 || unit === 'pct') return fmt(s.median, unit);
+  return `${fmt(s.median, unit)} (${fmt(s.min, unit)}–${fmt(s.max, unit)})`;
+}
+
+// results[scenario][lib] = { runs: [...metrics], errors: [...] }
+export function aggregate(results, libs, titles) {
+  const rows = [];
+  for (const row of rowsFor(titles)) {
+    if (row.derived === 'claimRatio') {
+      if (!results.claim0 || !results.claim1m) continue;
+      const values = {};
+      for (const lib of libs) {
+        const a = summarize((results.claim0[lib]?.runs ?? []).map((r) => r.jobsPerSec));
+        const b = summarize((results.claim1m[lib]?.runs ?? []).map((r) => r.jobsPerSec));
+        values[lib] = a && b ? { median: b.median / a.median, min: NaN, max: NaN, n: 1 } : null;
+      }
+      rows.push({ ...row, values });
+      continue;
+    }
+    const byLib = results[row.scenario];
+    if (!byLib || !row.title) continue;
+    const values = {};
+    for (const lib of libs) {
+      const entry = byLib[lib];
+      if (!entry) continue;
+      if (row.unit === 'check') {
+        const checks = entry.runs.map((r) => r.exactlyOnce);
+        values[lib] = checks.length ? { checks } : null;
+      } else {
+        values[lib] = summarize(entry.runs.map((r) => r[row.field]));
+      }
+    }
+    rows.push({ ...row, values });
+  }
+  return rows;
+}
+
+function checkCell(v) {
+  if (!v) return '–';
+  const bad = v.checks.filter((c) => !c.ok);
+  if (!bad.length) return `yes (${v.checks.length}/${v.checks.length} runs)`;
+  const c = bad[0];
+  return `NO in ${bad.length}/${v.checks.length} runs (missing ${c.missing}, duplicated ${c.duplicated}, stray ${c.outside})`;
+}
+
+// Ours against the best peer on each row: >1× means ours is better on a
+// higher-is-better row, and also on a lower-is-better row (peer ÷ ours).
+function versusPeers(row, libs, storage) {
+  const ours = row.values.ours?.median;
+  const peers = libs
+    .filter((l) => l !== 'ours' && (!row.versus || storage[l] === row.versus))
+    .map((l) => row.values[l]?.median)
+    .filter(Number.isFinite);
+  if (!Number.isFinite(ours) || !peers.length || !row.better || row.unit === 'check') return '';
+  const note = row.versus ? ` (vs ${row.versus === 'postgres' ? 'PostgreSQL' : row.versus} peers)` : '';
+  if (row.better === 'higher') return `${(ours / Math.max(...peers)).toFixed(2)}×${note}`;
+  return `${(Math.min(...peers) / ours).toFixed(2)}×${note}`;
+}
+
+export function table(rows, libs, labels, storage = {}) {
+  const withRatio = libs.includes('ours') && libs.length > 1;
+  const head = ['', ...libs.map((l) => labels[l]), ...(withRatio ? ['ours vs best peer'] : [])];
+  const body = rows.map((row) => [
+    row.title,
+    ...libs.map((l) => (row.unit === 'check' ? checkCell(row.values[l]) : cell(row.values[l], row.unit))),
+    ...(withRatio ? [versusPeers(row, libs, storage)] : []),
+  ]);
+  const widths = head.map((_, c) => Math.max(...[head, ...body].map((r) => r[c].length)));
+  const line = (r) => `| ${r.map((x, c) => (c === 0 ? x.padEnd(widths[c]) : x.padStart(widths[c]))).join(' | ')} |`;
+  const sep = `| ${widths.map((w, c) => (c === 0 ? '-'.repeat(w) : '-'.repeat(w - 1) + ':')).join(' | ')} |`;
+  return [line(head), sep, ...body.map(line)].join('\n');
+}

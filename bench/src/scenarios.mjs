@@ -1,0 +1,145 @@
+// The measured scenarios. Each run gets freshly reset tables from the
+// orchestrator and returns plain numbers; the orchestrator takes medians.
+import { drain, exactlyOnce, startWorkers } from './children.mjs';
+import { checkpoint, ms, now, range, sleep } from './common.mjs';
+
+// Pre-filled tables get the same treatment for every library before a
+// measurement: fresh planner statistics and no dirty pages left to flush.
+async function settle(adapter) {
+  await adapter.analyze();
+  await checkpoint();
+}
+
+async function timedDrain(adapter, lib, { jobs, concurrency, processes = 1 }) {
+  const children = await startWorkers({ lib, count: processes, concurrency, size: jobs });
+  const { seconds, results } = await drain({
+    adapter,
+    children,
+    total: jobs,
+    timeoutMs: 60_000 + jobs * 10, // generous: a floor of ~100 jobs/s before we call it stuck
+  });
+  const once = exactlyOnce(results, jobs);
+  return {
+    jobsPerSec: jobs / seconds,
+    seconds,
+    rssMb: Math.max(...results.map((r) => r.maxRssKb)) / 1024,
+    exactlyOnce: once,
+    perProcess: results.map((r) => r.done),
+  };
+}
+
+function percentile(sorted, p) {
+  if (!sorted.length) return NaN;
+  const k = (sorted.length - 1) * p;
+  const lo = Math.floor(k);
+  const hi = Math.ceil(k);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (k - lo);
+}
+
+export function buildScenarios(scale) {
+  const S = (n, min = 1) => Math.max(min, Math.round(n * scale));
+  const bulkN = S(20_000);
+  const singleN = S(2_000);
+  const drainN = S(20_000);
+  const latencyN = S(200, 20);
+  const claimN = S(2_000);
+  const keptN = S(1_000_000);
+  const k = (n) => (n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
+  const kept = keptN >= 1_000_000 && keptN % 1_000_000 === 0 ? `${keptN / 1_000_000}M` : k(keptN);
+
+  const drainScenario = (id, concurrency, processes) => ({
+    id,
+    title:
+      processes === 1
+        ? `drain ${k(drainN)}, 1 process, concurrency ${concurrency} (jobs/s)`
+        : `drain ${k(drainN)}, ${processes} processes × ${concurrency} (jobs/s)`,
+    async run(adapter, lib) {
+      await adapter.enqueueBulk(drainN);
+      await settle(adapter);
+      return timedDrain(adapter, lib, { jobs: drainN, concurrency, processes });
+    },
+  });
+
+  const claimScenario = (id, finished) => ({
+    id,
+    title: `claim: drain ${k(claimN)} with ${finished ? kept : 0} finished jobs kept (jobs/s)`,
+    async run(adapter, lib) {
+      let prefillSeconds = 0;
+      if (finished) {
+        const t = now();
+        await adapter.prefillFinished(keptN);
+        prefillSeconds = ms(t, now()) / 1000;
+      }
+      await adapter.enqueueBulk(claimN);
+      await settle(adapter);
+      return { ...(await timedDrain(adapter, lib, { jobs: claimN, concurrency: 10 })), prefillSeconds };
+    },
+  });
+
+  return [
+    {
+      id: 'bulk',
+      title: `bulk enqueue ${k(bulkN)}, one call (jobs/s)`,
+      async run(adapter) {
+        const t = now();
+        await adapter.enqueueBulk(bulkN);
+        return { jobsPerSec: bulkN / (ms(t, now()) / 1000) };
+      },
+    },
+    {
+      id: 'single',
+      title: `single enqueue ${k(singleN)}, one at a time (jobs/s)`,
+      async run(adapter) {
+        const t = now();
+        for (let i = 0; i < singleN; i++) await adapter.enqueueOne(i);
+        return { jobsPerSec: singleN / (ms(t, now()) / 1000) };
+      },
+    },
+    drainScenario('drain10', 10, 1),
+    drainScenario('drain50', 50, 1),
+    drainScenario('drain2x10', 10, 2),
+    {
+      id: 'latency',
+      title: `enqueue→start latency, idle worker, ${latencyN} jobs 20 ms apart (ms)`,
+      async run(adapter, lib) {
+        const [child] = await startWorkers({ lib, concurrency: 10, size: latencyN, mode: 'latency' });
+        try {
+          // One job first so connections and prepared statements on both
+          // sides are warm, then let the worker go idle before measuring.
+          await adapter.enqueueOne(-1);
+          const deadline = Date.now() + 10_000;
+          while (!child.starts.some((s) => s.i === -1)) {
+            if (child.failure) throw child.failure;
+            if (Date.now() > deadline) throw new Error('warm-up job never started');
+            await sleep(5);
+          }
+          await sleep(1000);
+          child.starts.length = 0;
+
+          const sent = new Array(latencyN);
+          const base = Date.now();
+          for (const i of range(latencyN)) {
+            const wait = base + i * 20 - Date.now();
+            if (wait > 0) await sleep(wait);
+            sent[i] = now();
+            await adapter.enqueueOne(i);
+          }
+          const until = Date.now() + 10_000;
+          while (new Set(child.starts.map((s) => s.i)).size < latencyN) {
+            if (child.failure) throw child.failure;
+            if (Date.now() > until) throw new Error(`only ${child.starts.length}/${latencyN} jobs started`);
+            await sleep(5);
+          }
+          const lat = child.starts.filter((s) => s.i >= 0).map((s) => ms(sent[s.i], s.t));
+          lat.sort((a, b) => a - b);
+          await child.stop();
+          return { p50: percentile(lat, 0.5), p95: percentile(lat, 0.95), p99: percentile(lat, 0.99) };
+        } finally {
+          child.kill();
+        }
+      },
+    },
+    claimScenario('claim0', false),
+    claimScenario('claim1m', true),
+  ];
+}

@@ -1,0 +1,74 @@
+// A worker process: runs one library's worker with a no-op handler and tells
+// the orchestrator (over IPC) when jobs start, how many ran, and its peak RSS.
+//
+// argv: <library> <concurrency> <size> <mode: drain|latency>
+import { load } from './adapters/index.mjs';
+import { now } from './common.mjs';
+
+const [lib, concArg, sizeArg, mode] = process.argv.slice(2);
+const concurrency = Number(concArg);
+const size = Number(sizeArg);
+
+const send = (msg) => process.connected && process.send(msg);
+
+// Each job id's run count, so the orchestrator can check exactly-once across processes.
+const counts = new Uint16Array(size);
+let done = 0;
+let outside = 0; // payloads outside [0, size): warm-up jobs, or a bug worth seeing
+let first = null;
+let reported = 0;
+
+function onJob(payload) {
+  const t = now();
+  if (first === null) {
+    first = t;
+    send({ type: 'first', t });
+  }
+  const i = payload?.i;
+  if (Number.isInteger(i) && i >= 0 && i < size) {
+    counts[i]++;
+    done++;
+  } else {
+    outside++;
+  }
+  if (mode === 'latency') send({ type: 'start', i, t });
+  else if (done === size) report(); // the single-process case needs no timer tick
+}
+
+function report() {
+  if (done !== reported) {
+    reported = done;
+    send({ type: 'progress', done });
+  }
+}
+
+// Load the library before the orchestrator says go, so that two worker
+// processes start consuming at the same moment rather than as their imports finish.
+const mod = await load(lib);
+const adapter = mod.create();
+send({ type: 'loaded' });
+
+let ticker = null;
+
+process.on('message', async (msg) => {
+  try {
+    if (msg.type === 'go') {
+      await adapter.startWorker({ concurrency, onJob });
+      ticker = setInterval(report, 5);
+      send({ type: 'ready' });
+    } else if (msg.type === 'stop') {
+      clearInterval(ticker);
+      // Sampled before shutdown, which is not part of the worker's steady state.
+      const maxRssKb = process.resourceUsage().maxRSS;
+      await adapter.close();
+      send({ type: 'result', counts, done, outside, maxRssKb });
+      process.disconnect();
+    }
+  } catch (e) {
+    send({ type: 'error', message: e?.stack ?? String(e) });
+    process.exitCode = 1;
+    process.disconnect();
+  }
+});
+
+process.on('disconnect', () => setTimeout(() => process.exit(), 2000).unref());

@@ -1,0 +1,77 @@
+import { Injectable, type Type } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { JobsError, type JobHandler, type PayloadOf } from '../model/index.js';
+import type { DependencyOn } from './queue-options.js';
+import { WorkflowWriter, type BatchPlan, type StepOptions } from './workflow-writer.js';
+
+/**
+ * A batch being described. Nothing is written until `dispatch()`, which
+ * writes the batch, its members and its callbacks in one statement.
+ */
+export class BatchDraft {
+  private readonly plan: BatchPlan;
+  private dispatched = false;
+
+  constructor(
+    private readonly writer: WorkflowWriter,
+    name: string | null,
+  ) {
+    this.plan = { name, members: [], callbacks: [], allowFailures: false };
+  }
+
+  add<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    this.plan.members.push({ job, payload, options });
+    return this;
+  }
+
+  /** Runs once every member has succeeded. */
+  then<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    return this.callback('success', job, payload, options);
+  }
+
+  /** Runs once, at the first member that fails for good. */
+  catch<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    return this.callback('failure', job, payload, options);
+  }
+
+  /** Runs once every member has settled, whatever the outcome. */
+  finally<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    return this.callback('always', job, payload, options);
+  }
+
+  /** A failed member does not cancel the members that have not started. */
+  allowFailures(): this {
+    this.plan.allowFailures = true;
+    return this;
+  }
+
+  async dispatch(options: { manager?: EntityManager } = {}): Promise<{ id: string }> {
+    if (this.dispatched) {
+      throw new JobsError(
+        `Batch${this.plan.name ? ` "${this.plan.name}"` : ''} was already dispatched. Potential fix: call batches.create() again for another batch.`,
+      );
+    }
+    this.dispatched = true;
+    return this.writer.dispatchBatch(this.plan, options.manager);
+  }
+
+  private callback(on: DependencyOn, job: Type | string, payload: unknown, options: StepOptions): this {
+    this.plan.callbacks.push({ on, job, payload, options });
+    return this;
+  }
+}
+
+/** Starts batches: `batches.create('import').add(…).then(…).dispatch()`. */
+@Injectable()
+export class BatchBuilder {
+  constructor(private readonly writer: WorkflowWriter) {}
+
+  create(name?: string): BatchDraft {
+    if (name !== undefined && (typeof name !== 'string' || name.length > 200)) {
+      throw new JobsError(
+        `batches.create(): the name must be a string of at most 200 characters. Potential fix: create('import-october').`,
+      );
+    }
+    return new BatchDraft(this.writer, name ?? null);
+  }
+}

@@ -1,0 +1,62 @@
+import type { Type } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { JobsError, type JobHandler, type PayloadOf } from '../model/index.js';
+import type { DependencyOn } from './queue-options.js';
+import type { FlowNode, StepOptions, WorkflowWriter } from './workflow-writer.js';
+
+export type FlowEdge = string | { key: string; on?: DependencyOn };
+
+/** A DAG of jobs by key, written in one statement by `dispatch()`. */
+export class FlowDraft {
+  private readonly nodes: FlowNode[] = [];
+
+  constructor(private readonly writer: WorkflowWriter) {}
+
+  add<H extends JobHandler>(
+    key: string,
+    job: Type<H> | string,
+    payload: PayloadOf<H>,
+    options: StepOptions & { after?: FlowEdge[] } = {},
+  ): this {
+    if (typeof key !== 'string' || key === '') {
+      throw new JobsError(
+        `flow().add(): every step needs a non-empty string key. Potential fix: add('resize', Resize, payload).`,
+      );
+    }
+    const { after = [], ...rest } = options;
+    const edges = after.map((e) =>
+      typeof e === 'string' ? { key: e, on: 'success' as const } : { key: e.key, on: e.on ?? 'success' },
+    );
+    this.nodes.push({ key, job, payload, options: rest, after: edges });
+    return this;
+  }
+
+  /** Returns the id of each step by its key. */
+  async dispatch(options: { manager?: EntityManager } = {}): Promise<{ ids: Record<string, string> }> {
+    return { ids: await this.writer.dispatchFlow(this.nodes, 'flow()', options.manager) };
+  }
+}
+
+/** Jobs that run one after another; a job that fails for good skips the rest. */
+export class ChainDraft {
+  private readonly steps: Array<{ job: Type | string; payload: unknown; options: StepOptions }> = [];
+
+  constructor(private readonly writer: WorkflowWriter) {}
+
+  then<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    this.steps.push({ job, payload, options });
+    return this;
+  }
+
+  async dispatch(options: { manager?: EntityManager } = {}): Promise<{ ids: string[] }> {
+    const nodes: FlowNode[] = this.steps.map((s, i) => ({
+      key: String(i),
+      job: s.job,
+      payload: s.payload,
+      options: s.options,
+      after: i === 0 ? [] : [{ key: String(i - 1), on: 'success' }],
+    }));
+    const ids = await this.writer.dispatchFlow(nodes, 'chain()', options.manager);
+    return { ids: nodes.map((n) => ids[n.key]!) };
+  }
+}

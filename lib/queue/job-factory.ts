@@ -1,0 +1,94 @@
+import { Inject, Injectable, type Type } from '@nestjs/common';
+import { JobRegistry } from '../discovery/job-registry.js';
+import { getJobMetadata, validateJobOptions } from '../discovery/job.decorator.js';
+import { Clock, JobsError, uuidv7, type JobHandler, type NewJob } from '../model/index.js';
+import { serializePayload } from './payload.js';
+import { QUEUE_SETTINGS, type EnqueueOptions, type QueueSettings } from './queue-options.js';
+
+export type JobRef<H = JobHandler> = Type<H> | string;
+
+/**
+ * Turns (job, payload, options) into a row, checking everything at the call
+ * site: the name is known, the payload is plain JSON within the size limit,
+ * the times and numbers make sense.
+ */
+@Injectable()
+export class JobFactory {
+  constructor(
+    private readonly registry: JobRegistry,
+    readonly clock: Clock,
+    @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,
+  ) {}
+
+  build(job: JobRef, payload: unknown, options: Omit<EnqueueOptions, 'manager' | 'after'>, now: Date): NewJob {
+    const name = this.resolveName(job);
+    const where = `enqueue('${name}')`;
+    validateJobOptions(where, options);
+    const registered = this.registry.get(name);
+    const defaults = registered?.options;
+    let runAt = now;
+    if (options.delay !== undefined) {
+      if (typeof options.delay !== 'number' || !Number.isFinite(options.delay) || options.delay < 0) {
+        throw new JobsError(
+          `${where}: "delay" must be a number of milliseconds >= 0, got ${String(options.delay)}. Potential fix: delay: 5000, or runAt: new Date(...) for an absolute time.`,
+        );
+      }
+      runAt = new Date(now.getTime() + options.delay);
+    }
+    if (options.runAt !== undefined) {
+      if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
+        throw new JobsError(
+          `${where}: "runAt" must be a valid Date, got ${String(options.runAt)}. Potential fix: runAt: new Date('2026-12-01T09:00:00Z').`,
+        );
+      }
+      if (options.delay !== undefined) {
+        throw new JobsError(
+          `${where}: pass either "delay" or "runAt", not both. Potential fix: keep the one you mean.`,
+        );
+      }
+      runAt = options.runAt;
+    }
+    return {
+      id: uuidv7(now.getTime()),
+      name,
+      queue: options.queue ?? defaults?.queue ?? 'default',
+      payloadJson: serializePayload(name, payload, this.settings.maxPayloadBytes),
+      state: 'queued',
+      priority: options.priority ?? defaults?.priority ?? 0,
+      runAt,
+      maxAttempts: options.maxAttempts ?? defaults?.maxAttempts ?? 3,
+      timeoutMs: options.timeout ?? defaults?.timeout ?? null,
+    };
+  }
+
+  /** Knows the name of every job this app may start, or says why not. */
+  resolveName(job: JobRef): string {
+    if (typeof job === 'function') {
+      const meta = getJobMetadata(job);
+      if (!meta) {
+        throw new JobsError(
+          `${job.name} is not a job handler. Potential fix: decorate it with @Job('name') and register it as a provider.`,
+        );
+      }
+      if (!this.registry.get(meta.name) && !this.registry.isExternal(meta.name)) {
+        throw new JobsError(
+          `Job "${meta.name}" (${job.name}) is not registered in this application. Potential fix: add ${job.name} to a module's providers, or list '${meta.name}' in JobsModule's "externalJobs" if another service runs it.`,
+        );
+      }
+      return meta.name;
+    }
+    if (typeof job !== 'string' || job === '') {
+      throw new JobsError(
+        `enqueue(): the job must be a @Job class or a job name, got ${String(job)}. Potential fix: enqueue(SendReceipt, payload).`,
+      );
+    }
+    if (!this.registry.get(job) && !this.registry.isExternal(job)) {
+      const known = this.registry.names();
+      throw new JobsError(
+        `Unknown job "${job}": no @Job('${job}') handler is registered${known.length ? ` (known: ${known.join(', ')})` : ''}. ` +
+          `Potential fix: check the spelling, or list '${job}' in JobsModule's "externalJobs" if another service runs it.`,
+      );
+    }
+    return job;
+  }
+}

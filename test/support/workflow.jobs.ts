@@ -1,0 +1,72 @@
+import { Inject } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { Job, PermanentJobError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { INSTANCE_NAME } from './probe.jobs.js';
+
+export interface StepPayload {
+  tag: string;
+  /** Fail for good on attempts before this one (a retry() then lets it pass). */
+  failUntilAttempt?: number;
+  ms?: number;
+}
+
+/**
+ * Records every run with its start and end in `<schema>.wf_run`, so tests
+ * can check exactly-once and "never before its parents" across instances.
+ */
+@Job('wf-step', { maxAttempts: 1 })
+export class Step implements JobHandler<StepPayload> {
+  constructor(
+    private readonly dataSource: DataSource,
+    @Inject(INSTANCE_NAME) private readonly instance: string,
+  ) {}
+
+  async run(payload: StepPayload, ctx: JobContext): Promise<{ tag: string }> {
+    const table = `"${(this.dataSource.options as { schema?: string }).schema}".wf_run`;
+    const [row] = (await this.dataSource.query(
+      `INSERT INTO ${table} (tag, job_id, instance, attempt) VALUES ($1, $2, $3, $4) RETURNING id`,
+      [payload.tag, ctx.jobId, this.instance, ctx.attempt],
+    )) as Array<{ id: number }>;
+    if (payload.ms) await sleep(payload.ms, ctx.signal);
+    await this.dataSource.query(`UPDATE ${table} SET ended_at = clock_timestamp() WHERE id = $1`, [row!.id]);
+    if (payload.failUntilAttempt && ctx.attempt < payload.failUntilAttempt) {
+      throw new PermanentJobError(`${payload.tag} fails on attempt ${ctx.attempt}`);
+    }
+    return { tag: payload.tag };
+  }
+}
+
+/** A batch member that adds more members to its own batch. */
+@Job('wf-grow', { maxAttempts: 1 })
+export class Grow implements JobHandler<{ tag: string; extra: number }> {
+  async run(payload: { tag: string; extra: number }, ctx: JobContext): Promise<void> {
+    for (let i = 0; i < payload.extra; i++) await ctx.addToBatch(Step, { tag: `${payload.tag}-added-${i}`, ms: 50 });
+  }
+}
+
+/** Stages continuations for each outcome, then succeeds or fails as told. */
+@Job('wf-continue', { maxAttempts: 1 })
+export class Continue implements JobHandler<{ tag: string; fail: boolean }> {
+  async run(payload: { tag: string; fail: boolean }, ctx: JobContext): Promise<void> {
+    ctx.continueWith(Step, { tag: `${payload.tag}-on-success` });
+    ctx.continueWith(Step, { tag: `${payload.tag}-on-failure` }, { on: 'failure' });
+    ctx.continueWith(Step, { tag: `${payload.tag}-always` }, { on: 'always' });
+    if (payload.fail) throw new PermanentJobError('told to fail');
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    });
+  });
+}
+
+export const WF_RUN_TABLE = (schema: string) => `CREATE TABLE "${schema}".wf_run (
+  id bigserial PRIMARY KEY, tag text NOT NULL, job_id uuid NOT NULL, instance text NOT NULL, attempt int NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT clock_timestamp(), ended_at timestamptz)`;
+
+export const workflowProviders = [Step, Grow, Continue];

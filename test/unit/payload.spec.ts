@@ -1,0 +1,44 @@
+import { JobsError } from '../../lib/model/errors.js';
+import { serializePayload } from '../../lib/queue/payload.js';
+import { uuidv7 } from '../../lib/model/uuid.js';
+
+describe('serializePayload', () => {
+  it('returns the JSON of plain data', () => {
+    expect(serializePayload('j', { a: [1, 'x', null, true], b: { c: 1.5 } }, 1000)).toBe(
+      '{"a":[1,"x",null,true],"b":{"c":1.5}}',
+    );
+    expect(serializePayload('j', undefined, 1000)).toBe('null');
+  });
+
+  it.each([
+    [{ when: new Date(0) }, '$.when (a Date'],
+    [{ n: Number.NaN }, '$.n (NaN is not a finite number)'],
+    [{ list: [1, undefined] }, '$.list[1] (undefined)'],
+    [{ m: new Map() }, '$.m (a Map'],
+    [{ e: new (class Money {})() }, '$.e (an instance of Money)'],
+    [{ s: Symbol('x') }, '$.s (a symbol)'],
+  ])('refuses %p naming the path', (payload, fragment) => {
+    expect(() => serializePayload('my-job', payload, 1000)).toThrow(JobsError);
+    expect(() => serializePayload('my-job', payload, 1000)).toThrow(fragment);
+  });
+
+  it('measures size in UTF-8 bytes', () => {
+    expect(() => serializePayload('big', { s: 'é'.repeat(10) }, 20)).toThrow(
+      /"big": the payload is 28 bytes, over maxPayloadBytes \(20\)/,
+    );
+  });
+
+  it('accepts objects that define toJSON', () => {
+    expect(serializePayload('j', { v: { toJSON: () => 'x' } }, 100)).toBe('{"v":"x"}');
+  });
+});
+
+describe('uuidv7', () => {
+  it('is a version-7 UUID whose order follows time', () => {
+    const a = uuidv7(1_700_000_000_000);
+    const b = uuidv7(1_700_000_000_001);
+    expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(a < b).toBe(true);
+    expect(a.slice(0, 13).replace('-', '')).toBe((1_700_000_000_000).toString(16).padStart(12, '0'));
+  });
+});
