@@ -17,6 +17,9 @@ export type { StepOptions } from './queue/workflow-writer.js';
 export type { BatchMember, BatchGraph } from './storage/workflow-storage.interface.js';
 export type { WorkerOptions } from './worker/worker-options.js';
 export { RetentionService, type RetentionOptions } from './worker/retention.service.js';
+export { Cron, type CronOptions } from './scheduler/cron.decorator.js';
+export { RecurringSchedules, type DynamicScheduleOptions } from './scheduler/recurring-schedules.service.js';
+export type { SchedulerOptions } from './scheduler/scheduler-options.js';
 export { createJobsMigrations } from './storage/schema-migrator.js';
 export {
   startEmbeddedPostgres,
@@ -44,4 +47,8 @@ export {
   type JobState,
   type ExecutionState,
   type SerializedError,
+  type ScheduleInfo,
+  type ScheduleSource,
+  type CatchUpMode,
+  type OverlapMode,
 } from './model/index.js';

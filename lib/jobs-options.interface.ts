@@ -2,6 +2,7 @@ import type { ModuleMetadata, Type, InjectionToken, OptionalFactoryDependency } 
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import type { JobDefaults } from './discovery/job-registry.js';
 import type { Clock } from './model/index.js';
+import type { SchedulerOptions } from './scheduler/scheduler-options.js';
 import type { EmbeddedPostgresOptions } from './storage/embedded-postgres.js';
 import type { RetentionOptions } from './worker/retention.service.js';
 import type { WorkerOptions } from './worker/worker-options.js';
@@ -35,6 +36,8 @@ export interface JobsModuleOptions {
   unregisteredJobs?: 'error' | 'warn' | 'ignore';
   /** Largest accepted payload, in bytes of JSON; default 256 KiB. */
   maxPayloadBytes?: number;
+  /** Recurring schedules (@Cron and RecurringSchedules) on this instance. */
+  scheduler?: SchedulerOptions;
   /** Replaces the system clock (tests). */
   clock?: Clock;
 }

@@ -17,10 +17,16 @@ import { JobFactory } from './queue/job-factory.js';
 import { JobQueue } from './queue/job-queue.service.js';
 import { WorkflowWriter } from './queue/workflow-writer.js';
 import { QUEUE_SETTINGS, type QueueSettings } from './queue/queue-options.js';
+import { RecurringSchedules } from './scheduler/recurring-schedules.service.js';
+import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
+import { resolveSchedulerOptions, SCHEDULER_OPTIONS } from './scheduler/scheduler-options.js';
+import { SchedulesExplorer } from './scheduler/schedules.explorer.js';
 import { JOB_STORAGE, type JobStorage } from './storage/job-storage.interface.js';
 import { JobsConnection } from './storage/jobs-connection.js';
 import { NotificationListener } from './storage/notification-listener.js';
 import { PostgresJobStorage } from './storage/postgres-job-storage.js';
+import { PostgresScheduleStorage } from './storage/postgres-schedule-storage.js';
+import { SCHEDULE_STORAGE } from './storage/schedule-storage.interface.js';
 import { PostgresWorkflowStorage } from './storage/postgres-workflow-storage.js';
 import { WORKFLOW_STORAGE } from './storage/workflow-storage.interface.js';
 import { JobWorker } from './worker/job-worker.service.js';
@@ -86,6 +92,17 @@ function coreProviders(): Provider[] {
         unregisteredJobs: o.unregisteredJobs,
       }),
     },
+    {
+      provide: SCHEDULE_STORAGE,
+      inject: [JobsConnection, JOB_STORAGE],
+      useFactory: (c: JobsConnection, s: JobStorage) =>
+        new PostgresScheduleStorage(c.dataSource, s.schema, s.notifyChannel()),
+    },
+    {
+      provide: SCHEDULER_OPTIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => resolveSchedulerOptions(o.scheduler),
+    },
     JobRegistry,
     JobsExplorer,
     JobFactory,
@@ -100,6 +117,9 @@ function coreProviders(): Provider[] {
       useFactory: (o: JobsModuleOptions) => o.retention ?? {},
     },
     RetentionService,
+    SchedulesExplorer,
+    ScheduleRunner,
+    RecurringSchedules,
   ];
 }
 
@@ -114,6 +134,7 @@ const EXPORTS = [
   JOBS_DATA_SOURCE,
   JobWorker,
   JOBS_MODULE_OPTIONS,
+  RecurringSchedules,
 ];
 
 @Module({})

@@ -5,13 +5,17 @@ import pg from 'pg';
 import { JobsModule, type Clock, type WorkerOptions } from 'nestjs-durable-jobs';
 import { DemoService } from './demo/demo.service.js';
 import { FlakySync } from './jobs/flaky-sync.job.js';
+import { Heartbeat } from './jobs/heartbeat.job.js';
+import { NightlyReport } from './jobs/nightly-report.job.js';
 import { SendReceipt } from './jobs/send-receipt.job.js';
 import { SlowReport } from './jobs/slow-report.job.js';
 import { ImportCleanup, ImportFile, NotifyAdmin, NotifyUser } from './imports/import.jobs.js';
 import { ImportsController } from './imports/imports.controller.js';
 import { Mailer } from './orders/mailer.service.js';
 import { Order } from './orders/order.entity.js';
+import { OrderStats } from './orders/order-stats.service.js';
 import { OrdersController } from './orders/orders.controller.js';
+import { SchedulesController } from './schedules/schedules.controller.js';
 
 export interface SampleConfig {
   databaseUrl: string;
@@ -23,6 +27,8 @@ export interface SampleConfig {
   demo?: boolean;
   /** Extra providers (tests add probe jobs here). */
   providers?: Provider[];
+  /** For test files whose own @Job classes this app does not register. */
+  unregisteredJobs?: 'error' | 'warn' | 'ignore';
 }
 
 @Module({})
@@ -46,10 +52,11 @@ export class AppModule {
             schema: schema === 'public' ? 'jobs' : `${schema}_jobs`,
             worker: config.worker,
             clock: config.clock,
+            unregisteredJobs: config.unregisteredJobs,
           }),
         }),
       ],
-      controllers: [OrdersController, ImportsController],
+      controllers: [OrdersController, ImportsController, SchedulesController],
       providers: [
         Mailer,
         SendReceipt,
@@ -59,6 +66,9 @@ export class AppModule {
         NotifyUser,
         NotifyAdmin,
         ImportCleanup,
+        OrderStats,
+        NightlyReport,
+        Heartbeat,
         ...(config.demo ? [DemoService] : []),
         ...(config.providers ?? []),
       ],

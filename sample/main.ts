@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   });
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port);
-  logger.log(`Sample app on http://localhost:${port} — POST /orders, GET /jobs/:id, DELETE /jobs/:id`);
+  logger.log(`Sample app on http://localhost:${port} — POST /orders, GET /jobs/:id, DELETE /jobs/:id, GET /schedules`);
 
   let closing = false;
   const shutdown = async (signal: string) => {

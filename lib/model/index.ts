@@ -5,3 +5,4 @@ export * from './clock.js';
 export * from './records.js';
 export { uuidv7 } from './uuid.js';
 export * from './job-context.js';
+export * from './schedule.js';

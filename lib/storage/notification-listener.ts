@@ -25,6 +25,9 @@ export class NotificationListener {
   private stopped = false;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private readonly handlers = new Set<(payload: string) => void>();
+  /** The worker and the scheduler share one connection: it closes when the last of them stops. */
+  private users = 0;
+  private starting: Promise<void> | null = null;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -37,8 +40,11 @@ export class NotificationListener {
   }
 
   async start(): Promise<void> {
+    this.users++;
+    if (this.users > 1) return this.starting ?? undefined;
     this.stopped = false;
-    await this.connect();
+    this.starting = this.connect();
+    await this.starting;
   }
 
   private async connect(): Promise<void> {
@@ -81,6 +87,8 @@ export class NotificationListener {
   }
 
   async stop(): Promise<void> {
+    if (this.users === 0 || --this.users > 0) return;
+    this.starting = null;
     this.stopped = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     const client = this.client;

@@ -1,8 +1,9 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { BatchBuilder, JobQueue } from 'nestjs-durable-jobs';
+import { BatchBuilder, JobQueue, RecurringSchedules } from 'nestjs-durable-jobs';
 import { ImportCleanup, ImportFile, NotifyAdmin, NotifyUser } from '../imports/import.jobs.js';
 import { FlakySync } from '../jobs/flaky-sync.job.js';
+import { Heartbeat } from '../jobs/heartbeat.job.js';
 import { SendReceipt } from '../jobs/send-receipt.job.js';
 import { SlowReport } from '../jobs/slow-report.job.js';
 import { Order } from '../orders/order.entity.js';
@@ -16,6 +17,7 @@ export class DemoService implements OnApplicationBootstrap {
     private readonly jobs: JobQueue,
     private readonly dataSource: DataSource,
     private readonly batches: BatchBuilder,
+    private readonly schedules: RecurringSchedules,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -40,5 +42,13 @@ export class DemoService implements OnApplicationBootstrap {
       .dispatch();
     this.logger.log(`Dispatched batch demo-import ${batch.id}: two files, then notify-user, finally import-cleanup`);
     this.logger.log(`Follow one: curl http://localhost:${process.env.PORT ?? 3000}/jobs/${flaky.id}`);
+    // A dynamic schedule: stored, so it also ticks on every other instance, once per tick in all.
+    await this.schedules.upsert('demo-heartbeat', Heartbeat, '*/5 * * * * *', {
+      payload: { message: 'Demo schedule tick' },
+      overlap: 'skip',
+    });
+    this.logger.log(
+      `Schedule "demo-heartbeat" ticks every 5 s; see curl http://localhost:${process.env.PORT ?? 3000}/schedules`,
+    );
   }
 }

@@ -9,6 +9,7 @@ export interface SampleAppOptions {
   worker?: WorkerOptions;
   clock?: Clock;
   providers?: Provider[];
+  unregisteredJobs?: 'error' | 'warn' | 'ignore';
 }
 
 /** The sample app as the e2e tests run it: its own schema, quiet logs. */
@@ -21,6 +22,7 @@ export async function startSampleApp(options: SampleAppOptions): Promise<INestAp
         worker: options.worker,
         clock: options.clock,
         providers: options.providers,
+        unregisteredJobs: options.unregisteredJobs,
       }),
     ],
   }).compile();

@@ -1,0 +1,59 @@
+import type { JobState } from './job-state.js';
+
+/** What happens to ticks that passed while no instance was running the scheduler. */
+export const CATCH_UP_MODES = ['latest', 'all', 'none'] as const;
+export type CatchUpMode = (typeof CATCH_UP_MODES)[number];
+
+/** Whether a tick may start a run while the previous run of the same schedule is still queued or active. */
+export const OVERLAP_MODES = ['allow', 'skip'] as const;
+export type OverlapMode = (typeof OVERLAP_MODES)[number];
+
+/** `code`: declared with @Cron and owned by the deployed code; `dynamic`: created at runtime. */
+export type ScheduleSource = 'code' | 'dynamic';
+
+/** The job options a tick's job is written with, fixed when the schedule is written. */
+export interface ScheduledJobOptions {
+  queue: string;
+  priority: number;
+  maxAttempts: number;
+  timeoutMs: number | null;
+}
+
+/** A validated schedule, ready to be stored. */
+export interface ScheduleDefinition {
+  name: string;
+  jobName: string;
+  cron: string;
+  timeZone: string;
+  /** Already serialised JSON. */
+  payloadJson: string;
+  catchUp: CatchUpMode;
+  overlap: OverlapMode;
+  jobOptions: ScheduledJobOptions;
+  /** The first tick after the definition was written; kept when cron and time zone did not change. */
+  nextRunAt: Date;
+}
+
+/** What `RecurringSchedules.list()` returns for one schedule. */
+export interface ScheduleInfo {
+  name: string;
+  jobName: string;
+  cron: string;
+  timeZone: string;
+  payload: unknown;
+  source: ScheduleSource;
+  catchUp: CatchUpMode;
+  overlap: OverlapMode;
+  paused: boolean;
+  /** The next tick the database will turn into a job; null while paused. */
+  nextRunAt: Date | null;
+  /** The tick of the last job this schedule started. */
+  lastRunAt: Date | null;
+  lastJobId: string | null;
+  /** State of that job now, or null when it was deleted. */
+  lastJobState: JobState | null;
+  /** Ticks recorded as skipped by `overlap: 'skip'`; each also left a job row in state `skipped`. */
+  skippedCount: number;
+  lastSkippedAt: Date | null;
+  updatedAt: Date;
+}

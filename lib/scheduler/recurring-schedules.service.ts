@@ -1,0 +1,149 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { JobRegistry } from '../discovery/job-registry.js';
+import {
+  Clock,
+  JobsError,
+  type CatchUpMode,
+  type JobHandler,
+  type OverlapMode,
+  type PayloadOf,
+  type ScheduleInfo,
+} from '../model/index.js';
+import { JobQueue, type JobRef } from '../queue/job-queue.service.js';
+import { QUEUE_SETTINGS, type QueueSettings } from '../queue/queue-options.js';
+import { SCHEDULE_STORAGE, type ScheduleStorage } from '../storage/schedule-storage.interface.js';
+import { CronSchedule } from './cron-expression.js';
+import { defineSchedule, scheduledJobOptions } from './schedule-definition.js';
+import { ScheduleRunner } from './schedule-runner.service.js';
+
+export interface DynamicScheduleOptions<Payload = unknown> {
+  /** IANA time zone; default `UTC`. */
+  timeZone?: string;
+  payload?: Payload;
+  catchUp?: CatchUpMode;
+  overlap?: OverlapMode;
+}
+
+/**
+ * Schedules created at runtime (source `dynamic`), next to the code-defined
+ * ones from @Cron. Every change is stored and announced to all instances, so
+ * it applies everywhere without a restart. Code-defined schedules belong to
+ * the deployed code: they can be paused and resumed here, not replaced or
+ * removed.
+ */
+@Injectable()
+export class RecurringSchedules {
+  constructor(
+    @Inject(SCHEDULE_STORAGE) private readonly storage: ScheduleStorage,
+    private readonly jobs: JobQueue,
+    private readonly registry: JobRegistry,
+    private readonly clock: Clock,
+    private readonly runner: ScheduleRunner,
+    @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,
+  ) {}
+
+  /**
+   * Creates or redefines a dynamic schedule. Redefining keeps the pending
+   * tick when cron and time zone stay the same; a new timing starts from now.
+   */
+  async upsert<H extends JobHandler>(
+    name: string,
+    job: JobRef<H>,
+    cron: string,
+    options: DynamicScheduleOptions<PayloadOf<H>> = {},
+  ): Promise<ScheduleInfo> {
+    const where = `RecurringSchedules.upsert('${String(name)}')`;
+    if (options === null || typeof options !== 'object') {
+      throw new JobsError(
+        `${where}: options must be an object. Potential fix: upsert(name, Job, '0 * * * *', { timeZone: 'Europe/Berlin' }).`,
+      );
+    }
+    const jobName = this.jobs.resolveName(job as JobRef);
+    const now = this.clock.now();
+    const definition = defineSchedule(
+      where,
+      {
+        name,
+        jobName,
+        cron,
+        timeZone: options.timeZone,
+        payload: options.payload,
+        catchUp: options.catchUp,
+        overlap: options.overlap,
+      },
+      scheduledJobOptions(this.registry, jobName),
+      this.settings.maxPayloadBytes,
+      now,
+    );
+    if (!(await this.storage.upsertDynamic(definition, now))) {
+      throw new JobsError(
+        `${where}: a code-defined schedule (@Cron) has this name, and a dynamic schedule cannot replace it. ` +
+          `Potential fix: pick another name, or change the @Cron in the code and deploy; pause('${name}') stops it meanwhile.`,
+      );
+    }
+    await this.runner.refresh();
+    return (await this.storage.get(name))!;
+  }
+
+  /** Stops ticks until resume(); works on code-defined schedules too, and survives restarts. */
+  async pause(name: string): Promise<void> {
+    if (!(await this.storage.pause(name, this.clock.now()))) throw this.notFound('pause', name);
+    await this.runner.refresh();
+  }
+
+  /** Ticks again from the next one after now; ticks that passed while paused are not caught up. */
+  async resume(name: string): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const current = await this.storage.get(name);
+      if (!current) throw this.notFound('resume', name);
+      if (!current.paused) return;
+      const now = this.clock.now();
+      const next = CronSchedule.parse(current.cron, current.timeZone).next(now);
+      // Lost only to a concurrent redefinition of the timing: read it again.
+      if (await this.storage.resume(name, next, current, now)) {
+        await this.runner.refresh();
+        return;
+      }
+    }
+    throw new JobsError(
+      `RecurringSchedules.resume('${name}'): the schedule kept changing while resuming. Potential fix: retry the call.`,
+    );
+  }
+
+  /** Removes a dynamic schedule; false when there was none. Its jobs already written stay. */
+  async remove(name: string): Promise<boolean> {
+    const result = await this.storage.removeDynamic(name);
+    if (result === 'code-defined') {
+      throw new JobsError(
+        `RecurringSchedules.remove('${name}'): "${name}" is code-defined (@Cron), and a dynamic call cannot remove it. ` +
+          `Potential fix: delete the @Cron from the code and deploy (the start removes its row), or pause('${name}').`,
+      );
+    }
+    if (result === 'removed') await this.runner.refresh();
+    return result === 'removed';
+  }
+
+  /** Every schedule, code-defined and dynamic, with its last run, next run and paused state. */
+  list(): Promise<ScheduleInfo[]> {
+    return this.storage.list();
+  }
+
+  get(name: string): Promise<ScheduleInfo | null> {
+    return this.storage.get(name);
+  }
+
+  /**
+   * Turns due ticks into jobs now, instead of at the next timer. Resolves
+   * after a full pass, which makes it the step to await after moving a
+   * ManualClock in a test.
+   */
+  runDue(): Promise<void> {
+    return this.runner.runDue();
+  }
+
+  private notFound(call: string, name: string): JobsError {
+    return new JobsError(
+      `RecurringSchedules.${call}('${name}'): no schedule has this name. Potential fix: check list() for the names in use.`,
+    );
+  }
+}

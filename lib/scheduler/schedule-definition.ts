@@ -1,0 +1,102 @@
+import type { JobRegistry } from '../discovery/job-registry.js';
+import {
+  CATCH_UP_MODES,
+  JobsError,
+  OVERLAP_MODES,
+  type CatchUpMode,
+  type OverlapMode,
+  type ScheduleDefinition,
+  type ScheduledJobOptions,
+} from '../model/index.js';
+import { serializePayload } from '../queue/payload.js';
+import { canonicalTimeZone, CronSchedule } from './cron-expression.js';
+
+export interface ScheduleInput {
+  name: string;
+  jobName: string;
+  cron: unknown;
+  timeZone?: unknown;
+  payload?: unknown;
+  catchUp?: unknown;
+  overlap?: unknown;
+}
+
+/**
+ * Checks a schedule from @Cron or from `RecurringSchedules.upsert` and turns
+ * it into what storage writes. `where` names the origin (the class, or the
+ * call) in every error, so the message points at the line to change.
+ */
+export function defineSchedule(
+  where: string,
+  input: ScheduleInput,
+  jobOptions: ScheduledJobOptions,
+  maxPayloadBytes: number,
+  now: Date,
+): ScheduleDefinition {
+  if (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 200) {
+    throw new JobsError(
+      `${where}: the schedule name must be a non-empty string of at most 200 characters. Potential fix: name: 'nightly-report'.`,
+    );
+  }
+  if (typeof input.cron !== 'string' || input.cron.trim() === '') {
+    throw new JobsError(
+      `${where}: the cron expression must be a non-empty string. Potential fix: '0 3 * * *' (03:00 daily) or '*/10 * * * * *' (every 10 seconds).`,
+    );
+  }
+  const requestedZone = input.timeZone ?? 'UTC';
+  const timeZone = typeof requestedZone === 'string' ? canonicalTimeZone(requestedZone) : null;
+  if (!timeZone) {
+    throw new JobsError(
+      `${where}: time zone ${JSON.stringify(requestedZone)} is not a valid IANA time zone. ` +
+        `Potential fix: timeZone: 'Europe/Berlin', 'America/New_York' or 'UTC' (the default); offsets such as '+02:00' and 'local' are not accepted.`,
+    );
+  }
+  const cron = input.cron.trim();
+  let nextRunAt: Date;
+  try {
+    nextRunAt = CronSchedule.parse(cron, timeZone).next(now);
+  } catch (error) {
+    throw new JobsError(
+      `${where}: invalid cron expression "${cron}" (${firstLine(error)}). ` +
+        `Potential fix: five fields "minute hour day-of-month month day-of-week" with an optional leading seconds field, e.g. '0 3 * * *' or '*/5 * * * * *'.`,
+    );
+  }
+  const catchUp = (input.catchUp ?? 'latest') as CatchUpMode;
+  if (!CATCH_UP_MODES.includes(catchUp)) {
+    throw new JobsError(
+      `${where}: catchUp must be one of ${CATCH_UP_MODES.map((m) => `'${m}'`).join(', ')}, got ${String(input.catchUp)}. Potential fix: catchUp: 'latest'.`,
+    );
+  }
+  const overlap = (input.overlap ?? 'allow') as OverlapMode;
+  if (!OVERLAP_MODES.includes(overlap)) {
+    throw new JobsError(
+      `${where}: overlap must be 'allow' or 'skip', got ${String(input.overlap)}. Potential fix: overlap: 'skip' to skip ticks while the previous run is unfinished.`,
+    );
+  }
+  return {
+    name: input.name,
+    jobName: input.jobName,
+    cron,
+    timeZone,
+    payloadJson: serializePayload(input.jobName, input.payload, maxPayloadBytes),
+    catchUp,
+    overlap,
+    jobOptions,
+    nextRunAt,
+  };
+}
+
+/** The options a job of this name runs with, as JobQueue would enqueue it. */
+export function scheduledJobOptions(registry: JobRegistry, jobName: string): ScheduledJobOptions {
+  const o = registry.get(jobName)?.options;
+  return {
+    queue: o?.queue ?? 'default',
+    priority: o?.priority ?? 0,
+    maxAttempts: o?.maxAttempts ?? 3,
+    timeoutMs: o?.timeout ?? null,
+  };
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.trim();
+}

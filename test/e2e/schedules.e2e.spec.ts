@@ -1,0 +1,453 @@
+import { Module, type INestApplication, type Provider } from '@nestjs/common';
+import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import {
+  Cron,
+  Job,
+  JobQueue,
+  JobsError,
+  JobsModule,
+  RecurringSchedules,
+  type JobHandler,
+  type JobsModuleOptions,
+} from 'nestjs-durable-jobs';
+import { ManualClock } from 'nestjs-durable-jobs/testing';
+import { ScheduleRunner } from '../../lib/scheduler/schedule-runner.service.js';
+import { SCHEDULE_STORAGE, type ScheduleStorage } from '../../lib/storage/schedule-storage.interface.js';
+import { uuidv7 } from '../../lib/model/uuid.js';
+import request from 'supertest';
+import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { startSampleApp } from '../support/sample-app.js';
+import { waitFor } from '../support/wait.js';
+
+// Time moves only through ManualClocks: every tick below happens because a
+// test moved the clock and then awaited runDue() (a full pass on that
+// instance), never because a real timer fired.
+
+@Cron('* * * * * *', { name: 'every-second' })
+@Job('tick')
+class Tick implements JobHandler<null> {
+  run() {}
+}
+
+@Job('work')
+class Work implements JobHandler<{ n: number } | null> {
+  run() {}
+}
+
+/** Holds its run until the test opens the gate: a previous run still active. */
+const gate = { open: false, waiters: [] as Array<() => void> };
+@Job('gated')
+class Gated implements JobHandler<null> {
+  async run() {
+    if (!gate.open) await new Promise<void>((resolve) => gate.waiters.push(resolve));
+  }
+}
+
+const schemas: string[] = [];
+const apps: INestApplication[] = [];
+const MINUTE = 60_000;
+
+interface BootOptions extends Partial<JobsModuleOptions> {
+  withScheduleModule?: boolean;
+}
+
+async function boot(schema: string, clock: ManualClock, providers: Provider[], options: BootOptions = {}) {
+  const { withScheduleModule, ...jobs } = options;
+  @Module({ providers })
+  class Handlers {}
+  const ref = await Test.createTestingModule({
+    imports: [
+      ...(withScheduleModule ? [ScheduleModule.forRoot()] : []),
+      JobsModule.forRoot({
+        connection: databaseUrl(),
+        schema,
+        clock,
+        unregisteredJobs: 'ignore',
+        // An hour-long lease: jumps of the clock must not make a held run look abandoned.
+        worker: { pollInterval: 100, shutdownGrace: 500, lease: 3_600_000 },
+        // A minute-long poll: changes reaching other instances within a test came by NOTIFY.
+        scheduler: { pollInterval: 60_000 },
+        ...jobs,
+      }),
+      Handlers,
+    ],
+  }).compile();
+  const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });
+  try {
+    await app.init();
+  } catch (error) {
+    await app.close().catch(() => undefined);
+    throw error;
+  }
+  apps.push(app);
+  return app;
+}
+
+async function close(app: INestApplication) {
+  apps.splice(apps.indexOf(app), 1);
+  await app.close();
+}
+
+/** Jobs a schedule wrote, by the tick in their unique key. */
+function jobsOf(schema: string, schedule: string) {
+  return sql<{ run_at: Date; state: string; payload: unknown; last_error: { name: string } | null }>(
+    `SELECT run_at, state, payload, last_error FROM "${schema}".job WHERE unique_key LIKE $1 ORDER BY run_at, id`,
+    [`schedule:${schedule}:%`],
+  );
+}
+
+afterAll(async () => {
+  gate.open = true;
+  for (const release of gate.waiters.splice(0)) release();
+  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
+  await dropSchemas(...schemas);
+});
+
+describe('three instances on one schema', () => {
+  const schema = uniqueSchema('sched');
+  const clock = new ManualClock(new Date('2026-01-05T00:00:00Z'));
+  let a: INestApplication, b: INestApplication, c: INestApplication;
+  let cluster: INestApplication[];
+  const settle = () => Promise.all(cluster.map((app) => app.get(RecurringSchedules).runDue()));
+  const step = async (ms: number) => {
+    clock.advance(ms);
+    await settle();
+  };
+
+  beforeAll(async () => {
+    schemas.push(schema);
+    const providers = [Tick, Work, Gated];
+    // B imports ScheduleModule itself: its timers go to the app's registry; A and C use their own.
+    [a, b, c] = await Promise.all([
+      boot(schema, clock, providers),
+      boot(schema, clock, providers, { withScheduleModule: true }),
+      boot(schema, clock, providers),
+    ]);
+    cluster = [a, b, c];
+  });
+
+  it('an every-second schedule over 10 s of clock: exactly one job per tick', async () => {
+    for (let i = 1; i <= 10; i++) {
+      await step(1_000);
+      expect(await jobsOf(schema, 'every-second')).toHaveLength(i);
+    }
+    await settle();
+    const jobs = await jobsOf(schema, 'every-second');
+    expect(jobs.map((j) => j.run_at.toISOString())).toEqual(
+      Array.from({ length: 10 }, (_, i) =>
+        new Date(Date.parse('2026-01-05T00:00:00Z') + (i + 1) * 1_000).toISOString(),
+      ),
+    );
+    const [info] = (await a.get(RecurringSchedules).list()).filter((s) => s.name === 'every-second');
+    expect(info).toMatchObject({ source: 'code', jobName: 'tick', paused: false, lastRunAt: jobs[9]!.run_at });
+    expect(info!.nextRunAt!.toISOString()).toBe('2026-01-05T00:00:11.000Z');
+    // Code-defined schedules may be paused (not replaced): keeps the rest of this file quiet.
+    await a.get(RecurringSchedules).pause('every-second');
+  });
+
+  it('the compare-and-set lets exactly one of three concurrent writers win each tick', async () => {
+    await a.get(RecurringSchedules).upsert('race', Work, '0 0 * * * *', { payload: { n: 0 } });
+    const storages = cluster.map((app) => app.get<ScheduleStorage>(SCHEDULE_STORAGE));
+    let due = (await a.get(RecurringSchedules).get('race'))!.nextRunAt!;
+    for (let round = 0; round < 20; round++) {
+      const next = new Date(due.getTime() + 3_600_000);
+      const results = await Promise.all(
+        storages.map((s) => s.fire({ name: 'race', due, next, ticks: [due], jobIds: [uuidv7()], now: clock.now() })),
+      );
+      expect(results.filter((r) => r.won)).toHaveLength(1);
+      due = next;
+    }
+    expect(await jobsOf(schema, 'race')).toHaveLength(20);
+    expect(await a.get(RecurringSchedules).remove('race')).toBe(true);
+  });
+
+  it('a dynamic upsert on one instance arms the timers of the others, by notification; so do changes and removal', async () => {
+    const timer = b.get(ScheduleRunner).timerName('dyn');
+    // B's registry is the app's own (it imported ScheduleModule); A's is private to the library.
+    expect(b.get(ScheduleRunner).timers).toBe(b.get(SchedulerRegistry));
+    expect(() => a.get(SchedulerRegistry)).toThrow();
+    const created = await a.get(RecurringSchedules).upsert('dyn', Work, '0 */10 * * * *', { payload: { n: 1 } });
+    expect(created).toMatchObject({ source: 'dynamic', jobName: 'work', timeZone: 'UTC', paused: false });
+    await waitFor('B to arm a timer for dyn', () => b.get(SchedulerRegistry).doesExist('cron', timer));
+    await waitFor('C to arm a timer for dyn', () => c.get(ScheduleRunner).timers.doesExist('cron', timer));
+    await step(10 * MINUTE);
+    expect((await jobsOf(schema, 'dyn')).map((j) => j.payload)).toEqual([{ n: 1 }]);
+
+    await a.get(RecurringSchedules).upsert('dyn', Work, '0 0 * * * *', { payload: { n: 2 } });
+    await waitFor(
+      'B to re-arm dyn hourly',
+      () => String(b.get(SchedulerRegistry).getCronJob(timer).cronTime.source) === '0 0 * * * *',
+    );
+    expect(await b.get(RecurringSchedules).remove('dyn')).toBe(true);
+    await waitFor('A and C to drop the timer', () =>
+      [a, c].every((app) => !app.get(ScheduleRunner).timers.doesExist('cron', timer)),
+    );
+    expect(b.get(SchedulerRegistry).doesExist('cron', timer)).toBe(false);
+  });
+
+  it('pause stops ticks on every instance; resume starts from the next tick after now', async () => {
+    const schedules = b.get(RecurringSchedules);
+    await schedules.upsert('pr', Work, '0 * * * * *');
+    await step(MINUTE);
+    expect(await jobsOf(schema, 'pr')).toHaveLength(1);
+    await schedules.pause('pr');
+    const timer = a.get(ScheduleRunner).timerName('pr');
+    await waitFor('A to disarm pr', () => !a.get(ScheduleRunner).timers.doesExist('cron', timer));
+    expect(await c.get(RecurringSchedules).get('pr')).toMatchObject({ paused: true, nextRunAt: null });
+    await step(5 * MINUTE);
+    expect(await jobsOf(schema, 'pr')).toHaveLength(1);
+    await c.get(RecurringSchedules).resume('pr');
+    const resumed = (await schedules.get('pr'))!;
+    expect(resumed.paused).toBe(false);
+    expect(resumed.nextRunAt!.getTime()).toBe(Math.floor(clock.now().getTime() / MINUTE) * MINUTE + MINUTE);
+    await step(MINUTE);
+    const jobs = await jobsOf(schema, 'pr');
+    expect(jobs).toHaveLength(2);
+    expect(jobs[1]!.run_at).toEqual(resumed.nextRunAt);
+    await schedules.remove('pr');
+  });
+
+  it("overlap 'skip': ticks while the previous run is unfinished are recorded as skipped", async () => {
+    gate.open = false;
+    const schedules = a.get(RecurringSchedules);
+    await schedules.upsert('ov', Gated, '0 * * * * *', { overlap: 'skip' });
+    await step(MINUTE);
+    await step(MINUTE);
+    await step(MINUTE);
+    let jobs = await jobsOf(schema, 'ov');
+    expect(jobs.map((j) => j.state === 'skipped')).toEqual([false, true, true]);
+    expect(['queued', 'active']).toContain(jobs[0]!.state);
+    expect(jobs[1]!.last_error!.name).toBe('ScheduleOverlapSkipped');
+    let info = (await schedules.get('ov'))!;
+    expect(info).toMatchObject({ skippedCount: 2, lastSkippedAt: jobs[2]!.run_at, lastRunAt: jobs[0]!.run_at });
+    expect(['queued', 'active']).toContain(info.lastJobState);
+
+    gate.open = true;
+    for (const release of gate.waiters.splice(0)) release();
+    await waitFor('the first run to finish', async () => (await schedules.get('ov'))!.lastJobState === 'succeeded');
+    await step(MINUTE);
+    jobs = await jobsOf(schema, 'ov');
+    expect(jobs.map((j) => j.state === 'skipped')).toEqual([false, true, true, false]);
+    info = (await schedules.get('ov'))!;
+    expect(info).toMatchObject({ skippedCount: 2, lastRunAt: jobs[3]!.run_at });
+    await schedules.remove('ov');
+  });
+
+  it('a daily 02:30 in Europe/Berlin runs exactly once on both DST change days', async () => {
+    const schedules = c.get(RecurringSchedules);
+    const night = async (name: string, dayBefore: string) => {
+      clock.set(new Date(`${dayBefore}T12:00:00Z`));
+      await settle();
+      await schedules.upsert(name, Work, '30 2 * * *', { timeZone: 'Europe/Berlin' });
+      // Through the night in 10-minute steps, each followed by a full pass on every instance.
+      for (let i = 0; i < 6 * 18; i++) await step(10 * MINUTE);
+      const jobs = await jobsOf(schema, name);
+      const next = (await schedules.get(name))!.nextRunAt!;
+      await schedules.remove(name);
+      return { runs: jobs.map((j) => j.run_at.toISOString()), next: next.toISOString() };
+    };
+    // 02:30 does not exist on 2026-03-29 (02:00 CET → 03:00 CEST): it runs once, at 03:00 CEST.
+    expect(await night('dst-spring', '2026-03-28')).toEqual({
+      runs: ['2026-03-29T01:00:00.000Z'],
+      next: '2026-03-30T00:30:00.000Z',
+    });
+    // 02:30 happens twice on 2026-10-25 (03:00 CEST → 02:00 CET): it runs once, at the first.
+    expect(await night('dst-autumn', '2026-10-24')).toEqual({
+      runs: ['2026-10-25T00:30:00.000Z'],
+      next: '2026-10-26T01:30:00.000Z',
+    });
+  });
+
+  it('a dynamic call can neither replace nor remove a code-defined schedule', async () => {
+    const schedules = b.get(RecurringSchedules);
+    await expect(schedules.upsert('every-second', Work, '* * * * *')).rejects.toThrow(
+      /upsert\('every-second'\): a code-defined schedule \(@Cron\) has this name.*Potential fix: /,
+    );
+    await expect(schedules.remove('every-second')).rejects.toThrow(
+      /"every-second" is code-defined \(@Cron\).*Potential fix: /,
+    );
+    expect((await schedules.get('every-second'))!).toMatchObject({
+      source: 'code',
+      cron: '* * * * * *',
+      jobName: 'tick',
+    });
+    expect(await schedules.remove('no-such-schedule')).toBe(false);
+    await expect(schedules.pause('no-such-schedule')).rejects.toThrow(/no schedule has this name\. Potential fix: /);
+  });
+
+  it('upsert rejects bad input at the call site', async () => {
+    const schedules = a.get(RecurringSchedules);
+    const rejects = (call: Promise<unknown>, message: RegExp) => expect(call).rejects.toThrow(message);
+    await rejects(
+      schedules.upsert('bad', Work, '61 * * * *'),
+      /upsert\('bad'\): invalid cron expression "61 \* \* \* \*".*Potential fix: /,
+    );
+    await rejects(
+      schedules.upsert('bad', Work, '0 3 * * *', { timeZone: 'Mars/Olympus' }),
+      /time zone "Mars\/Olympus" is not a valid IANA time zone.*Potential fix: /,
+    );
+    await rejects(schedules.upsert('bad', 'no-such-job', '0 3 * * *'), /Unknown job "no-such-job".*Potential fix: /);
+    await rejects(
+      schedules.upsert('bad', Work, '0 3 * * *', { payload: { n: 1n } as never }),
+      /not JSON-serialisable at \$\.n.*Potential fix: /,
+    );
+    await rejects(
+      schedules.upsert('bad', Work, '0 3 * * *', { catchUp: 'some' as never }),
+      /catchUp must be one of.*Potential fix: /,
+    );
+    await expect(schedules.upsert('bad', Work, '0 3 * * *')).resolves.toMatchObject({ name: 'bad' });
+    await schedules.remove('bad');
+    await expect(a.get(RecurringSchedules).upsert('bad2', Work, '0 0 31 2 *')).rejects.toBeInstanceOf(JobsError);
+  });
+
+  afterAll(async () => {
+    for (const app of cluster ?? []) await close(app);
+  });
+});
+
+describe('at start', () => {
+  it('an invalid expression, an invalid time zone or a missing @Job fails the start, naming the class', async () => {
+    const schema = uniqueSchema('schedbad');
+    schemas.push(schema);
+    const clock = new ManualClock(new Date('2026-01-01T00:00:00Z'));
+    @Cron('61 * * * *')
+    @Job('bad-expression')
+    class BadExpression implements JobHandler {
+      run() {}
+    }
+    @Cron('0 3 * * *', { timeZone: 'Europe/Atlantis' })
+    @Job('bad-zone')
+    class BadZone implements JobHandler {
+      run() {}
+    }
+    @Cron('0 3 * * *')
+    class CronWithoutJob {
+      run() {}
+    }
+    await expect(boot(schema, clock, [BadExpression])).rejects.toThrow(
+      /@Cron\('61 \* \* \* \*'\) on BadExpression: invalid cron expression .*Potential fix: /,
+    );
+    await expect(boot(schema, clock, [BadZone])).rejects.toThrow(
+      /@Cron\('0 3 \* \* \*'\) on BadZone: time zone "Europe\/Atlantis" is not a valid IANA time zone.*Potential fix: /,
+    );
+    await expect(boot(schema, clock, [CronWithoutJob])).rejects.toThrow(
+      /CronWithoutJob has @Cron\('0 3 \* \* \*'\) but no @Job.*Potential fix: /,
+    );
+  });
+
+  it('after every instance was down: catch-up latest, all (at most 1,000) and none; obsolete code-defined rows removed', async () => {
+    const schema = uniqueSchema('schedgap');
+    schemas.push(schema);
+    const clock = new ManualClock(new Date('2026-02-01T00:00:00Z'));
+    @Cron('0 0 * * * *', { catchUp: 'latest' })
+    @Job('catch-latest')
+    class CatchLatest implements JobHandler {
+      run() {}
+    }
+    @Cron('0 0 * * * *', { catchUp: 'all' })
+    @Job('catch-all')
+    class CatchAll implements JobHandler {
+      run() {}
+    }
+    @Cron('0 0 * * * *', { catchUp: 'none' })
+    @Job('catch-none')
+    class CatchNone implements JobHandler {
+      run() {}
+    }
+    @Cron('* * * * * *', { catchUp: 'all', name: 'catch-many' })
+    @Job('catch-many')
+    class CatchMany implements JobHandler {
+      run() {}
+    }
+    @Cron('0 0 * * *', { payload: { n: 1 } })
+    @Job('obsolete')
+    class Obsolete implements JobHandler {
+      run() {}
+    }
+    @Cron('0 0 * * *')
+    @Job('foreign')
+    class Foreign implements JobHandler {
+      run() {}
+    }
+    const kept = [CatchLatest, CatchAll, CatchNone, CatchMany, Work];
+    // Workers off: the jobs stay queued where the test can count them.
+    const first = await boot(schema, clock, [...kept, Obsolete, Foreign], { worker: { enabled: false } });
+    await first.get(RecurringSchedules).upsert('dynamic-kept', Work, '0 0 * * * *');
+    expect((await first.get(RecurringSchedules).list()).map((s) => s.name)).toEqual([
+      'catch-all',
+      'catch-latest',
+      'catch-many',
+      'catch-none',
+      'dynamic-kept',
+      'foreign',
+      'obsolete',
+    ]);
+    await close(first);
+
+    clock.set(new Date('2026-02-01T10:30:00Z'));
+    // "foreign" is now another service's job: its @Cron is that service's to keep or drop.
+    const second = await boot(schema, clock, kept, { worker: { enabled: false }, externalJobs: ['foreign'] });
+    const list = await second.get(RecurringSchedules).list();
+    expect(list.map((s) => [s.name, s.source])).toEqual([
+      ['catch-all', 'code'],
+      ['catch-latest', 'code'],
+      ['catch-many', 'code'],
+      ['catch-none', 'code'],
+      ['dynamic-kept', 'dynamic'],
+      ['foreign', 'code'],
+    ]);
+    const hours = (from: number, to: number) =>
+      Array.from({ length: to - from + 1 }, (_, i) => `2026-02-01T${String(from + i).padStart(2, '0')}:00:00.000Z`);
+    const runs = async (name: string) => (await jobsOf(schema, name)).map((j) => j.run_at.toISOString());
+    expect(await runs('catch-latest')).toEqual(hours(10, 10));
+    expect(await runs('catch-all')).toEqual(hours(1, 10));
+    expect(await runs('catch-none')).toEqual([]);
+    expect(await runs('dynamic-kept')).toEqual(hours(10, 10));
+    const many = await runs('catch-many');
+    expect(many).toHaveLength(1_000);
+    expect([many[0], many[999]]).toEqual(['2026-02-01T00:00:01.000Z', '2026-02-01T00:16:40.000Z']);
+    const next = Object.fromEntries(list.map((s) => [s.name, s.nextRunAt!.toISOString()]));
+    expect(next).toMatchObject({
+      'catch-latest': '2026-02-01T11:00:00.000Z',
+      'catch-none': '2026-02-01T11:00:00.000Z',
+      'catch-many': '2026-02-01T10:30:01.000Z',
+    });
+    await close(second);
+  });
+});
+
+describe('sample app', () => {
+  it('GET /schedules lists the nightly report at 03:00 Berlin time (03:00 CEST on the spring-forward day)', async () => {
+    const schema = uniqueSchema('schedsample');
+    schemas.push(schema, `${schema}_jobs`);
+    const clock = new ManualClock(new Date('2026-03-28T12:00:00Z'));
+    // This file's own @Job classes are not the sample's.
+    const app = await startSampleApp({ schema, clock, worker: { pollInterval: 100 }, unregisteredJobs: 'ignore' });
+    apps.push(app);
+    const res = await request(app.getHttpServer()).get('/schedules').expect(200);
+    expect(res.body).toEqual([
+      expect.objectContaining({
+        name: 'nightly-report',
+        jobName: 'nightly-report',
+        cron: '0 3 * * *',
+        timeZone: 'Europe/Berlin',
+        source: 'code',
+        paused: false,
+        nextRunAt: '2026-03-29T01:00:00.000Z',
+        lastRunAt: null,
+      }),
+    ]);
+    clock.set(new Date('2026-03-29T01:00:00Z'));
+    await app.get(RecurringSchedules).runDue();
+    const ran = await waitFor('the nightly report to run', async () => {
+      const [nightly] = await app.get(RecurringSchedules).list();
+      return nightly!.lastJobState === 'succeeded' ? nightly : null;
+    });
+    expect((await app.get(JobQueue).get(ran.lastJobId!))!).toMatchObject({
+      queue: 'reports',
+      result: { orders: 0, totalCents: 0 },
+    });
+    await close(app);
+  });
+});
