@@ -16,7 +16,7 @@ import { BatchBuilder } from './queue/batch-builder.service.js';
 import { JobFactory } from './queue/job-factory.js';
 import { JobQueue } from './queue/job-queue.service.js';
 import { WorkflowWriter } from './queue/workflow-writer.js';
-import { QUEUE_SETTINGS, type QueueSettings } from './queue/queue-options.js';
+import { QUEUE_SETTINGS, type QueueSettings } from './model/index.js';
 import { RecurringSchedules } from './scheduler/recurring-schedules.service.js';
 import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
 import { resolveSchedulerOptions, SCHEDULER_OPTIONS } from './scheduler/scheduler-options.js';

@@ -81,4 +81,35 @@ export class JobRegistry {
   queues(): string[] {
     return [...new Set(this.all().map((j) => j.options.queue))];
   }
+
+  /** Knows the name of every job this app may start, or says why not. */
+  resolveName(job: Type | string): string {
+    if (typeof job === 'function') {
+      const meta = getJobMetadata(job);
+      if (!meta) {
+        throw new JobsError(
+          `${job.name} is not a job handler. Potential fix: decorate it with @Job('name') and register it as a provider.`,
+        );
+      }
+      if (!this.get(meta.name) && !this.isExternal(meta.name)) {
+        throw new JobsError(
+          `Job "${meta.name}" (${job.name}) is not registered in this application. Potential fix: add ${job.name} to a module's providers, or list '${meta.name}' in JobsModule's "externalJobs" if another service runs it.`,
+        );
+      }
+      return meta.name;
+    }
+    if (typeof job !== 'string' || job === '') {
+      throw new JobsError(
+        `enqueue(): the job must be a @Job class or a job name, got ${String(job)}. Potential fix: enqueue(SendReceipt, payload).`,
+      );
+    }
+    if (!this.get(job) && !this.isExternal(job)) {
+      const known = this.names();
+      throw new JobsError(
+        `Unknown job "${job}": no @Job('${job}') handler is registered${known.length ? ` (known: ${known.join(', ')})` : ''}. ` +
+          `Potential fix: check the spelling, or list '${job}' in JobsModule's "externalJobs" if another service runs it.`,
+      );
+    }
+    return job;
+  }
 }

@@ -6,3 +6,4 @@ export * from './records.js';
 export { uuidv7 } from './uuid.js';
 export * from './job-context.js';
 export * from './schedule.js';
+export * from './payload.js';

@@ -1,9 +1,9 @@
 import { Inject, Injectable, type Type } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
-import { getJobMetadata, validateJobOptions } from '../discovery/job.decorator.js';
+import { validateJobOptions } from '../discovery/job.decorator.js';
 import { Clock, JobsError, uuidv7, type JobHandler, type NewJob } from '../model/index.js';
-import { serializePayload } from './payload.js';
-import { QUEUE_SETTINGS, type EnqueueOptions, type QueueSettings } from './queue-options.js';
+import { QUEUE_SETTINGS, serializePayload, type QueueSettings } from '../model/index.js';
+import type { EnqueueOptions } from './queue-options.js';
 
 export type JobRef<H = JobHandler> = Type<H> | string;
 
@@ -63,32 +63,6 @@ export class JobFactory {
 
   /** Knows the name of every job this app may start, or says why not. */
   resolveName(job: JobRef): string {
-    if (typeof job === 'function') {
-      const meta = getJobMetadata(job);
-      if (!meta) {
-        throw new JobsError(
-          `${job.name} is not a job handler. Potential fix: decorate it with @Job('name') and register it as a provider.`,
-        );
-      }
-      if (!this.registry.get(meta.name) && !this.registry.isExternal(meta.name)) {
-        throw new JobsError(
-          `Job "${meta.name}" (${job.name}) is not registered in this application. Potential fix: add ${job.name} to a module's providers, or list '${meta.name}' in JobsModule's "externalJobs" if another service runs it.`,
-        );
-      }
-      return meta.name;
-    }
-    if (typeof job !== 'string' || job === '') {
-      throw new JobsError(
-        `enqueue(): the job must be a @Job class or a job name, got ${String(job)}. Potential fix: enqueue(SendReceipt, payload).`,
-      );
-    }
-    if (!this.registry.get(job) && !this.registry.isExternal(job)) {
-      const known = this.registry.names();
-      throw new JobsError(
-        `Unknown job "${job}": no @Job('${job}') handler is registered${known.length ? ` (known: ${known.join(', ')})` : ''}. ` +
-          `Potential fix: check the spelling, or list '${job}' in JobsModule's "externalJobs" if another service runs it.`,
-      );
-    }
-    return job;
+    return this.registry.resolveName(job);
   }
 }

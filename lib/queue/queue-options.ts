@@ -23,9 +23,3 @@ export interface EnqueueOptions {
 export type DependencyOn = 'success' | 'failure' | 'always';
 
 export type ParentRef = { job: string; on?: DependencyOn } | { batch: string; on?: DependencyOn };
-
-export const QUEUE_SETTINGS = Symbol('QUEUE_SETTINGS');
-
-export interface QueueSettings {
-  maxPayloadBytes: number;
-}

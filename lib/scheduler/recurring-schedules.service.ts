@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type Type } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import {
   Clock,
@@ -8,9 +8,9 @@ import {
   type OverlapMode,
   type PayloadOf,
   type ScheduleInfo,
+  QUEUE_SETTINGS,
+  type QueueSettings,
 } from '../model/index.js';
-import { JobQueue, type JobRef } from '../queue/job-queue.service.js';
-import { QUEUE_SETTINGS, type QueueSettings } from '../queue/queue-options.js';
 import { SCHEDULE_STORAGE, type ScheduleStorage } from '../storage/schedule-storage.interface.js';
 import { CronSchedule } from './cron-expression.js';
 import { defineSchedule, scheduledJobOptions } from './schedule-definition.js';
@@ -35,7 +35,6 @@ export interface DynamicScheduleOptions<Payload = unknown> {
 export class RecurringSchedules {
   constructor(
     @Inject(SCHEDULE_STORAGE) private readonly storage: ScheduleStorage,
-    private readonly jobs: JobQueue,
     private readonly registry: JobRegistry,
     private readonly clock: Clock,
     private readonly runner: ScheduleRunner,
@@ -48,7 +47,7 @@ export class RecurringSchedules {
    */
   async upsert<H extends JobHandler>(
     name: string,
-    job: JobRef<H>,
+    job: Type<H> | string,
     cron: string,
     options: DynamicScheduleOptions<PayloadOf<H>> = {},
   ): Promise<ScheduleInfo> {
@@ -58,7 +57,7 @@ export class RecurringSchedules {
         `${where}: options must be an object. Potential fix: upsert(name, Job, '0 * * * *', { timeZone: 'Europe/Berlin' }).`,
       );
     }
-    const jobName = this.jobs.resolveName(job as JobRef);
+    const jobName = this.registry.resolveName(job);
     const now = this.clock.now();
     const definition = defineSchedule(
       where,

@@ -8,7 +8,7 @@ import {
   type ScheduleDefinition,
   type ScheduledJobOptions,
 } from '../model/index.js';
-import { serializePayload } from '../queue/payload.js';
+import { serializePayload } from '../model/index.js';
 import { canonicalTimeZone, CronSchedule } from './cron-expression.js';
 
 export interface ScheduleInput {

@@ -11,7 +11,7 @@ import { CronJob } from 'cron';
 import { JOBS_DISCOVERY_OPTIONS, type JobsDiscoveryOptions } from '../discovery/discovery-options.js';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { Clock, uuidv7 } from '../model/index.js';
-import { QUEUE_SETTINGS, type QueueSettings } from '../queue/queue-options.js';
+import { QUEUE_SETTINGS, type QueueSettings } from '../model/index.js';
 import { NotificationListener } from '../storage/notification-listener.js';
 import {
   SCHEDULE_STORAGE,

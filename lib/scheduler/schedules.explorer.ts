@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common
 import { DiscoveryService } from '@nestjs/core';
 import { getJobMetadata } from '../discovery/job.decorator.js';
 import { Clock, JobsError } from '../model/index.js';
-import { QUEUE_SETTINGS, type QueueSettings } from '../queue/queue-options.js';
+import { QUEUE_SETTINGS, type QueueSettings } from '../model/index.js';
 import { getCronMetadata, type CronMetadata } from './cron.decorator.js';
 import { defineSchedule } from './schedule-definition.js';
 

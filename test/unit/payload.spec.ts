@@ -1,5 +1,5 @@
 import { JobsError } from '../../lib/model/errors.js';
-import { serializePayload } from '../../lib/queue/payload.js';
+import { serializePayload } from '../../lib/model/payload.js';
 import { uuidv7 } from '../../lib/model/uuid.js';
 
 describe('serializePayload', () => {

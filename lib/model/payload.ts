@@ -1,4 +1,4 @@
-import { JobsError } from '../model/index.js';
+import { JobsError } from './errors.js';
 
 /**
  * Serialises a payload once, refusing what JSON would silently change:
@@ -64,3 +64,10 @@ function findUnserialisable(value: unknown, path: string, seen: Set<object>): { 
   seen.delete(obj);
   return null;
 }
+
+/** Limits on what a job may carry, from JobsModule's options. */
+export interface QueueSettings {
+  maxPayloadBytes: number;
+}
+
+export const QUEUE_SETTINGS = Symbol('QUEUE_SETTINGS');
