@@ -244,7 +244,7 @@ describe('retention', () => {
     const ok = await jobs.enqueue(FlakySync, { account: 'old' }, { maxAttempts: 1 });
     const bad = await jobs.enqueue(DoomedProbe, { permanent: true });
     await until(bad.id, 'failed');
-    const { id: fresh } = await jobs.enqueue(FlakySync, { account: 'fresh' }, { delay: 60_000 });
+    const { id: fresh } = await jobs.enqueue(FlakySync, { account: 'fresh' }, { delay: 90 * 86_400_000 });
     await waitFor('the flaky job to fail', async () => (await stateOf(ok.id)) === 'failed');
     const good = await jobs.enqueue(SlowReport, { steps: 1, stepMs: 1 });
     await until(good.id, 'succeeded');
