@@ -1,4 +1,4 @@
-import { Injectable, type Type } from '@nestjs/common';
+import { Injectable, Logger, type Type } from '@nestjs/common';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { DEFAULT_BACKOFF, JobsError, type BackoffOptions, type JobHandler } from '../model/index.js';
 import { getJobMetadata, type JobOptions } from './job.decorator.js';
@@ -15,6 +15,8 @@ export interface RegisteredJob {
   name: string;
   metatype: Type<JobHandler>;
   options: ResolvedJobOptions;
+  /** One logger per job name, shared by its runs. */
+  logger: Logger;
   /** The static instance; absent for request-scoped or durable handlers. */
   instance?: JobHandler;
   wrapper: InstanceWrapper;
@@ -47,7 +49,13 @@ export class JobRegistry {
           `Potential fix: give one of them another name in @Job('...'); names identify stored jobs, so they must be unique in an application.`,
       );
     }
-    const job: RegisteredJob = { name: meta.name, metatype, options: this.resolve(meta.options), wrapper };
+    const job: RegisteredJob = {
+      name: meta.name,
+      metatype,
+      options: this.resolve(meta.options),
+      wrapper,
+      logger: new Logger(`Job ${meta.name}`),
+    };
     this.byName.set(meta.name, job);
     return job;
   }

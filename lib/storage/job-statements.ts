@@ -1,8 +1,11 @@
 import { quoteIdent } from './sql-identifiers.js';
 
 /**
- * The hot-path SQL for one schema, built once. Statements take JSON record
- * sets so any number of rows costs one round trip and one prepared plan.
+ * The hot-path SQL for one schema, built once. Statements take arrays or
+ * JSON record sets, so any number of rows costs one round trip. They run
+ * unnamed on purpose: PostgreSQL's generic plan for a prepared statement
+ * guesses the array sizes and, measured here, made completions 3x to 90x
+ * slower than a plan made for the actual parameters (~0.2 ms to plan).
  */
 export function jobStatements(schema: string) {
   const s = quoteIdent(schema);
@@ -26,25 +29,29 @@ export function jobStatements(schema: string) {
     )
     SELECT pg_notify($3, 'q:' || queue) FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued' AND run_at <= $2) n`,
 
-    claim: `WITH c AS (
-      SELECT id FROM ${s}.job
-      WHERE state = 'queued' AND queue = $1 AND run_at <= $2 AND name = ANY($3::text[])
-      ORDER BY priority DESC, run_at, id
-      LIMIT $4
-      FOR UPDATE SKIP LOCKED
+    // ANY(ARRAY(...)) makes the planner fetch the locked rows by primary key;
+    // a join on the CTE let it hash-join against a scan of the whole table.
+    claim: `WITH u AS (
+      UPDATE ${s}.job j
+         SET state = 'active', attempt = j.attempt + 1, worker_id = $5, started_at = $2,
+             lease_expires_at = $2::timestamptz + make_interval(secs => $6::float8 / 1000), cancel_requested = false
+       WHERE j.id = ANY(ARRAY(
+         SELECT id FROM ${s}.job
+          WHERE state = 'queued' AND queue = $1 AND run_at <= $2 AND name = ANY($3::text[])
+          ORDER BY priority DESC, run_at, id
+          LIMIT $4
+          FOR UPDATE SKIP LOCKED))
+      RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at
     )
-    UPDATE ${s}.job j
-       SET state = 'active', attempt = j.attempt + 1, worker_id = $5, started_at = $2,
-           lease_expires_at = $2::timestamptz + make_interval(secs => $6::float8 / 1000), cancel_requested = false
-      FROM c WHERE j.id = c.id
-    RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at`,
+    SELECT id, name, queue, payload, attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs",
+           batch_id AS "batchId"
+      FROM u ORDER BY priority DESC, run_at, id`,
 
-    // Jobs in a batch or with dependents are settled in the same statement.
     succeed: `WITH u AS (
       UPDATE ${s}.job j
          SET state = 'succeeded', completed_at = $3, result = v.result, lease_expires_at = NULL,
              progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END
-        FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, attempt int, result jsonb)
+        FROM unnest($1::uuid[], $5::int[], $6::jsonb[]) AS v(id, attempt, result)
        WHERE j.id = v.id AND j.attempt = v.attempt AND j.worker_id = $2 AND j.state = 'active'
       RETURNING j.id, j.batch_id, j.has_dependents
     ), ${settle('u', `'succeeded'`, '$3', '$4')}

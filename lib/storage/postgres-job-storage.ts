@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type {
   ClaimedJob,
@@ -29,8 +28,6 @@ export class PostgresJobStorage implements JobStorage {
   private readonly sql: JobStatements;
   private readonly pool: SqlExecutor;
   private readonly channel: string;
-  /** Prepared-statement names must be unique per connection and per text. */
-  private readonly prefix: string;
 
   constructor(
     dataSource: DataSource,
@@ -39,7 +36,6 @@ export class PostgresJobStorage implements JobStorage {
     this.sql = jobStatements(schema);
     this.pool = new PoolExecutor(dataSource);
     this.channel = `durable_jobs:${schema}`;
-    this.prefix = `dj_${createHash('sha1').update(schema).digest('hex').slice(0, 8)}_`;
   }
 
   notifyChannel(): string {
@@ -47,8 +43,7 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   private run<T = Row>(key: keyof JobStatements, values: unknown[], executor: SqlExecutor = this.pool): Promise<T[]> {
-    const named = executor === this.pool ? this.prefix + key : undefined;
-    return executor.query<T>(this.sql[key], values, named);
+    return executor.query<T>(this.sql[key], values);
   }
 
   async insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void> {
@@ -57,24 +52,8 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
-    const rows = await this.run('claim', [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs]);
-    // UPDATE … FROM returns rows in no particular order: restore claim order.
-    rows.sort(
-      (a, b) =>
-        (b.priority as number) - (a.priority as number) ||
-        (a.run_at as Date).getTime() - (b.run_at as Date).getTime() ||
-        String(a.id).localeCompare(String(b.id)),
-    );
-    return rows.map((row) => ({
-      id: row.id as string,
-      name: row.name as string,
-      queue: row.queue as string,
-      payload: row.payload,
-      attempt: row.attempt as number,
-      maxAttempts: row.max_attempts as number,
-      timeoutMs: (row.timeout_ms as number | null) ?? null,
-      batchId: (row.batch_id as string | null) ?? null,
-    }));
+    // Rows arrive in claim order and already shaped as ClaimedJob: no second object per job.
+    return this.run<ClaimedJob>('claim', [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs]);
   }
 
   async finish(
@@ -83,12 +62,15 @@ export class PostgresJobStorage implements JobStorage {
     now: Date,
     tx?: SqlExecutor,
   ): Promise<Set<string>> {
-    const succeeded: string[] = [];
+    const succeededIds: string[] = [];
+    const succeededAttempts: number[] = [];
+    const results: Array<string | null> = [];
     const others: string[] = [];
     for (const { job, outcome } of attempts) {
       if (outcome.kind === 'succeeded') {
-        const result = outcome.result === undefined ? 'null' : JSON.stringify(outcome.result);
-        succeeded.push(`{"id":"${job.id}","attempt":${job.attempt},"result":${result}}`);
+        succeededIds.push(job.id);
+        succeededAttempts.push(job.attempt);
+        results.push(outcome.result === undefined || outcome.result === null ? null : JSON.stringify(outcome.result));
       } else {
         others.push(
           JSON.stringify({
@@ -104,8 +86,8 @@ export class PostgresJobStorage implements JobStorage {
     }
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
-    if (succeeded.length) {
-      writes.push(this.run('succeed', [`[${succeeded.join(',')}]`, workerId, now, this.channel], tx));
+    if (succeededIds.length) {
+      writes.push(this.run('succeed', [succeededIds, workerId, now, this.channel, succeededAttempts, results], tx));
     }
     if (others.length) writes.push(this.run('fail', [`[${others.join(',')}]`, workerId, now, this.channel], tx));
     for (const rows of await Promise.all(writes)) for (const row of rows) if (row.id) applied.add(row.id as string);

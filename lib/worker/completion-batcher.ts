@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { Clock, FinishedAttempt } from '../model/index.js';
 import type { JobStorage } from '../storage/job-storage.interface.js';
 import type { WorkflowStorage } from '../storage/workflow-storage.interface.js';
+import type { Mutex } from './mutex.js';
 
 interface Pending {
   attempt: FinishedAttempt;
@@ -26,6 +27,11 @@ export class CompletionBatcher {
     private readonly workflows: WorkflowStorage,
     private readonly workerId: string,
     private readonly clock: Clock,
+    /**
+     * Shared with lease renewal: both update this worker's active rows, and
+     * two statements locking the same rows in different orders deadlock.
+     */
+    private readonly rowLock: Mutex,
     private readonly maxBatch = 1000,
   ) {}
 
@@ -67,16 +73,21 @@ export class CompletionBatcher {
           // Outcomes that carry continuations need their own transaction; the rest go together.
           const plain = batch.filter((p) => !p.attempt.continuations?.length);
           const applied = plain.length
-            ? await this.storage.finish(
-                this.workerId,
-                plain.map((p) => p.attempt),
-                now,
+            ? await this.rowLock.run(() =>
+                this.storage.finish(
+                  this.workerId,
+                  plain.map((p) => p.attempt),
+                  now,
+                ),
               )
             : new Set<string>();
           for (const p of batch) {
             if (!p.attempt.continuations?.length) continue;
             const { continuations, ...attempt } = p.attempt;
-            if (await this.workflows.finishWithContinuations(this.workerId, attempt, continuations, now)) {
+            const written = await this.rowLock.run(() =>
+              this.workflows.finishWithContinuations(this.workerId, attempt, continuations, now),
+            );
+            if (written) {
               applied.add(attempt.job.id);
             }
           }

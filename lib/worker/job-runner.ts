@@ -1,4 +1,3 @@
-import { Logger } from '@nestjs/common';
 import { ContextIdFactory, type ModuleRef } from '@nestjs/core';
 import type { RegisteredJob } from '../discovery/job-registry.js';
 import {
@@ -44,7 +43,9 @@ type ContinuationOn = 'success' | 'failure' | 'always';
 
 /** Runs one attempt of one job: context, signal, timeout, outcome. */
 export class RunningJob {
-  readonly controller = new AbortController();
+  /** Made on first use of ctx.signal: most handlers never read it, and one per job shows in profiles. */
+  private controller: AbortController | null = null;
+  private abortReason: Error | null = null;
   private stopReason: StopReason | null = null;
   private rejectStop?: (reason: unknown) => void;
   private readonly stopped: Promise<never>;
@@ -60,6 +61,14 @@ export class RunningJob {
     this.stopped.catch(() => undefined);
   }
 
+  private signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
+  }
+
   /** Aborts the handler's signal and stops waiting for it. */
   stop(reason: StopReason): void {
     if (this.stopReason) return;
@@ -72,20 +81,25 @@ export class RunningJob {
           : reason === 'shutdown'
             ? new WorkerShutdownError()
             : new LeaseLostError(this.job.id);
-    this.controller.abort(error);
+    this.abortReason = error;
+    this.controller?.abort(error);
     this.rejectStop!(error);
   }
 
   async execute(): Promise<RunResult> {
     const { job } = this;
-    const logger = new Logger(`Job ${job.name}`);
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const self = this;
+    const logger = this.registered.logger;
     const ctx: JobContext = {
       jobId: job.id,
       name: job.name,
       queue: job.queue,
       attempt: job.attempt,
       maxAttempts: job.maxAttempts,
-      signal: this.controller.signal,
+      get signal() {
+        return self.signal();
+      },
       logger,
       progress: (fraction, message) => {
         if (typeof fraction !== 'number' || !(fraction >= 0 && fraction <= 1)) {

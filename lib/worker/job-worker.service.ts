@@ -21,6 +21,8 @@ import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflow-stor
 import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/job-storage.interface.js';
 import { NotificationListener } from '../storage/notification-listener.js';
 import { CompletionBatcher } from './completion-batcher.js';
+import { Mutex } from './mutex.js';
+import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { RunningJob } from './job-runner.js';
 import { ProgressWriter } from './progress-writer.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
@@ -40,6 +42,8 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   private readonly finishing = new Map<string, number>();
   private readonly knownQueues = new Set<string>();
   private batcher!: CompletionBatcher;
+  private readonly rowLock = new Mutex();
+  private adaptive!: AdaptivePrefetch;
   private progress!: ProgressWriter;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private claiming = false;
@@ -73,7 +77,8 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
         job.instance = job.wrapper.instance as never;
       this.knownQueues.add(job.options.queue);
     }
-    this.batcher = new CompletionBatcher(this.storage, this.workflows, this.id, this.clock);
+    this.adaptive = new AdaptivePrefetch(this.options.concurrency);
+    this.batcher = new CompletionBatcher(this.storage, this.workflows, this.id, this.clock, this.rowLock);
     this.progress = new ProgressWriter(this.storage, this.id, this.options.progressThrottle, this.logger);
     this.state = 'running';
     await this.storage.registerWorker({
@@ -155,12 +160,16 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     });
   }
 
+  private prefetch(): number {
+    return this.options.prefetch ?? this.adaptive.value;
+  }
+
   private capacity(): number {
-    return this.options.concurrency + this.options.prefetch;
+    return this.options.concurrency + this.prefetch();
   }
 
   private minClaim(): number {
-    return Math.max(1, Math.floor(this.options.prefetch / 2));
+    return Math.max(1, Math.floor(this.prefetch() / 2));
   }
 
   private async claim(limit: number): Promise<void> {
@@ -219,6 +228,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     this.running.set(job.id, run);
     void run.execute().then(async (result) => {
       this.running.delete(job.id);
+      this.adaptive.recordCompletion();
       this.progress.forget(job.id);
       if (result.outcome) {
         this.logOutcome(job, result.outcome);
@@ -281,7 +291,9 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     if (this.state === 'idle' || this.state === 'stopped') return;
     try {
       const now = this.clock.now();
-      const { lost, cancelRequested } = await this.storage.renewLeases(this.id, this.held(), now, this.options.lease);
+      const { lost, cancelRequested } = await this.rowLock.run(() =>
+        this.storage.renewLeases(this.id, this.held(), now, this.options.lease),
+      );
       for (const id of lost) {
         this.running.get(id)?.stop('lost-lease');
         const index = this.buffer.findIndex((j) => j.id === id);

@@ -12,15 +12,21 @@ export interface WorkerOptions {
   /** How long shutdown waits for running jobs before handing them back, in ms; default 10 000. */
   shutdownGrace?: number;
   /**
-   * Jobs claimed ahead of free slots, so one statement claims many; default
-   * equal to concurrency. Prefetched jobs keep their lease while they wait.
+   * Jobs claimed ahead of free slots, so one statement claims many.
+   * Default: adaptive, about 100 ms of work at the current completion rate,
+   * at most 500 — large for fast jobs, none for slow ones, so a slow queue
+   * is not hoarded by one instance. Prefetched jobs keep their lease.
    */
   prefetch?: number;
   /** How often progress may be written per job, in ms; default 500. */
   progressThrottle?: number;
 }
 
-export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'queues'>> & { queues: string[] | null };
+export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'queues' | 'prefetch'>> & {
+  queues: string[] | null;
+  /** null: adaptive. */
+  prefetch: number | null;
+};
 
 export const WORKER_OPTIONS = Symbol('WORKER_OPTIONS');
 
@@ -33,7 +39,7 @@ export function resolveWorkerOptions(o: WorkerOptions = {}): ResolvedWorkerOptio
     pollInterval: o.pollInterval ?? 1000,
     lease: o.lease ?? 30_000,
     shutdownGrace: o.shutdownGrace ?? 10_000,
-    prefetch: o.prefetch ?? concurrency,
+    prefetch: o.prefetch ?? null,
     progressThrottle: o.progressThrottle ?? 500,
   };
 }

@@ -18,7 +18,7 @@ const POLL_MS = 500; // the same idle-poll backstop pg-boss gets
 
 export const settings = (c) => ({
   'worker.concurrency': c,
-  'worker.prefetch': 'default (= concurrency)',
+  'worker.prefetch': 'default (adaptive, up to 500)',
   'worker.pollInterval': POLL_MS,
   connection: 'TypeORM pg pool, default size',
 });

@@ -1,0 +1,37 @@
+/**
+ * How many jobs to claim ahead of free slots when the user did not fix it:
+ * enough to cover ~100 ms at the rate jobs are finishing now. Fast no-op jobs
+ * get large batched claims; slow jobs get none, so that instances share a
+ * slow queue instead of one of them holding it in its buffer.
+ */
+export class AdaptivePrefetch {
+  private completed = 0;
+  private windowStart = Date.now();
+  private rate = -1;
+
+  constructor(
+    /** Before the first measurement: one claim fills the slots and as many again. */
+    private readonly initial: number,
+    private readonly max = 500,
+    private readonly horizonMs = 100,
+  ) {}
+
+  recordCompletion(): void {
+    this.completed++;
+    const now = Date.now();
+    const elapsed = now - this.windowStart;
+    if (elapsed >= 100) {
+      const current = (this.completed * 1000) / elapsed;
+      this.rate = this.rate < 0 ? current : this.rate * 0.5 + current * 0.5;
+      this.completed = 0;
+      this.windowStart = now;
+    }
+  }
+
+  get value(): number {
+    if (this.rate < 0) return Math.min(this.max, this.initial);
+    // A long quiet spell: the last rate says nothing about the next job.
+    if (Date.now() - this.windowStart > 1000 && this.completed === 0) this.rate = 0;
+    return Math.min(this.max, Math.round((this.rate * this.horizonMs) / 1000));
+  }
+}
