@@ -54,7 +54,8 @@ function coreProviders(): Provider[] {
     {
       provide: JOB_STORAGE,
       inject: [JobsConnection, JOBS_MODULE_OPTIONS],
-      useFactory: (c: JobsConnection, o: JobsModuleOptions) => new PostgresJobStorage(c.dataSource, o.schema ?? 'jobs'),
+      useFactory: (c: JobsConnection, o: JobsModuleOptions) =>
+        new PostgresJobStorage(c.dataSource, o.schema ?? 'jobs', !(o.worker?.synchronousCommit ?? false)),
     },
     {
       provide: WORKFLOW_STORAGE,

@@ -90,8 +90,10 @@ for (const scenario of selected) {
     // Rotate who goes first so no library always runs on the coolest machine.
     const order = libs.map((_, k) => libs[(k + r) % libs.length]);
     for (const lib of order) {
-      const entry = (results[scenario.id][lib] ??= { runs: [], errors: [] });
       const adapter = adapters[lib];
+      // A scenario only some libraries have (batches): the others get no cell.
+      if (adapter && scenario.supports && !scenario.supports(adapter)) continue;
+      const entry = (results[scenario.id][lib] ??= { runs: [], errors: [] });
       if (!adapter) {
         entry.errors.push('library failed to load');
         continue;

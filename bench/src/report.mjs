@@ -27,6 +27,9 @@ function rowsFor(titles) {
     { scenario: 'claim0', field: 'jobsPerSec', title: t('claim0'), unit: 'rate', better: 'higher' },
     { scenario: 'claim1m', field: 'jobsPerSec', title: t('claim1m'), unit: 'rate', better: 'higher' },
     { derived: 'claimRatio', title: 'claim with finished rows kept ÷ empty table', unit: 'pct', better: 'higher' },
+    { scenario: 'batch10k', field: 'dispatchSeconds', title: `${t('batch10k')}: dispatch (s)`, unit: 'ms' },
+    { scenario: 'batch10k', field: 'jobsPerSec', title: `${t('batch10k')}: completion (jobs/s)`, unit: 'rate' },
+    { derived: 'batchRatio', title: 'batch completion ÷ plain drain at concurrency 10', unit: 'pct' },
   ];
 }
 
@@ -52,6 +55,17 @@ function cell(s, unit) {
 export function aggregate(results, libs, titles) {
   const rows = [];
   for (const row of rowsFor(titles)) {
+    if (row.derived === 'batchRatio') {
+      if (!results.batch10k || !results.drain10) continue;
+      const values = {};
+      for (const lib of libs) {
+        const a = summarize((results.drain10[lib]?.runs ?? []).map((r) => r.jobsPerSec));
+        const b = summarize((results.batch10k[lib]?.runs ?? []).map((r) => r.jobsPerSec));
+        values[lib] = a && b ? { median: b.median / a.median, min: NaN, max: NaN, n: 1 } : null;
+      }
+      rows.push({ ...row, values });
+      continue;
+    }
     if (row.derived === 'claimRatio') {
       if (!results.claim0 || !results.claim1m) continue;
       const values = {};

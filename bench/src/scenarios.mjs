@@ -44,6 +44,7 @@ export function buildScenarios(scale) {
   const latencyN = S(200, 20);
   const claimN = S(2_000);
   const keptN = S(1_000_000);
+  const batchN = S(10_000);
   const k = (n) => (n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
   const kept = keptN >= 1_000_000 && keptN % 1_000_000 === 0 ? `${keptN / 1_000_000}M` : k(keptN);
 
@@ -141,5 +142,19 @@ export function buildScenarios(scale) {
     },
     claimScenario('claim0', false),
     claimScenario('claim1m', true),
+    {
+      // Workflows must not make completions serial: one batch's counters are
+      // updated by every member's completion.
+      id: 'batch10k',
+      title: `one batch of ${k(batchN)} members + then, concurrency 10`,
+      supports: (adapter) => typeof adapter.enqueueBatch === 'function',
+      async run(adapter, lib) {
+        const t = now();
+        await adapter.enqueueBatch(batchN);
+        const dispatchSeconds = ms(t, now()) / 1000;
+        await settle(adapter);
+        return { ...(await timedDrain(adapter, lib, { jobs: batchN, concurrency: 10 })), dispatchSeconds };
+      },
+    },
   ];
 }

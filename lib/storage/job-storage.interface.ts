@@ -67,6 +67,8 @@ export interface JobStorage {
   prune(states: readonly string[], before: Date, limit: number): Promise<number>;
   pruneBatches(before: Date, limit: number): Promise<number>;
   notifyChannel(): string;
+  /** Closes the worker's own connections (after the worker stopped). */
+  closeWorkerConnections(): Promise<void>;
   /** Sends a notification to every instance (cancellation requests). */
   notify(payload: string): Promise<void>;
 }

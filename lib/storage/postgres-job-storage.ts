@@ -21,17 +21,30 @@ import type {
 import { jobStatements, type JobStatements } from './job-statements.js';
 import { encodeNewJobs } from './job-encoding.js';
 import { PoolExecutor, type SqlExecutor } from './sql-executor.js';
+import { WorkerPool } from './worker-pool.js';
+
+/** Claims, up to three outcome writes and a renewal can be in flight at once. */
+const WORKER_CONNECTIONS = 5;
 
 type Row = Record<string, unknown>;
 
 export class PostgresJobStorage implements JobStorage {
   private readonly sql: JobStatements;
-  private readonly pool: SqlExecutor;
+  private readonly pool: PoolExecutor;
   private readonly channel: string;
 
+  private workerPool: WorkerPool | null = null;
+
   constructor(
-    dataSource: DataSource,
+    private readonly dataSource: DataSource,
     readonly schema: string,
+    /**
+     * Commit claims, outcomes and renewals without waiting for the WAL flush
+     * (worker.synchronousCommit false). A PostgreSQL crash can then undo the
+     * last moments of them: those jobs run again (at least once still holds);
+     * no job is ever lost, because enqueues always wait for the flush.
+     */
+    private readonly relaxedCommit = false,
   ) {
     this.sql = jobStatements(schema);
     this.pool = new PoolExecutor(dataSource);
@@ -46,6 +59,19 @@ export class PostgresJobStorage implements JobStorage {
     return executor.query<T>(this.sql[key], values);
   }
 
+  /** The worker's hot-path writes go through its own small pool (see WorkerPool). */
+  private runWorker<T = Row>(key: keyof JobStatements, values: unknown[], tx?: SqlExecutor): Promise<T[]> {
+    if (tx) return this.run<T>(key, values, tx);
+    this.workerPool ??= new WorkerPool(this.dataSource, WORKER_CONNECTIONS, this.relaxedCommit);
+    return this.run<T>(key, values, this.workerPool.executor);
+  }
+
+  async closeWorkerConnections(): Promise<void> {
+    const pool = this.workerPool;
+    this.workerPool = null;
+    await pool?.close();
+  }
+
   async insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void> {
     if (jobs.length === 0) return;
     await this.run('insert', [encodeNewJobs(jobs), now, this.channel], tx);
@@ -53,7 +79,7 @@ export class PostgresJobStorage implements JobStorage {
 
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
     // Rows arrive in claim order and already shaped as ClaimedJob: no second object per job.
-    return this.run<ClaimedJob>('claim', [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs]);
+    return this.runWorker<ClaimedJob>('claim', [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs]);
   }
 
   async finish(
@@ -89,14 +115,20 @@ export class PostgresJobStorage implements JobStorage {
     if (succeededIds.length) {
       writes.push(this.run('succeed', [succeededIds, workerId, now, this.channel, succeededAttempts, results], tx));
     }
-    if (others.length) writes.push(this.run('fail', [`[${others.join(',')}]`, workerId, now, this.channel], tx));
+    if (others.length) writes.push(this.runWorker('fail', [`[${others.join(',')}]`, workerId, now, this.channel], tx));
     for (const rows of await Promise.all(writes)) for (const row of rows) if (row.id) applied.add(row.id as string);
     return applied;
   }
 
   async renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal> {
     if (jobs.length === 0) return { lost: [], cancelRequested: [] };
-    const rows = await this.run('renew', [jobs.map((j) => j.id), workerId, now, leaseMs, jobs.map((j) => j.attempt)]);
+    const rows = await this.runWorker('renew', [
+      jobs.map((j) => j.id),
+      workerId,
+      now,
+      leaseMs,
+      jobs.map((j) => j.attempt),
+    ]);
     const kept = new Set(rows.map((r) => r.id as string));
     return {
       lost: jobs.filter((j) => !kept.has(j.id)).map((j) => j.id),

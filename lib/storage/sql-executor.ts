@@ -35,17 +35,20 @@ class ClientExecutor implements SqlExecutor {
   }
 }
 
-export class PoolExecutor implements SqlExecutor {
-  private readonly pool: PgQueryable & { connect(): Promise<PgPoolClient> };
+type PgPool = PgQueryable & { connect(): Promise<PgPoolClient> };
 
-  constructor(dataSource: DataSource) {
-    this.pool = (dataSource.driver as unknown as { master: PoolExecutor['pool'] }).master;
+export class PoolExecutor implements SqlExecutor {
+  private readonly pool: PgPool;
+
+  /** TypeORM's own pool of a DataSource, or a pool of ours. */
+  constructor(source: DataSource | PgPool) {
+    this.pool = 'driver' in source ? (source.driver as unknown as { master: PgPool }).master : source;
   }
 
-  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const client = await this.pool.connect();
     try {
-      await client.query({ text: 'BEGIN' });
+      await client.query({ text: begin });
       const result = await fn(new ClientExecutor(client));
       await client.query({ text: 'COMMIT' });
       client.release();

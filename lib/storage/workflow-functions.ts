@@ -17,31 +17,32 @@ export function workflowFunctions(schema: string): string[] {
      DECLARE
        skipped uuid[] := '{}';
        r record;
+       x record;
      BEGIN
+       -- One child at a time, in id order: every settling transaction locks
+       -- children in the same order, so two of them cannot deadlock here.
        FOR r IN
-         WITH counts AS (
-           SELECT c AS id, count(*)::int AS n FROM unnest(p_children) AS c GROUP BY c ORDER BY c
-         )
-         UPDATE ${s}.job j SET remaining_dependencies = j.remaining_dependencies - counts.n
-           FROM counts WHERE j.id = counts.id AND j.state = 'waiting'
-         RETURNING j.id, j.remaining_dependencies, j.queue
+         SELECT c AS id, count(*)::int AS n FROM unnest(p_children) AS c GROUP BY c ORDER BY c
        LOOP
-         CONTINUE WHEN r.remaining_dependencies > 0;
+         UPDATE ${s}.job j SET remaining_dependencies = j.remaining_dependencies - r.n
+          WHERE j.id = r.id AND j.state = 'waiting'
+         RETURNING j.id, j.remaining_dependencies, j.queue INTO x;
+         CONTINUE WHEN NOT FOUND OR x.remaining_dependencies > 0;
          IF NOT EXISTS (
            SELECT 1 FROM ${s}.job_dependency d
-            WHERE d.child_id = r.id AND NOT (
+            WHERE d.child_id = x.id AND NOT (
               d.trigger = 'always'
               OR (d.trigger = 'success' AND d.parent_outcome = 'succeeded')
               OR (d.trigger = 'failure' AND d.parent_outcome = 'failed'))
          ) THEN
-           UPDATE ${s}.job SET state = 'queued', run_at = greatest(run_at, p_now) WHERE id = r.id;
-           PERFORM pg_notify(p_channel, 'q:' || r.queue);
+           UPDATE ${s}.job SET state = 'queued', run_at = greatest(run_at, p_now) WHERE id = x.id;
+           PERFORM pg_notify(p_channel, 'q:' || x.queue);
          ELSE
            UPDATE ${s}.job SET state = 'skipped', completed_at = p_now,
                   last_error = jsonb_build_object('name', 'DependencyNotMet',
                     'message', 'Skipped: a parent did not end the way this job waited for')
-            WHERE id = r.id;
-           skipped := skipped || r.id;
+            WHERE id = x.id;
+           skipped := skipped || x.id;
          END IF;
        END LOOP;
        RETURN skipped;
@@ -59,6 +60,7 @@ export function workflowFunctions(schema: string): string[] {
        n_states text[];
        children uuid[];
        b record;
+       c record;
        final text;
        extra uuid[];
      BEGIN
@@ -67,26 +69,23 @@ export function workflowFunctions(schema: string): string[] {
          n_states := '{}';
          children := '{}';
 
-         FOR b IN
-           WITH settled AS (
-             SELECT j.batch_id, t.state
-               FROM unnest(q_ids, q_states) AS t(id, state) JOIN ${s}.job j ON j.id = t.id
-              WHERE j.batch_id IS NOT NULL
-           ), counts AS (
-             SELECT batch_id,
-                    count(*) FILTER (WHERE state = 'succeeded')::int AS ok,
-                    count(*) FILTER (WHERE state = 'failed')::int AS bad,
-                    count(*) FILTER (WHERE state = 'cancelled')::int AS cxl,
-                    count(*) FILTER (WHERE state = 'skipped')::int AS skp,
-                    count(*)::int AS n
-               FROM settled GROUP BY batch_id ORDER BY batch_id
-           )
+         -- Batches one at a time, in id order, for the same reason as children.
+         FOR c IN
+           SELECT j.batch_id,
+                  count(*) FILTER (WHERE t.state = 'succeeded')::int AS ok,
+                  count(*) FILTER (WHERE t.state = 'failed')::int AS bad,
+                  count(*) FILTER (WHERE t.state = 'cancelled')::int AS cxl,
+                  count(*) FILTER (WHERE t.state = 'skipped')::int AS skp,
+                  count(*)::int AS n
+             FROM unnest(q_ids, q_states) AS t(id, state) JOIN ${s}.job j ON j.id = t.id
+            WHERE j.batch_id IS NOT NULL
+            GROUP BY j.batch_id ORDER BY j.batch_id
+         LOOP
            UPDATE ${s}.job_batch jb
               SET pending = jb.pending - c.n, succeeded = jb.succeeded + c.ok, failed = jb.failed + c.bad,
                   cancelled = jb.cancelled + c.cxl, skipped = jb.skipped + c.skp
-             FROM counts c WHERE jb.id = c.batch_id
-           RETURNING jb.*, c.bad AS new_failures
-         LOOP
+            WHERE jb.id = c.batch_id
+           RETURNING jb.*, c.bad AS new_failures INTO b;
            IF b.new_failures > 0 AND b.failed = b.new_failures THEN
              -- The first failure: catch callbacks run now, not at the end.
              WITH d AS (

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { Clock, FinishedAttempt } from '../model/index.js';
 import type { JobStorage } from '../storage/job-storage.interface.js';
 import type { WorkflowStorage } from '../storage/workflow-storage.interface.js';
-import type { Mutex } from './mutex.js';
+import type { RowLock } from './mutex.js';
 
 interface Pending {
   attempt: FinishedAttempt;
@@ -10,28 +10,32 @@ interface Pending {
 }
 
 /**
- * Writes outcomes in batches without adding latency: the first outcome is
- * written at once, and those that finish while a write is in flight go
- * together in the next one. A failed write is retried, never dropped: the
- * fence makes a late write harmless if the lease was lost meanwhile.
+ * Writes outcomes in batches without adding latency: an outcome is written
+ * at once if a write slot is free, and those that finish while all slots are
+ * busy go together in the next write. Several writes run at once (they touch
+ * disjoint rows), so PostgreSQL works on them in parallel. A failed write is
+ * retried, never dropped: the fence makes a late write harmless if the lease
+ * was lost meanwhile.
  */
 export class CompletionBatcher {
   private readonly logger = new Logger('JobWorker');
   private queue: Pending[] = [];
-  private flushing: Promise<void> | null = null;
+  private inFlight = 0;
+  private failures = 0;
+  private pausedUntil = 0;
+  private resumeTimer: NodeJS.Timeout | null = null;
   private deadline = Infinity;
   private stopped = false;
+  private readonly idleWaiters: Array<() => void> = [];
 
   constructor(
     private readonly storage: JobStorage,
     private readonly workflows: WorkflowStorage,
     private readonly workerId: string,
     private readonly clock: Clock,
-    /**
-     * Shared with lease renewal: both update this worker's active rows, and
-     * two statements locking the same rows in different orders deadlock.
-     */
-    private readonly rowLock: Mutex,
+    /** Shared with lease renewal, which must not overlap a write of the same rows. */
+    private readonly rowLock: RowLock,
+    private readonly maxInFlight = 3,
     private readonly maxBatch = 1000,
   ) {}
 
@@ -39,12 +43,75 @@ export class CompletionBatcher {
   add(attempt: FinishedAttempt): Promise<boolean> {
     return new Promise((resolve) => {
       this.queue.push({ attempt, resolve });
-      if (!this.flushing) this.flushing = this.flush();
+      this.pump();
     });
   }
 
   get size(): number {
-    return this.queue.length;
+    return this.queue.length + this.inFlight;
+  }
+
+  private pump(): void {
+    if (this.stopped || Date.now() < this.pausedUntil) return;
+    while (this.queue.length && this.inFlight < this.maxInFlight) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      this.inFlight++;
+      void this.write(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+        if (this.inFlight === 0 && this.queue.length === 0) for (const w of this.idleWaiters.splice(0)) w();
+      });
+    }
+  }
+
+  private async write(batch: Pending[]): Promise<void> {
+    try {
+      const now = this.clock.now();
+      // Outcomes that carry continuations need their own transaction; the rest go together.
+      const plain = batch.filter((p) => !p.attempt.continuations?.length);
+      const applied = plain.length
+        ? await this.rowLock.runShared(() =>
+            this.storage.finish(
+              this.workerId,
+              plain.map((p) => p.attempt),
+              now,
+            ),
+          )
+        : new Set<string>();
+      for (const p of batch) {
+        if (!p.attempt.continuations?.length) continue;
+        const { continuations, ...attempt } = p.attempt;
+        const written = await this.rowLock.runShared(() =>
+          this.workflows.finishWithContinuations(this.workerId, attempt, continuations, now),
+        );
+        if (written) applied.add(attempt.job.id);
+      }
+      this.failures = 0;
+      for (const p of batch) p.resolve(applied.has(p.attempt.job.id));
+    } catch (error) {
+      this.queue.unshift(...batch);
+      this.failures++;
+      const wait = Math.min(5000, 100 * 2 ** this.failures, Math.max(0, this.deadline - Date.now()));
+      this.logger.error(
+        `Recording ${batch.length} job outcome(s) failed (${(error as Error).message}); retrying in ${wait} ms`,
+      );
+      this.pausedUntil = Math.max(this.pausedUntil, Date.now() + wait);
+      this.scheduleResume();
+    }
+  }
+
+  /** Wakes the pump once the pause is over; re-arms if a later failure extended it. */
+  private scheduleResume(): void {
+    if (this.resumeTimer || this.stopped) return;
+    this.resumeTimer = setTimeout(
+      () => {
+        this.resumeTimer = null;
+        if (Date.now() < this.pausedUntil) this.scheduleResume();
+        else this.pump();
+      },
+      Math.max(1, this.pausedUntil - Date.now()),
+    );
+    this.resumeTimer.unref();
   }
 
   /**
@@ -54,57 +121,16 @@ export class CompletionBatcher {
    */
   async drain(timeoutMs: number): Promise<number> {
     this.deadline = Date.now() + timeoutMs;
-    while (this.flushing && Date.now() < this.deadline) {
-      await Promise.race([this.flushing, new Promise((r) => setTimeout(r, 100).unref())]);
+    if (this.inFlight || this.queue.length) {
+      await Promise.race([
+        new Promise<void>((r) => this.idleWaiters.push(r)),
+        new Promise((r) => setTimeout(r, timeoutMs).unref()),
+      ]);
     }
-    const left = this.queue.length + (this.flushing ? 1 : 0);
+    const left = this.queue.length + this.inFlight;
     this.stopped = true;
+    if (this.resumeTimer) clearTimeout(this.resumeTimer);
     for (const p of this.queue.splice(0)) p.resolve(false);
     return left;
-  }
-
-  private async flush(): Promise<void> {
-    let failures = 0;
-    try {
-      while (this.queue.length && !this.stopped) {
-        const batch = this.queue.splice(0, this.maxBatch);
-        try {
-          const now = this.clock.now();
-          // Outcomes that carry continuations need their own transaction; the rest go together.
-          const plain = batch.filter((p) => !p.attempt.continuations?.length);
-          const applied = plain.length
-            ? await this.rowLock.run(() =>
-                this.storage.finish(
-                  this.workerId,
-                  plain.map((p) => p.attempt),
-                  now,
-                ),
-              )
-            : new Set<string>();
-          for (const p of batch) {
-            if (!p.attempt.continuations?.length) continue;
-            const { continuations, ...attempt } = p.attempt;
-            const written = await this.rowLock.run(() =>
-              this.workflows.finishWithContinuations(this.workerId, attempt, continuations, now),
-            );
-            if (written) {
-              applied.add(attempt.job.id);
-            }
-          }
-          failures = 0;
-          for (const p of batch) p.resolve(applied.has(p.attempt.job.id));
-        } catch (error) {
-          this.queue.unshift(...batch);
-          failures++;
-          const wait = Math.min(5000, 100 * 2 ** failures, Math.max(0, this.deadline - Date.now()));
-          this.logger.error(
-            `Recording ${batch.length} job outcome(s) failed (${(error as Error).message}); retrying in ${wait} ms`,
-          );
-          await new Promise((r) => setTimeout(r, wait));
-        }
-      }
-    } finally {
-      this.flushing = null;
-    }
   }
 }

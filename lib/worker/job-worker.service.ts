@@ -21,7 +21,7 @@ import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflow-stor
 import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/job-storage.interface.js';
 import { NotificationListener } from '../storage/notification-listener.js';
 import { CompletionBatcher } from './completion-batcher.js';
-import { Mutex } from './mutex.js';
+import { RowLock } from './mutex.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { RunningJob } from './job-runner.js';
 import { ProgressWriter } from './progress-writer.js';
@@ -42,7 +42,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   private readonly finishing = new Map<string, number>();
   private readonly knownQueues = new Set<string>();
   private batcher!: CompletionBatcher;
-  private readonly rowLock = new Mutex();
+  private readonly rowLock = new RowLock();
   private adaptive!: AdaptivePrefetch;
   private progress!: ProgressWriter;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
@@ -291,7 +291,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     if (this.state === 'idle' || this.state === 'stopped') return;
     try {
       const now = this.clock.now();
-      const { lost, cancelRequested } = await this.rowLock.run(() =>
+      const { lost, cancelRequested } = await this.rowLock.runExclusive(() =>
         this.storage.renewLeases(this.id, this.held(), now, this.options.lease),
       );
       for (const id of lost) {
@@ -359,6 +359,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     }
     for (const t of this.timers.splice(0)) clearInterval(t);
     await this.storage.unregisterWorker(this.id, this.clock.now()).catch(() => undefined);
+    await this.storage.closeWorkerConnections();
     this.state = 'stopped';
   }
 }

@@ -1,11 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { INestApplication } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { JobQueue } from 'nestjs-durable-jobs';
+import { JOB_STORAGE, type JobStorage } from '../../lib/storage/job-storage.interface.js';
 import { SlowReport } from '../../sample/jobs/slow-report.job.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { CountingProbe, probeProviders } from '../support/probe.jobs.js';
 import { startSampleApp } from '../support/sample-app.js';
-import { waitFor } from '../support/wait.js';
+import { sleep, waitFor } from '../support/wait.js';
 
 const schemas: string[] = [];
 const apps: INestApplication[] = [];
@@ -133,6 +135,76 @@ it('with a short grace, shutdown hands the job back and another instance finishe
   expect(job.executions[0]!.workerId).toBe(firstWorker);
   expect(job.executions[0]!.error?.name).toBe('WorkerShutdownError');
   expect(job.executions[1]!.workerId).not.toBe(firstWorker);
+  await closeAll();
+});
+
+it('a NOTIFY sent at commit wakes an idle worker on another instance, with polling out of the picture', async () => {
+  const schema = uniqueSchema('wake');
+  schemas.push(schema);
+  const api = await start(schema, 'api', { enabled: false });
+  await sql(`CREATE TABLE "${schema}".probe_run (seq bigserial, job_id uuid NOT NULL, instance text NOT NULL)`);
+  // A 60 s poll: if the job runs within seconds, a notification woke the worker.
+  await start(schema, 'W', { pollInterval: 60_000 });
+  await sleep(300);
+  let id = '';
+  await api.get(DataSource).transaction(async (manager) => {
+    id = (await api.get(JobQueue).enqueue(CountingProbe, { i: 1 }, { manager })).id;
+    await sleep(400);
+    // Uncommitted: no worker can see it yet.
+    expect((await sql(`SELECT 1 FROM "${schema}".probe_run`)).length).toBe(0);
+  });
+  await waitFor('the notified worker to run the job', async () => (await api.get(JobQueue).get(id))?.state === 'succeeded', 10_000);
+  const runs = await sql<{ instance: string }>(`SELECT instance FROM "${schema}".probe_run`);
+  expect(runs).toEqual([{ instance: 'W' }]);
+  await closeAll();
+});
+
+it('serves queues in the configured order, then by priority', async () => {
+  const schema = uniqueSchema('order');
+  schemas.push(schema);
+  const api = await start(schema, 'api', { enabled: false });
+  await sql(`CREATE TABLE "${schema}".probe_run (seq bigserial, job_id uuid NOT NULL, instance text NOT NULL)`);
+  const queue = api.get(JobQueue);
+  const low = await queue.enqueueMany([
+    { job: CountingProbe, payload: { i: 1 } },
+    { job: CountingProbe, payload: { i: 2 } },
+  ]);
+  const [high] = await queue.enqueueMany([{ job: CountingProbe, payload: { i: 3 }, options: { priority: 5 } }]);
+  const critical = await queue.enqueueMany([
+    { job: CountingProbe, payload: { i: 4 }, options: { queue: 'critical' } },
+    { job: CountingProbe, payload: { i: 5 }, options: { queue: 'critical' } },
+  ]);
+  await start(schema, 'W', { concurrency: 1, prefetch: 0, queues: ['critical', 'counting'] });
+  await waitFor('all five jobs', async () => (await sql(`SELECT 1 FROM "${schema}".probe_run`)).length === 5);
+  const order = (await sql<{ job_id: string }>(`SELECT job_id FROM "${schema}".probe_run ORDER BY seq`)).map((r) => r.job_id);
+  expect(new Set(order.slice(0, 2))).toEqual(new Set(critical.map((j) => j.id)));
+  expect(order[2]).toBe(high!.id);
+  expect(new Set(order.slice(3))).toEqual(new Set(low.map((j) => j.id)));
+  await closeAll();
+});
+
+it('a job whose attempts are used up by crashes ends failed, saying so', async () => {
+  const schema = uniqueSchema('exhaust');
+  schemas.push(schema);
+  const api = await start(schema, 'api', { enabled: false });
+  const { id } = await api.get(JobQueue).enqueue(SlowReport, { steps: 1, stepMs: 1 }, { maxAttempts: 1 });
+  // A worker that claims the job and then vanishes without a word.
+  const storage = api.get<JobStorage>(JOB_STORAGE);
+  const claimed = await storage.claim({
+    workerId: 'ghost:1',
+    queue: 'reports',
+    names: ['slow-report'],
+    limit: 1,
+    now: new Date(),
+    leaseMs: 200,
+  });
+  expect(claimed.map((j) => j.id)).toEqual([id]);
+  await start(schema, 'rescuer', { lease: 1000 });
+  await waitFor('the job to fail', async () => (await api.get(JobQueue).get(id))?.state === 'failed', 10_000);
+  const job = (await api.get(JobQueue).get(id))!;
+  expect(job.lastError?.name).toBe('LeaseExpiredError');
+  expect(job.lastError?.message).toMatch(/Attempt 1 of 1 was interrupted \(worker ghost:1 stopped renewing its lease\) and no attempts remain/);
+  expect(job.executions.map((e) => [e.attempt, e.state, e.workerId])).toEqual([[1, 'interrupted', 'ghost:1']]);
   await closeAll();
 });
 

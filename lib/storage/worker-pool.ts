@@ -1,0 +1,34 @@
+import pg from 'pg';
+import type { DataSource } from 'typeorm';
+import { PoolExecutor } from './sql-executor.js';
+
+/**
+ * The connections of a worker's hot path (claims, outcomes, renewals): a
+ * small pool made from the very settings of TypeORM's pool, so the worker
+ * neither waits behind the app's queries nor takes the app's connections.
+ * With `relaxedCommit` its sessions commit without waiting for the WAL
+ * flush: a PostgreSQL crash can then undo the last moments of claims and
+ * outcomes, and those jobs run again. Enqueues never go through it.
+ */
+export class WorkerPool {
+  private readonly pool: pg.Pool;
+  readonly executor: PoolExecutor;
+
+  constructor(dataSource: DataSource, size: number, relaxedCommit: boolean) {
+    const base = (dataSource.driver as unknown as { master: { options: pg.PoolConfig } }).master.options;
+    const options = [base.options, relaxedCommit ? '-c synchronous_commit=off' : null].filter(Boolean).join(' ');
+    this.pool = new pg.Pool({
+      ...base,
+      max: size,
+      options: options || undefined,
+      application_name: 'nestjs-durable-jobs worker',
+    });
+    // An idle connection that breaks must not crash the process; the next query reconnects.
+    this.pool.on('error', () => undefined);
+    this.executor = new PoolExecutor(this.pool as never);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
