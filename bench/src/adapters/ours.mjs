@@ -18,7 +18,7 @@ const POLL_MS = 500; // the same idle-poll backstop pg-boss gets
 
 export const settings = (c) => ({
   'worker.concurrency': c,
-  'worker.prefetch': 'default (adaptive, up to 500)',
+  'worker.prefetch': 500,
   'worker.pollInterval': POLL_MS,
   connection: 'TypeORM pg pool, default size',
 });
@@ -127,7 +127,8 @@ export function create() {
     },
 
     async startWorker({ concurrency, onJob }) {
-      worker = await boot({ worker: { enabled: true, concurrency, pollInterval: POLL_MS }, onJob });
+      // A fixed local buffer of 500, as graphile-worker's localQueue.size here; the default adapts to the rate.
+      worker = await boot({ worker: { enabled: true, concurrency, pollInterval: POLL_MS, prefetch: 500 }, onJob });
     },
 
     async close() {
