@@ -38,13 +38,17 @@ export interface JobContext {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type JobClass<H = unknown> = new (...args: any[]) => H;
 
-/** Per-job options for jobs started from a running job. */
+/** Per-job options, wherever a job is started. */
 export interface StepOptions {
+  /** Milliseconds from now before the job may run. */
   delay?: number;
+  /** An absolute time before which the job does not run. */
   runAt?: Date;
+  /** Higher runs first. */
   priority?: number;
   queue?: string;
   maxAttempts?: number;
+  /** Milliseconds one attempt may run. */
   timeout?: number;
 }
 

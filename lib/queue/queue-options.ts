@@ -1,16 +1,8 @@
 import type { EntityManager } from 'typeorm';
+import type { StepOptions } from '../model/index.js';
 
-export interface EnqueueOptions {
-  /** Milliseconds from now before the job may run. */
-  delay?: number;
-  /** An absolute time before which the job does not run. */
-  runAt?: Date;
-  /** Higher runs first. */
-  priority?: number;
-  queue?: string;
-  maxAttempts?: number;
-  /** Milliseconds one attempt may run. */
-  timeout?: number;
+/** Per-job options (delay, runAt, priority, queue, maxAttempts, timeout) and where to write. */
+export interface EnqueueOptions extends StepOptions {
   /** Write the job in this TypeORM transaction: it exists only if that commits. */
   manager?: EntityManager;
   /**

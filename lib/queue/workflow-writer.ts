@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { isTerminal, JobsError, uuidv7, type NewJob } from '../model/index.js';
+import { isTerminal, JobsError, uuidv7, type NewJob, type StepOptions } from '../model/index.js';
 import { ManagerExecutor } from '../storage/sql-executor.js';
 import { WORKFLOW_STORAGE, type NewDependency, type WorkflowStorage } from '../storage/workflow-storage.interface.js';
 import { triggerMet } from './dependency-rules.js';
@@ -8,7 +8,7 @@ import { topologicalOrder } from './flow-graph.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import type { DependencyOn, EnqueueOptions, ParentRef } from './queue-options.js';
 
-export type StepOptions = Omit<EnqueueOptions, 'manager' | 'after'>;
+export type { StepOptions };
 
 export interface FlowNode {
   key: string;
