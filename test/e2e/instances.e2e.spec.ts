@@ -153,7 +153,11 @@ it('a NOTIFY sent at commit wakes an idle worker on another instance, with polli
     // Uncommitted: no worker can see it yet.
     expect((await sql(`SELECT 1 FROM "${schema}".probe_run`)).length).toBe(0);
   });
-  await waitFor('the notified worker to run the job', async () => (await api.get(JobQueue).get(id))?.state === 'succeeded', 10_000);
+  await waitFor(
+    'the notified worker to run the job',
+    async () => (await api.get(JobQueue).get(id))?.state === 'succeeded',
+    10_000,
+  );
   const runs = await sql<{ instance: string }>(`SELECT instance FROM "${schema}".probe_run`);
   expect(runs).toEqual([{ instance: 'W' }]);
   await closeAll();
@@ -176,7 +180,9 @@ it('serves queues in the configured order, then by priority', async () => {
   ]);
   await start(schema, 'W', { concurrency: 1, prefetch: 0, queues: ['critical', 'counting'] });
   await waitFor('all five jobs', async () => (await sql(`SELECT 1 FROM "${schema}".probe_run`)).length === 5);
-  const order = (await sql<{ job_id: string }>(`SELECT job_id FROM "${schema}".probe_run ORDER BY seq`)).map((r) => r.job_id);
+  const order = (await sql<{ job_id: string }>(`SELECT job_id FROM "${schema}".probe_run ORDER BY seq`)).map(
+    (r) => r.job_id,
+  );
   expect(new Set(order.slice(0, 2))).toEqual(new Set(critical.map((j) => j.id)));
   expect(order[2]).toBe(high!.id);
   expect(new Set(order.slice(3))).toEqual(new Set(low.map((j) => j.id)));
@@ -203,7 +209,9 @@ it('a job whose attempts are used up by crashes ends failed, saying so', async (
   await waitFor('the job to fail', async () => (await api.get(JobQueue).get(id))?.state === 'failed', 10_000);
   const job = (await api.get(JobQueue).get(id))!;
   expect(job.lastError?.name).toBe('LeaseExpiredError');
-  expect(job.lastError?.message).toMatch(/Attempt 1 of 1 was interrupted \(worker ghost:1 stopped renewing its lease\) and no attempts remain/);
+  expect(job.lastError?.message).toMatch(
+    /Attempt 1 of 1 was interrupted \(worker ghost:1 stopped renewing its lease\) and no attempts remain/,
+  );
   expect(job.executions.map((e) => [e.attempt, e.state, e.workerId])).toEqual([[1, 'interrupted', 'ghost:1']]);
   await closeAll();
 });
