@@ -99,16 +99,21 @@ export function create() {
     },
 
     // Rows shaped like the ones the library leaves after a first attempt that
-    // succeeded. This follows the library's current schema (succeeded jobs stay
-    // in the job table, no execution row): change it if that schema changes.
+    // succeeded: no execution row, and UUIDv7 ids from the past (the library
+    // makes time-ordered ids, so finished jobs sit at the old end of the key
+    // range and new jobs at the hot edge; random v4 ids would scatter them).
+    // This follows the library's current schema: change it if that changes.
     async prefillFinished(n) {
       await client();
       await sql(
         `INSERT INTO ${SCHEMA}.job (id, name, queue, payload, state, priority, run_at, attempt, max_attempts,
                                    created_at, started_at, completed_at)
-         SELECT gen_random_uuid(), $2, 'default', jsonb_build_object('i', -g), 'succeeded', 0, now(), 1, 3,
-                now(), now(), now()
-           FROM generate_series(1, $1::int) g`,
+         SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(r, 1, 3) || '-8' || substr(r, 4, 3)
+                 || '-' || substr(r, 7, 12))::uuid,
+                $2, 'default', jsonb_build_object('i', -g), 'succeeded', 0, now(), 1, 3, now(), now(), now()
+           FROM generate_series(1, $1::int) g,
+                LATERAL (SELECT lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint - 86400000 + g), 12, '0') AS h,
+                                md5(g::text) AS r) x`,
         [n, JOB],
       );
     },
