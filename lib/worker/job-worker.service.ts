@@ -114,7 +114,8 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       this.poke();
     } else if (payload.startsWith('c:')) {
       this.cancelLocal(payload.slice(2));
-    } else {
+    } else if (!payload.startsWith('s:')) {
+      // Schedule changes ('s:') are the scheduler's; anything else (a reconnect) may hide missed work.
       this.poke();
     }
   }
