@@ -1,6 +1,35 @@
+import { createHash } from 'node:crypto';
 import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
-import { SCHEMA_MIGRATIONS } from './schema-migrations.js';
+import { JobsError } from '../model/index.js';
+import { SCHEMA_MIGRATIONS, type SchemaMigration } from './schema-migrations.js';
 import { quoteIdent } from './sql-identifiers.js';
+
+/** The SQL of a version, fingerprinted: a database made by other SQL is refused with a clear message. */
+function checksum(migration: SchemaMigration): string {
+  return createHash('sha1').update(migration.up('schema').join(';\n')).digest('hex').slice(0, 16);
+}
+
+function versionTable(s: string): string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS ${s}.schema_version (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), checksum text)`,
+    `ALTER TABLE ${s}.schema_version ADD COLUMN IF NOT EXISTS checksum text`,
+  ];
+}
+
+/** Applied versions; throws when one was applied from different SQL than this build's. */
+function checkApplied(schema: string, rows: Array<{ version: number; checksum: string | null }>): Set<number> {
+  for (const row of rows) {
+    const migration = SCHEMA_MIGRATIONS.find((m) => m.version === row.version);
+    if (migration && row.checksum !== checksum(migration)) {
+      throw new JobsError(
+        `Schema "${schema}" holds version ${row.version} of the job tables as written by a different build of nestjs-durable-jobs ` +
+          `(a pre-release whose migration changed), so its tables may lack columns this build needs. ` +
+          `Potential fix: in development, drop it (DROP SCHEMA "${schema}" CASCADE, or delete .jobs-data for the embedded database) and start again.`,
+      );
+    }
+  }
+  return new Set(rows.map((r) => r.version));
+}
 
 /**
  * Brings the schema to the latest version at start. Several instances may
@@ -16,19 +45,21 @@ export async function migrateSchema(dataSource: DataSource, schema: string): Pro
     await runner.startTransaction();
     await runner.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`nestjs-durable-jobs:${schema}`]);
     await runner.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-    await runner.query(
-      `CREATE TABLE IF NOT EXISTS ${s}.schema_version (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const rows = (await runner.query(`SELECT version FROM ${s}.schema_version`)) as Array<{ version: number }>;
-    const done = new Set(rows.map((r) => r.version));
+    for (const statement of versionTable(s)) await runner.query(statement);
+    const rows = (await runner.query(`SELECT version, checksum FROM ${s}.schema_version`)) as Array<{
+      version: number;
+      checksum: string | null;
+    }>;
+    const done = checkApplied(schema, rows);
     for (const migration of SCHEMA_MIGRATIONS) {
       if (done.has(migration.version)) continue;
       for (const statement of migration.up(schema)) {
         await runner.query(statement);
       }
-      await runner.query(`INSERT INTO ${s}.schema_version (version, name) VALUES ($1, $2)`, [
+      await runner.query(`INSERT INTO ${s}.schema_version (version, name, checksum) VALUES ($1, $2, $3)`, [
         migration.version,
         migration.name,
+        checksum(migration),
       ]);
       applied.push(migration.version);
     }
@@ -58,14 +89,12 @@ export function createJobsMigrations(schema = 'jobs'): Array<new () => Migration
       name = name;
       async up(runner: QueryRunner): Promise<void> {
         await runner.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-        await runner.query(
-          `CREATE TABLE IF NOT EXISTS ${s}.schema_version (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-        );
+        for (const statement of versionTable(s)) await runner.query(statement);
         for (const statement of migration.up(schema)) await runner.query(statement);
-        await runner.query(`INSERT INTO ${s}.schema_version (version, name) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [
-          migration.version,
-          migration.name,
-        ]);
+        await runner.query(
+          `INSERT INTO ${s}.schema_version (version, name, checksum) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+          [migration.version, migration.name, checksum(migration)],
+        );
       }
       async down(runner: QueryRunner): Promise<void> {
         for (const statement of migration.down(schema)) await runner.query(statement);
@@ -84,7 +113,13 @@ export async function pendingSchemaVersions(dataSource: DataSource, schema: stri
     t: string | null;
   }>;
   if (!exists[0]?.t) return SCHEMA_MIGRATIONS.map((m) => m.version);
-  const rows = (await dataSource.query(`SELECT version FROM ${s}.schema_version`)) as Array<{ version: number }>;
-  const done = new Set(rows.map((r) => r.version));
+  const hasChecksum = (await dataSource.query(
+    `SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'schema_version' AND column_name = 'checksum'`,
+    [schema],
+  )) as unknown[];
+  const rows = (await dataSource.query(
+    `SELECT version, ${hasChecksum.length ? 'checksum' : 'NULL AS checksum'} FROM ${s}.schema_version`,
+  )) as Array<{ version: number; checksum: string | null }>;
+  const done = checkApplied(schema, rows);
   return SCHEMA_MIGRATIONS.filter((m) => !done.has(m.version)).map((m) => m.version);
 }

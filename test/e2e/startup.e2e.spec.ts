@@ -88,6 +88,18 @@ it('with migrationsRun: false the start fails on a missing schema, and the expor
   expect(app.get(JobQueue)).toBeDefined();
 });
 
+it('a schema written by a different build of the same version is refused with the fix', async () => {
+  const schema = uniqueSchema('stale');
+  schemas.push(schema);
+  const app = await boot(schema, []);
+  await app.close();
+  apps.splice(apps.indexOf(app), 1);
+  await sql(`UPDATE "${schema}".schema_version SET checksum = 'from-another-build' WHERE version = 1`);
+  await expect(boot(schema, [])).rejects.toThrow(
+    /Schema "t_stale_\w+" holds version 1 of the job tables as written by a different build.*Potential fix: in development, drop it \(DROP SCHEMA/,
+  );
+});
+
 it('forRootAsync takes its options from a factory with injected dependencies', async () => {
   const schema = uniqueSchema('async');
   schemas.push(schema);
