@@ -100,6 +100,21 @@ it('a schema written by a different build of the same version is refused with th
   );
 });
 
+it('worker.synchronousCommit: true runs jobs the same way, committing with the flush', async () => {
+  const schema = uniqueSchema('sync');
+  schemas.push(schema);
+  @Job('sync-noop')
+  class SyncNoop implements JobHandler<{ n: number }> {
+    run(p: { n: number }) {
+      return p.n;
+    }
+  }
+  const app = await boot(schema, [SyncNoop], { worker: { pollInterval: 100, synchronousCommit: true } });
+  const { id } = await app.get(JobQueue).enqueue(SyncNoop, { n: 7 });
+  await waitFor('the job to run', async () => (await app.get(JobQueue).get(id))?.state === 'succeeded');
+  expect((await app.get(JobQueue).get(id))!.result).toBe(7);
+});
+
 it('forRootAsync takes its options from a factory with injected dependencies', async () => {
   const schema = uniqueSchema('async');
   schemas.push(schema);
@@ -208,7 +223,7 @@ it('a @Job class that no module registers fails the start, unless listed as exte
   class Present implements JobHandler {
     run() {}
   }
-  const externals = ['no-run', 'same-name', 'noop', 'async-noop', 'embedded-noop'];
+  const externals = ['no-run', 'same-name', 'noop', 'async-noop', 'embedded-noop', 'sync-noop'];
   await expect(boot(schema, [Present], { externalJobs: externals, unregisteredJobs: 'error' })).rejects.toThrow(
     /Orphan is marked @Job\('orphan'\) but is not registered as a provider in any module.*Potential fix: add Orphan to the "providers"/,
   );
