@@ -21,6 +21,7 @@ export class CompletionBatcher {
   private readonly logger = new Logger('JobWorker');
   private queue: Pending[] = [];
   private inFlight = 0;
+  private pumpScheduled = false;
   private failures = 0;
   private pausedUntil = 0;
   private resumeTimer: NodeJS.Timeout | null = null;
@@ -43,7 +44,14 @@ export class CompletionBatcher {
   add(attempt: FinishedAttempt): Promise<boolean> {
     return new Promise((resolve) => {
       this.queue.push({ attempt, resolve });
-      this.pump();
+      // Outcomes that arrive in the same turn of the event loop share one statement.
+      if (!this.pumpScheduled) {
+        this.pumpScheduled = true;
+        setImmediate(() => {
+          this.pumpScheduled = false;
+          this.pump();
+        });
+      }
     });
   }
 
