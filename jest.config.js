@@ -1,14 +1,5 @@
 /** ESM Jest: Nest 12 ships ESM only, so tests run as ES modules through SWC. */
-const swc = {
-  jsc: {
-    parser: { syntax: 'typescript', decorators: true },
-    transform: { legacyDecorator: true, decoratorMetadata: true },
-    target: 'es2022',
-    keepClassNames: true,
-  },
-  module: { type: 'es6' },
-  sourceMaps: 'inline',
-};
+import { swcOptions as swc } from './test/support/swc-options.mjs';
 
 export default {
   rootDir: '.',

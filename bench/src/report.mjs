@@ -51,30 +51,25 @@ function cell(s, unit) {
   return `${fmt(s.median, unit)} (${fmt(s.min, unit)}–${fmt(s.max, unit)})`;
 }
 
+// One scenario's median throughput over another's, per library.
+function ratioValues(over, under, libs) {
+  const values = {};
+  for (const lib of libs) {
+    const a = summarize((under[lib]?.runs ?? []).map((r) => r.jobsPerSec));
+    const b = summarize((over[lib]?.runs ?? []).map((r) => r.jobsPerSec));
+    values[lib] = a && b ? { median: b.median / a.median, min: NaN, max: NaN, n: 1 } : null;
+  }
+  return values;
+}
+
 // results[scenario][lib] = { runs: [...metrics], errors: [...] }
 export function aggregate(results, libs, titles) {
   const rows = [];
   for (const row of rowsFor(titles)) {
-    if (row.derived === 'batchRatio') {
-      if (!results.batch10k || !results.drain10) continue;
-      const values = {};
-      for (const lib of libs) {
-        const a = summarize((results.drain10[lib]?.runs ?? []).map((r) => r.jobsPerSec));
-        const b = summarize((results.batch10k[lib]?.runs ?? []).map((r) => r.jobsPerSec));
-        values[lib] = a && b ? { median: b.median / a.median, min: NaN, max: NaN, n: 1 } : null;
-      }
-      rows.push({ ...row, values });
-      continue;
-    }
-    if (row.derived === 'claimRatio') {
-      if (!results.claim0 || !results.claim1m) continue;
-      const values = {};
-      for (const lib of libs) {
-        const a = summarize((results.claim0[lib]?.runs ?? []).map((r) => r.jobsPerSec));
-        const b = summarize((results.claim1m[lib]?.runs ?? []).map((r) => r.jobsPerSec));
-        values[lib] = a && b ? { median: b.median / a.median, min: NaN, max: NaN, n: 1 } : null;
-      }
-      rows.push({ ...row, values });
+    if (row.derived) {
+      const [over, under] = row.derived === 'batchRatio' ? ['batch10k', 'drain10'] : ['claim1m', 'claim0'];
+      if (!results[over] || !results[under]) continue;
+      rows.push({ ...row, values: ratioValues(results[over], results[under], libs) });
       continue;
     }
     const byLib = results[row.scenario];

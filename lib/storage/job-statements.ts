@@ -170,7 +170,6 @@ export function jobStatements(schema: string) {
       ON CONFLICT (id) DO UPDATE SET last_heartbeat = EXCLUDED.last_heartbeat, stopped_at = NULL`,
     heartbeatWorker: `UPDATE ${s}.worker SET last_heartbeat = $2, active = $3 WHERE id = $1`,
     unregisterWorker: `UPDATE ${s}.worker SET stopped_at = $2, active = 0 WHERE id = $1`,
-    notify: `SELECT pg_notify($1, $2)`,
 
     // Retention walks the primary key: ids are UUIDv7, so "created before the
     // cutoff" is a key range and no completed_at index is paid for on every

@@ -62,15 +62,13 @@ export interface JobStorage {
   heartbeatWorker(id: string, now: Date, active: number): Promise<void>;
   unregisterWorker(id: string, now: Date): Promise<void>;
   /** Queues that hold eligible work, for workers that serve every queue. */
-  queuesWithWork(now: Date): Promise<string[]>;
+  queuesWithWork(): Promise<string[]>;
   /** Deletes up to `limit` jobs in `states` that ended before `before`; returns how many. */
   prune(states: readonly string[], before: Date, limit: number): Promise<number>;
   pruneBatches(before: Date, limit: number): Promise<number>;
   notifyChannel(): string;
   /** Closes the worker's own connections (after the worker stopped). */
   closeWorkerConnections(): Promise<void>;
-  /** Sends a notification to every instance (cancellation requests). */
-  notify(payload: string): Promise<void>;
 }
 
 export const JOB_STORAGE = Symbol('JOB_STORAGE');

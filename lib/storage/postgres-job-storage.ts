@@ -256,10 +256,6 @@ export class PostgresJobStorage implements JobStorage {
     const rows = await this.run('pruneBatches', [uuidv7Floor(before), before, limit]);
     return rows.length;
   }
-
-  async notify(payload: string): Promise<void> {
-    await this.run('notify', [this.channel, payload]);
-  }
 }
 
 /** The smallest UUIDv7 of a millisecond: every id made before `at` sorts below it. */

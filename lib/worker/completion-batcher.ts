@@ -55,10 +55,6 @@ export class CompletionBatcher {
     });
   }
 
-  get size(): number {
-    return this.queue.length + this.inFlight;
-  }
-
   private pump(): void {
     if (this.stopped || Date.now() < this.pausedUntil) return;
     while (this.queue.length && this.inFlight < this.maxInFlight) {

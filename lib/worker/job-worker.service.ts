@@ -66,10 +66,6 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     @Inject(JOB_ROW_BUILDER) private readonly builder: JobRowBuilder,
   ) {}
 
-  get activeCount(): number {
-    return this.running.size;
-  }
-
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.enabled || this.registry.names().length === 0) return;
     for (const job of this.registry.all()) {
@@ -134,7 +130,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   private async refreshQueues(): Promise<void> {
     if (this.options.queues || this.state !== 'running') return;
     try {
-      for (const q of await this.storage.queuesWithWork(this.clock.now())) this.knownQueues.add(q);
+      for (const q of await this.storage.queuesWithWork()) this.knownQueues.add(q);
     } catch (error) {
       this.logger.warn(`Listing queues failed: ${(error as Error).message}`);
     }

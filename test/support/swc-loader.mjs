@@ -3,8 +3,9 @@
 // name to lib/ the way Jest's moduleNameMapper does.
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import swc from '@swc/core';
+import { swcOptions } from './swc-options.mjs';
 
 const root = new URL('../../', import.meta.url);
 const aliases = {
@@ -29,18 +30,6 @@ export async function load(url, context, next) {
   if (!url.endsWith('.ts')) return next(url, context);
   const filename = fileURLToPath(url);
   const source = await readFile(filename, 'utf8');
-  const { code } = await swc.transform(source, {
-    filename,
-    jsc: {
-      parser: { syntax: 'typescript', decorators: true },
-      transform: { legacyDecorator: true, decoratorMetadata: true },
-      target: 'es2022',
-      keepClassNames: true,
-    },
-    module: { type: 'es6' },
-    sourceMaps: 'inline',
-  });
+  const { code } = await swc.transform(source, { ...swcOptions, filename });
   return { format: 'module', source: code, shortCircuit: true };
 }
-
-export { pathToFileURL };
