@@ -88,47 +88,49 @@ export class PostgresJobStorage implements JobStorage {
     now: Date,
     tx?: SqlExecutor,
   ): Promise<Set<string>> {
+    // Per-row values travel as JSON objects keyed by job id (see jobStatements).
     const succeededIds: string[] = [];
-    const succeededAttempts: number[] = [];
-    const results: Array<string | null> = [];
-    const others: string[] = [];
+    const succeededAttempts: Record<string, number> = {};
+    const results: Record<string, unknown> = {};
+    const failedIds: string[] = [];
+    const failures: Record<string, object> = {};
     for (const { job, outcome } of attempts) {
       if (outcome.kind === 'succeeded') {
         succeededIds.push(job.id);
-        succeededAttempts.push(job.attempt);
-        results.push(outcome.result === undefined || outcome.result === null ? null : JSON.stringify(outcome.result));
+        succeededAttempts[job.id] = job.attempt;
+        if (outcome.result !== undefined && outcome.result !== null) results[job.id] = outcome.result;
       } else {
-        others.push(
-          JSON.stringify({
-            id: job.id,
-            attempt: job.attempt,
-            state: outcome.kind === 'retry' ? 'queued' : outcome.kind,
-            exec_state: outcome.kind === 'retry' ? 'failed' : outcome.kind,
-            error: outcome.error,
-            run_at: outcome.kind === 'retry' ? outcome.retryAt.toISOString() : null,
-          }),
-        );
+        failedIds.push(job.id);
+        failures[job.id] = {
+          attempt: job.attempt,
+          state: outcome.kind === 'retry' ? 'queued' : outcome.kind,
+          exec_state: outcome.kind === 'retry' ? 'failed' : outcome.kind,
+          error: outcome.error,
+          run_at: outcome.kind === 'retry' ? outcome.retryAt.toISOString() : null,
+        };
       }
     }
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
     if (succeededIds.length) {
-      writes.push(this.run('succeed', [succeededIds, workerId, now, this.channel, succeededAttempts, results], tx));
+      writes.push(
+        this.runWorker(
+          'succeed',
+          [succeededIds, workerId, now, this.channel, JSON.stringify(succeededAttempts), JSON.stringify(results)],
+          tx,
+        ),
+      );
     }
-    if (others.length) writes.push(this.runWorker('fail', [`[${others.join(',')}]`, workerId, now, this.channel], tx));
+    if (failedIds.length) {
+      writes.push(this.runWorker('fail', [failedIds, workerId, now, this.channel, JSON.stringify(failures)], tx));
+    }
     for (const rows of await Promise.all(writes)) for (const row of rows) if (row.id) applied.add(row.id as string);
     return applied;
   }
 
   async renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal> {
     if (jobs.length === 0) return { lost: [], cancelRequested: [] };
-    const rows = await this.runWorker('renew', [
-      jobs.map((j) => j.id),
-      workerId,
-      now,
-      leaseMs,
-      jobs.map((j) => j.attempt),
-    ]);
+    const rows = await this.runWorker('renew', [jobs.map((j) => j.id), workerId, now, leaseMs, attemptsById(jobs)]);
     const kept = new Set(rows.map((r) => r.id as string));
     return {
       lost: jobs.filter((j) => !kept.has(j.id)).map((j) => j.id),
@@ -143,7 +145,7 @@ export class PostgresJobStorage implements JobStorage {
       workerId,
       now,
       error ? JSON.stringify(error) : null,
-      jobs.map((j) => j.attempt),
+      attemptsById(jobs),
       this.channel,
     ]);
   }
@@ -256,6 +258,13 @@ export class PostgresJobStorage implements JobStorage {
     const rows = await this.run('pruneBatches', [uuidv7Floor(before), before, limit]);
     return rows.length;
   }
+}
+
+/** `{ "<job id>": attempt }`, the shape the lease statements read per row. */
+function attemptsById(jobs: readonly HeldJob[]): string {
+  const byId: Record<string, number> = {};
+  for (const j of jobs) byId[j.id] = j.attempt;
+  return JSON.stringify(byId);
 }
 
 /** The smallest UUIDv7 of a millisecond: every id made before `at` sorts below it. */

@@ -8,6 +8,9 @@ import { DataSource } from 'typeorm';
 import { Job, JobQueue, JobsModule, createJobsMigrations, type JobHandler } from 'nestjs-durable-jobs';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { waitFor } from '../support/wait.js';
+import { SCHEMA_MIGRATIONS } from '../../lib/storage/schema-migrations.js';
+
+const ALL_VERSIONS = SCHEMA_MIGRATIONS.map((m) => m.version);
 
 // This file defines its job classes inside the tests, so each test's strays
 // are visible to the later ones: those boot with unregisteredJobs 'ignore',
@@ -67,7 +70,7 @@ it('three instances starting at once migrate the schema once, without error', as
   }
   const started = await Promise.all([boot(schema, [Noop]), boot(schema, [Noop]), boot(schema, [Noop])]);
   const versions = await sql<{ version: number }>(`SELECT version FROM "${schema}".schema_version`);
-  expect(versions.map((v) => v.version)).toEqual([1]);
+  expect(versions.map((v) => v.version).sort()).toEqual(ALL_VERSIONS);
   const { id } = await started[0]!.get(JobQueue).enqueue(Noop, undefined);
   await waitFor('the job to run', async () => (await started[1]!.get(JobQueue).get(id))?.state === 'succeeded');
   expect((await started[2]!.get(JobQueue).get(id))!.result).toBe('ok');
@@ -77,7 +80,9 @@ it('with migrationsRun: false the start fails on a missing schema, and the expor
   const schema = uniqueSchema('manual');
   schemas.push(schema);
   await expect(boot(schema, [], { migrationsRun: false })).rejects.toThrow(
-    /lacks migration\(s\) 1 and migrationsRun is false\. Potential fix: add createJobsMigrations/,
+    new RegExp(
+      `lacks migration\\(s\\) ${ALL_VERSIONS.join(', ')} and migrationsRun is false\\. Potential fix: add createJobsMigrations`,
+    ),
   );
   const ds = new DataSource({ type: 'postgres', url: databaseUrl(), migrations: createJobsMigrations(schema) });
   await ds.initialize();
@@ -86,6 +91,32 @@ it('with migrationsRun: false the start fails on a missing schema, and the expor
   await ds.destroy();
   const app = await boot(schema, [], { migrationsRun: false });
   expect(app.get(JobQueue)).toBeDefined();
+});
+
+it('a schema made by the first release is upgraded in place, and its queued jobs still run', async () => {
+  const schema = uniqueSchema('upgrade');
+  schemas.push(schema);
+  @Job('upgrade-noop')
+  class UpgradeNoop implements JobHandler {
+    run() {
+      return 'after upgrade';
+    }
+  }
+  // The first release's schema, holding a queued job: migrate, then undo every later version.
+  const old = await boot(schema, [UpgradeNoop], { worker: { enabled: false } });
+  const { id } = await old.get(JobQueue).enqueue(UpgradeNoop, undefined);
+  await old.close();
+  apps.splice(apps.indexOf(old), 1);
+  for (const m of [...SCHEMA_MIGRATIONS].reverse().filter((m) => m.version > 1)) {
+    for (const statement of m.down(schema)) await sql(statement);
+    await sql(`DELETE FROM "${schema}".schema_version WHERE version = $1`, [m.version]);
+  }
+
+  const app = await boot(schema, [UpgradeNoop]);
+  const versions = await sql<{ version: number }>(`SELECT version FROM "${schema}".schema_version ORDER BY version`);
+  expect(versions.map((v) => v.version)).toEqual(ALL_VERSIONS);
+  await waitFor('the job to run', async () => (await app.get(JobQueue).get(id))?.state === 'succeeded');
+  expect((await app.get(JobQueue).get(id))!.result).toBe('after upgrade');
 });
 
 it('a schema written by a different build of the same version is refused with the fix', async () => {
@@ -223,7 +254,7 @@ it('a @Job class that no module registers fails the start, unless listed as exte
   class Present implements JobHandler {
     run() {}
   }
-  const externals = ['no-run', 'same-name', 'noop', 'async-noop', 'embedded-noop', 'sync-noop'];
+  const externals = ['no-run', 'same-name', 'noop', 'upgrade-noop', 'async-noop', 'embedded-noop', 'sync-noop'];
   await expect(boot(schema, [Present], { externalJobs: externals, unregisteredJobs: 'error' })).rejects.toThrow(
     /Orphan is marked @Job\('orphan'\) but is not registered as a provider in any module.*Potential fix: add Orphan to the "providers"/,
   );

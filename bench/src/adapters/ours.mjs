@@ -120,12 +120,13 @@ export function create() {
 
     analyze: () => analyzeSchema(SCHEMA),
 
-    // Unfinished jobs: queued and active are served by partial indexes; the
-    // only 'waiting' job in the bench is the batch scenario's callback.
+    // Unfinished jobs, each count served by a partial index: queued (the claim
+    // index), active (an active job is exactly one holding a lease: the lease
+    // index), waiting (the batch scenario's callback).
     async pendingCount() {
       const { rows } = await sql(
         `SELECT (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'queued')
-              + (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'active')
+              + (SELECT count(*) FROM ${SCHEMA}.job WHERE lease_expires_at IS NOT NULL)
               + (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'waiting') AS n`,
       );
       return Number(rows[0].n);
