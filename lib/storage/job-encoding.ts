@@ -16,6 +16,59 @@ export function encodeNewJob(j: NewJob, hasDependents = false): string {
   );
 }
 
-export function encodeNewJobs(jobs: readonly NewJob[]): string {
-  return `[${jobs.map((j) => encodeNewJob(j)).join(',')}]`;
+/**
+ * Jobs as one PostgreSQL array literal per column, for the insert's
+ * `unnest()`: each value is sent once and read by its type's own input
+ * function, where a JSON record set repeats every key per row and goes
+ * through the jsonb parser (measured on 20k jobs: 6.4 MB and ~0.7 s as JSON,
+ * under half that as arrays). The literals are built here rather than by the
+ * driver's generic array encoder, which took ~120 ms for the same 20k jobs.
+ * The order matches the insert statement's parameters $1..$14.
+ */
+export function encodeNewJobColumns(jobs: readonly NewJob[]): string[] {
+  const plain = (pick: (j: NewJob) => string | number | null | undefined) => arrayLiteral(jobs, pick, false);
+  const quoted = (pick: (j: NewJob) => string | null | undefined) => arrayLiteral(jobs, pick, true);
+  // Jobs of one call mostly share one run time: format each distinct Date once.
+  let lastRunAt: Date | null = null;
+  let lastIso = '';
+  const iso = (d: Date) => (d === lastRunAt ? lastIso : ((lastRunAt = d), (lastIso = d.toISOString())));
+  return [
+    plain((j) => j.id),
+    quoted((j) => j.name),
+    quoted((j) => j.queue),
+    quoted((j) => j.payloadJson),
+    plain((j) => j.state),
+    plain((j) => j.priority),
+    plain((j) => iso(j.runAt)),
+    plain((j) => j.maxAttempts),
+    plain((j) => j.timeoutMs),
+    plain((j) => j.batchId),
+    quoted((j) => j.groupKey),
+    quoted((j) => j.uniqueKey),
+    plain((j) => j.remainingDependencies ?? 0),
+    quoted((j) => (j.traceContext ? JSON.stringify(j.traceContext) : null)),
+  ];
 }
+
+/**
+ * `{a,b,NULL}`. Quoted elements escape backslash and double quote, which is
+ * all an array literal needs inside quotes; plain ones are values that never
+ * hold a separator (uuids, numbers, ISO timestamps, state names).
+ */
+function arrayLiteral<T>(
+  rows: readonly T[],
+  pick: (row: T) => string | number | null | undefined,
+  quote: boolean,
+): string {
+  let out = '{';
+  for (let i = 0; i < rows.length; i++) {
+    if (i) out += ',';
+    const v = pick(rows[i]!);
+    if (v === null || v === undefined) out += 'NULL';
+    else if (!quote) out += v;
+    else out += `"${String(v).replace(ESCAPED, '\\$&')}"`;
+  }
+  return out + '}';
+}
+
+const ESCAPED = /[\\"]/g;

@@ -27,17 +27,15 @@ export function jobStatements(schema: string) {
   /** One field of this row's entry in the fail statement's JSON object ($5), as text. */
   const failed = (field: string) => `($5::jsonb -> (j.id::text) ->> '${field}')`;
   return {
+    // Columns as arrays ($1..$14, see encodeNewJobColumns), then now and the channel.
     insert: `WITH ins AS (
       INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms,
                             batch_id, group_key, unique_key, remaining_dependencies, trace_context, created_at)
-      SELECT id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms,
-             batch_id, group_key, unique_key, coalesce(remaining_dependencies, 0), trace_context, $2
-      FROM jsonb_to_recordset($1::jsonb) AS t(id uuid, name text, queue text, payload jsonb, state text,
-           priority int, run_at timestamptz, max_attempts int, timeout_ms int, batch_id uuid, group_key text,
-           unique_key text, remaining_dependencies int, trace_context jsonb)
+      SELECT t.*, $15 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::int[],
+             $7::timestamptz[], $8::int[], $9::int[], $10::uuid[], $11::text[], $12::text[], $13::int[], $14::jsonb[]) AS t
       RETURNING queue, state, run_at
     )
-    SELECT pg_notify($3, 'q:' || queue) FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued' AND run_at <= $2) n`,
+    SELECT pg_notify($16, 'q:' || queue) FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued' AND run_at <= $15) n`,
 
     // ANY(ARRAY(...)) makes the planner fetch the locked rows by primary key;
     // a join on the CTE let it hash-join against a scan of the whole table.

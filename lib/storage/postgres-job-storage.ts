@@ -19,7 +19,7 @@ import type {
   WorkerRegistration,
 } from './job-storage.interface.js';
 import { jobStatements, type JobStatements } from './job-statements.js';
-import { encodeNewJobs } from './job-encoding.js';
+import { encodeNewJobColumns } from './job-encoding.js';
 import { PoolExecutor, type SqlExecutor } from './sql-executor.js';
 import { WorkerPool } from './worker-pool.js';
 
@@ -74,7 +74,7 @@ export class PostgresJobStorage implements JobStorage {
 
   async insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void> {
     if (jobs.length === 0) return;
-    await this.run('insert', [encodeNewJobs(jobs), now, this.channel], tx);
+    await this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel], tx);
   }
 
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
