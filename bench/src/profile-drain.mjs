@@ -1,9 +1,31 @@
-// Not part of the bench: drains N jobs in this process (producer and worker in
-// one), for profiling the worker with --cpu-prof or --heap-prof.
-// Usage: node bench/src/profile-drain.mjs [lib] [concurrency] [n]
-import { load } from './adapters/index.mjs';
+// Not part of the bench: a drain for profiling a library's worker, with the
+// worker's CPU per job (Node, and every postgres process on the machine) and
+// its memory before and during the drain.
+//
+//   node bench/src/profile-drain.mjs [lib] [concurrency] [n]
+//
+// The jobs are enqueued by a child process first, so this process holds the
+// worker only, as a bench worker does. Run it with --cpu-prof or
+// --heap-prof for a profile of the worker.
+import { fork } from 'node:child_process';
 import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { load } from './adapters/index.mjs';
 import { checkpoint } from './common.mjs';
+
+const [lib = 'ours', conc = '10', size = '20000', role] = process.argv.slice(2);
+const n = Number(size);
+const mod = await load(lib);
+
+if (role === 'fill') {
+  const producer = mod.create();
+  await producer.open?.();
+  await producer.reset();
+  await producer.enqueueBulk(n);
+  await producer.analyze?.();
+  await producer.close();
+  process.exit(0);
+}
 
 // CPU ms of every postgres process on this machine (utime + stime), from /proc.
 function pgCpuMs() {
@@ -19,16 +41,21 @@ function pgCpuMs() {
   return ticks * 10;
 }
 
-const [lib = 'ours', conc = '10', size = '20000'] = process.argv.slice(2);
-const n = Number(size);
-const mod = await load(lib);
-const producer = mod.create();
-await producer.open?.();
-await producer.reset();
-await producer.enqueueBulk(n);
-await producer.analyze?.();
+await new Promise((resolve, reject) =>
+  fork(fileURLToPath(import.meta.url), [lib, conc, size, 'fill'], { execArgv: [] })
+    .on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`fill exited ${code}`))))
+    .on('error', reject),
+);
 await checkpoint();
+
 const worker = mod.create();
+const probe = mod.create();
+const base = process.memoryUsage();
+const peakMem = { rss: 0, heapTotal: 0, heapUsed: 0 };
+const sampler = setInterval(() => {
+  const u = process.memoryUsage();
+  for (const k of Object.keys(peakMem)) peakMem[k] = Math.max(peakMem[k], u[k]);
+}, 5);
 const pg0 = pgCpuMs();
 const cpu0 = process.cpuUsage();
 let done = 0;
@@ -43,10 +70,16 @@ await worker.startWorker({
   },
 });
 await finished;
-while ((await producer.pendingCount()) > 0) await new Promise((r) => setTimeout(r, 2));
+while ((await probe.pendingCount()) > 0) await new Promise((r) => setTimeout(r, 2));
 const secs = (performance.now() - t0) / 1000;
 const cpu = process.cpuUsage(cpu0);
 const pgMs = pgCpuMs() - pg0;
-console.log(`${lib}: ${Math.round(n / secs)} jobs/s, rss ${Math.round(process.resourceUsage().maxRSS / 1024)} MB, node ${((cpu.user + cpu.system) / n).toFixed(1)} us/job, postgres ${((pgMs * 1000) / n).toFixed(1)} us/job`);
+clearInterval(sampler);
+const mb = (x) => Math.round(x / 1048576);
+console.log(
+  `${lib} c${conc}: ${Math.round(n / secs)} jobs/s, node ${((cpu.user + cpu.system) / n).toFixed(1)} us/job, ` +
+    `postgres ${((pgMs * 1000) / n).toFixed(1)} us/job; memory before: rss ${mb(base.rss)} heap ${mb(base.heapUsed)}/${mb(base.heapTotal)}, ` +
+    `peak rss ${mb(process.resourceUsage().maxRSS * 1024)}, heap ${mb(peakMem.heapUsed)}/${mb(peakMem.heapTotal)}`,
+);
 await worker.close();
-await producer.cleanup();
+await probe.cleanup();

@@ -81,14 +81,14 @@ export class ManagerExecutor implements SqlExecutor {
     return new PoolExecutor(this.manager.dataSource).transaction(fn);
   }
 
-  async query<T>(text: string, values?: unknown[]): Promise<T[]> {
+  async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
     const runner = this.manager.queryRunner;
     if (!runner || runner.isReleased) {
       // A manager outside a transaction has nothing to join: use the pool.
-      return new PoolExecutor(this.manager.dataSource).query<T>(text, values);
+      return new PoolExecutor(this.manager.dataSource).query<T>(text, values, name);
     }
     const client = (await runner.connect()) as PgQueryable;
-    const res = await client.query({ text, values });
+    const res = await client.query(name ? { text, values, name } : { text, values });
     return res.rows as T[];
   }
 }
