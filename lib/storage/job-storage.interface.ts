@@ -68,6 +68,8 @@ export interface JobStorage {
   pruneBatches(before: Date, limit: number): Promise<number>;
   notifyChannel(): string;
   /** Closes the worker's own connections (after the worker stopped). */
+  /** Opens the worker's own connections before its first claim, so the first jobs do not wait for them. */
+  openWorkerConnections(): Promise<void>;
   closeWorkerConnections(): Promise<void>;
 }
 

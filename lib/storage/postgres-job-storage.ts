@@ -79,8 +79,15 @@ export class PostgresJobStorage implements JobStorage {
   /** The worker's hot-path writes go through its own small pool (see WorkerPool). */
   private runWorker<T = Row>(key: keyof JobStatements, values: unknown[], tx?: SqlExecutor): Promise<T[]> {
     if (tx) return this.run<T>(key, values, tx);
-    this.workerPool ??= new WorkerPool(this.dataSource, WORKER_CONNECTIONS, this.relaxedCommit);
-    return this.run<T>(key, values, this.workerPool.executor);
+    return this.run<T>(key, values, this.workerConnections().executor);
+  }
+
+  private workerConnections(): WorkerPool {
+    return (this.workerPool ??= new WorkerPool(this.dataSource, WORKER_CONNECTIONS, this.relaxedCommit));
+  }
+
+  async openWorkerConnections(): Promise<void> {
+    await this.workerConnections().warm(WORKER_CONNECTIONS);
   }
 
   async closeWorkerConnections(): Promise<void> {

@@ -85,6 +85,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       concurrency: this.options.concurrency,
       now: this.clock.now(),
     });
+    await this.storage.openWorkerConnections();
     this.unsubscribe.push(this.listener.subscribe((payload) => this.onNotification(payload)));
     await this.listener.start();
     this.unsubscribe.push(this.clock.onChange(() => this.poke()));
