@@ -118,7 +118,8 @@ export function jobStatements(schema: string) {
                                  j.attempt, j.max_attempts, x.worker_id))
              ELSE j.last_error END
         FROM x WHERE j.id = x.id
-      RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue, j.batch_id, j.has_dependents
+      RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue, j.batch_id, j.has_dependents,
+                j.name, j.payload, j.max_attempts, j.timeout_ms, j.last_error
     ), ${settle(`(SELECT * FROM u WHERE state = 'failed')`, 'state', '$1', '$3')}, ex AS (
       INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
       SELECT id, attempt, worker_id, 'interrupted', started_at, $1,
@@ -128,8 +129,13 @@ export function jobStatements(schema: string) {
     ), n AS (
       SELECT pg_notify($3, 'q:' || queue) FROM (SELECT DISTINCT queue FROM u WHERE state = 'queued') q
     )
+    -- Jobs failed for good come back whole, so this instance can run their onFailure hooks.
     SELECT (SELECT count(*) FROM u)::int AS rescued, (SELECT count(*) FROM n)::int AS notified,
-           (SELECT count(*) FROM settled)::int AS settled`,
+           (SELECT count(*) FROM settled)::int AS settled,
+           (SELECT coalesce(jsonb_agg(jsonb_build_object(
+              'id', id, 'name', name, 'queue', queue, 'payload', payload, 'attempt', attempt,
+              'maxAttempts', max_attempts, 'timeoutMs', timeout_ms, 'batchId', batch_id, 'error', last_error)), '[]')
+              FROM u WHERE state = 'failed') AS exhausted`,
 
     progress: `UPDATE ${s}.job SET progress = $4, progress_message = $5
      WHERE id = $1 AND attempt = $2 AND worker_id = $3 AND state = 'active'`,

@@ -43,6 +43,11 @@ export type RetryResult =
  * Everything the queue, the workers and monitoring need from the database.
  * `tx` is the caller's transaction where a write must join it.
  */
+export interface RescueResult {
+  rescued: number;
+  exhausted: Array<{ job: ClaimedJob; error: SerializedError }>;
+}
+
 export interface JobStorage {
   readonly schema: string;
   insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void>;
@@ -53,7 +58,11 @@ export interface JobStorage {
   /** Gives jobs back at shutdown without spending their attempt; `error` records an interrupted run. */
   handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void>;
   /** Requeues (or fails, when attempts are spent) jobs whose lease expired. */
-  rescueExpired(now: Date, limit: number): Promise<number>;
+  /**
+   * Requeues active jobs whose lease expired, or fails them when no attempt
+   * is left; returns how many, and the jobs failed for good (with their error).
+   */
+  rescueExpired(now: Date, limit: number): Promise<RescueResult>;
   updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void>;
   cancel(id: string, now: Date): Promise<CancelResult>;
   retry(id: string, now: Date): Promise<RetryResult>;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import type {
   ClaimedJob,
@@ -16,6 +17,7 @@ import type {
   HeldJob,
   JobStorage,
   LeaseRenewal,
+  RescueResult,
   RetryResult,
   WorkerRegistration,
 } from './job-storage.interface.js';
@@ -40,7 +42,7 @@ const WORKER_CONNECTIONS = 5;
 
 type Row = Record<string, unknown>;
 
-export class PostgresJobStorage implements JobStorage {
+export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
   private readonly sql: JobStatements;
   private readonly pool: PoolExecutor;
   private readonly channel: string;
@@ -88,6 +90,11 @@ export class PostgresJobStorage implements JobStorage {
 
   async openWorkerConnections(): Promise<void> {
     await this.workerConnections().warm(WORKER_CONNECTIONS);
+  }
+
+  /** Nest calls this on shutdown: the worker closes its connections itself, anything else that opened them here. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.closeWorkerConnections();
   }
 
   async closeWorkerConnections(): Promise<void> {
@@ -174,9 +181,15 @@ export class PostgresJobStorage implements JobStorage {
     ]);
   }
 
-  async rescueExpired(now: Date, limit: number): Promise<number> {
-    const rows = await this.run<{ rescued: number }>('rescue', [now, limit, this.channel]);
-    return rows[0]?.rescued ?? 0;
+  async rescueExpired(now: Date, limit: number): Promise<RescueResult> {
+    const [row] = await this.run<{ rescued: number; exhausted: Array<ClaimedJob & { error: SerializedError }> }>(
+      'rescue',
+      [now, limit, this.channel],
+    );
+    return {
+      rescued: row?.rescued ?? 0,
+      exhausted: (row?.exhausted ?? []).map(({ error, ...job }) => ({ job, error })),
+    };
   }
 
   async updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void> {

@@ -50,6 +50,8 @@ export class RunningJob {
   private rejectStop?: (reason: unknown) => void;
   private readonly stopped: Promise<never>;
   private readonly staged: Array<{ on: ContinuationOn; row: NewJob }> = [];
+  /** Set for a hook run after the attempt already ended (see reportCrashFailure). */
+  private ended = false;
 
   constructor(
     readonly job: ClaimedJob,
@@ -88,10 +90,52 @@ export class RunningJob {
 
   async execute(): Promise<RunResult> {
     const { job } = this;
+    const ctx = this.context();
+    const timer =
+      job.timeoutMs && job.timeoutMs > 0 ? setTimeout(() => this.stop('timeout'), job.timeoutMs) : undefined;
+    let handler: JobHandler | undefined;
+    try {
+      handler = await this.resolveHandler(ctx);
+      const result = await Promise.race([Promise.resolve(handler.run(job.payload, ctx)), this.stopped]);
+      if (this.stopReason === 'cancel') return this.cancelled();
+      return {
+        outcome: { kind: 'succeeded', result: checkResult(job, result) },
+        continuations: this.release('success'),
+      };
+    } catch (error) {
+      return this.failure(error, handler, ctx);
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+
+  /**
+   * For a job whose attempts were used up by crashes: the lease rescue on
+   * this instance recorded it failed, and its onFailure runs here, once.
+   * The attempt is over, so ctx.signal is already aborted (with the error),
+   * and a continuation cannot be staged: it would have no outcome to ride on.
+   */
+  async reportCrashFailure(error: Error): Promise<void> {
+    this.ended = true;
+    this.abortReason = error;
+    const ctx = this.context();
+    try {
+      const handler = await this.resolveHandler(ctx);
+      await handler.onFailure?.(this.job.payload, error, ctx);
+    } catch (hookError) {
+      ctx.logger.error(
+        `onFailure of job ${this.job.id} threw: ${(hookError as Error).message}`,
+        (hookError as Error).stack,
+      );
+    }
+  }
+
+  private context(): JobContext {
+    const { job } = this;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
     const logger = this.registered.logger;
-    const ctx: JobContext = {
+    return {
       jobId: job.id,
       name: job.name,
       queue: job.queue,
@@ -129,25 +173,14 @@ export class RunningJob {
         if (!['success', 'failure', 'always'].includes(on)) {
           throw new JobsError(`ctx.continueWith(): "on" must be 'success', 'failure' or 'always', got ${String(on)}.`);
         }
+        if (this.ended) {
+          throw new JobsError(
+            `ctx.continueWith() in job "${job.name}" (${job.id}): its last attempt ended when its worker stopped, so there is no outcome to continue from. Potential fix: enqueue the follow-up with JobQueue.enqueue() in onFailure.`,
+          );
+        }
         this.staged.push({ on, row: this.deps.builder.build(ref, payload, { ...rest }, this.deps.clock.now()) });
       },
     };
-    const timer =
-      job.timeoutMs && job.timeoutMs > 0 ? setTimeout(() => this.stop('timeout'), job.timeoutMs) : undefined;
-    let handler: JobHandler | undefined;
-    try {
-      handler = await this.resolveHandler(ctx);
-      const result = await Promise.race([Promise.resolve(handler.run(job.payload, ctx)), this.stopped]);
-      if (this.stopReason === 'cancel') return this.cancelled();
-      return {
-        outcome: { kind: 'succeeded', result: checkResult(job, result) },
-        continuations: this.release('success'),
-      };
-    } catch (error) {
-      return this.failure(error, handler, ctx);
-    } finally {
-      if (timer) clearTimeout(timer);
-    }
   }
 
   private async failure(error: unknown, handler: JobHandler | undefined, ctx: JobContext): Promise<RunResult> {

@@ -23,7 +23,7 @@ import { NotificationListener } from '../storage/notification-listener.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { RowLock } from './mutex.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
-import { RunningJob } from './job-runner.js';
+import { RunningJob, type RunnerDeps } from './job-runner.js';
 import { ProgressWriter } from './progress-writer.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
@@ -44,6 +44,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   private batcher!: CompletionBatcher;
   private readonly rowLock = new RowLock();
   private adaptive!: AdaptivePrefetch;
+  private deps: RunnerDeps | null = null;
   private progress!: ProgressWriter;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private claiming = false;
@@ -216,13 +217,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
 
   private start(job: ClaimedJob): void {
     const registered = this.registry.get(job.name)!;
-    const run = new RunningJob(job, registered, {
-      moduleRef: this.moduleRef,
-      clock: this.clock,
-      builder: this.builder,
-      progress: (j, fraction, message) => this.progress.write(j, fraction, message),
-      addToBatch: (batchId, row) => this.workflows.addToBatch(batchId, row, this.clock.now()),
-    });
+    const run = new RunningJob(job, registered, this.runnerDeps());
     this.running.set(job.id, run);
     void run.execute().then(async (result) => {
       this.running.delete(job.id);
@@ -239,6 +234,16 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       }
       this.fill();
       if (this.running.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+    });
+  }
+
+  private runnerDeps(): RunnerDeps {
+    return (this.deps ??= {
+      moduleRef: this.moduleRef,
+      clock: this.clock,
+      builder: this.builder,
+      progress: (j, fraction, message) => this.progress.write(j, fraction, message),
+      addToBatch: (batchId, row) => this.workflows.addToBatch(batchId, row, this.clock.now()),
     });
   }
 
@@ -307,8 +312,24 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   private async rescue(): Promise<void> {
     if (this.state !== 'running') return;
     try {
-      const rescued = await this.storage.rescueExpired(this.clock.now(), 500);
+      const { rescued, exhausted } = await this.storage.rescueExpired(this.clock.now(), 500);
       if (rescued > 0) this.logger.warn(`Recovered ${rescued} job(s) whose worker stopped renewing its lease`);
+      // The rescue that failed a job for good runs its onFailure: one instance, once.
+      for (const { job, error } of exhausted) {
+        this.logger.error(
+          `Job ${job.name} ${job.id} attempt ${job.attempt}/${job.maxAttempts} failed for good: ${error.message}`,
+        );
+        const registered = this.registry.get(job.name);
+        if (!registered) {
+          this.logger.warn(
+            `onFailure of job ${job.name} ${job.id} did not run: no handler for "${job.name}" in this app`,
+          );
+          continue;
+        }
+        await new RunningJob(job, registered, this.runnerDeps()).reportCrashFailure(
+          Object.assign(new Error(error.message), { name: error.name }),
+        );
+      }
     } catch (error) {
       this.logger.warn(`Recovering expired leases failed: ${(error as Error).message}`);
     }

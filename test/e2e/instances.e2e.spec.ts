@@ -5,7 +5,7 @@ import { JobQueue } from 'nestjs-durable-jobs';
 import { JOB_STORAGE, type JobStorage } from '../../lib/storage/job-storage.interface.js';
 import { SlowReport } from '../../sample/jobs/slow-report.job.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
-import { CountingProbe, probeProviders } from '../support/probe.jobs.js';
+import { CountingProbe, DoomedProbe, ProbeRecorder, probeProviders } from '../support/probe.jobs.js';
 import { startSampleApp } from '../support/sample-app.js';
 import { sleep, waitFor } from '../support/wait.js';
 
@@ -213,6 +213,32 @@ it('a job whose attempts are used up by crashes ends failed, saying so', async (
     /Attempt 1 of 1 was interrupted \(worker ghost:1 stopped renewing its lease\) and no attempts remain/,
   );
   expect(job.executions.map((e) => [e.attempt, e.state, e.workerId])).toEqual([[1, 'interrupted', 'ghost:1']]);
+  await closeAll();
+});
+
+it("when crashes use up a job's attempts, the instance that fails it runs its onFailure, once", async () => {
+  const schema = uniqueSchema('exhaust_hook');
+  schemas.push(schema);
+  const api = await start(schema, 'api', { enabled: false });
+  const { id } = await api.get(JobQueue).enqueue(DoomedProbe, {}, { maxAttempts: 1 });
+  const claimed = await api.get<JobStorage>(JOB_STORAGE).claim({
+    workerId: 'ghost:2',
+    queue: 'default',
+    names: ['probe-doomed'],
+    limit: 1,
+    now: new Date(),
+    leaseMs: 200,
+  });
+  expect(claimed.map((j) => j.id)).toEqual([id]);
+  const rescuers = [await start(schema, 'r1', { lease: 1000 }), await start(schema, 'r2', { lease: 1000 })];
+  await waitFor('the job to fail', async () => (await api.get(JobQueue).get(id))?.state === 'failed', 10_000);
+  await waitFor('onFailure to run', async () => rescuers.some((app) => app.get(ProbeRecorder).failures.has(id)));
+  await sleep(1500); // two more rescue rounds on each instance: none may call the hook again
+  const calls = rescuers.map((app) => app.get(ProbeRecorder).failures.get(id) ?? 0);
+  expect(calls.reduce((a, b) => a + b)).toBe(1);
+  const seen = rescuers.map((app) => app.get(ProbeRecorder).failureSeen.get(id)).find(Boolean);
+  expect(seen).toEqual({ error: 'LeaseExpiredError', aborted: true });
+  expect(api.get(ProbeRecorder).failures.has(id)).toBe(false);
   await closeAll();
 });
 

@@ -8,6 +8,8 @@ import { Job, PermanentJobError, type JobContext, type JobHandler } from 'nestjs
 export class ProbeRecorder {
   readonly aborts = new Map<string, string>();
   readonly failures = new Map<string, number>();
+  /** Per job: the error onFailure got, and whether ctx.signal was aborted then. */
+  readonly failureSeen = new Map<string, { error: string; aborted: boolean }>();
   readonly attempts = new Map<string, number[]>();
 
   countFailure(id: string): void {
@@ -40,8 +42,9 @@ export class DoomedProbe implements JobHandler<{ permanent?: boolean }> {
     if (payload.permanent) throw new PermanentJobError('the record is gone');
     throw new Error(`attempt ${ctx.attempt} broke`);
   }
-  async onFailure(_: unknown, _error: Error, ctx: JobContext): Promise<void> {
+  async onFailure(_: unknown, error: Error, ctx: JobContext): Promise<void> {
     this.recorder.countFailure(ctx.jobId);
+    this.recorder.failureSeen.set(ctx.jobId, { error: error.name, aborted: ctx.signal.aborted });
   }
 }
 
