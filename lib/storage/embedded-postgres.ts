@@ -123,7 +123,15 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     if (!stopping) warn(`Embedded PostgreSQL exited unexpectedly (${code ?? signal}).\n${tail.text()}`);
   });
   // Startup chatter stays in the tail; only what needs a human look reaches the logger.
-  tail.onLine = (line) => /\b(FATAL|PANIC):/.test(line) && warn(`PostgreSQL: ${line}`);
+  // Once the server was asked to shut down (Ctrl-C reaches it too: it shares the
+  // terminal's process group), it ends each open session with a FATAL line that
+  // is routine, not news.
+  let shuttingDown = false;
+  tail.onLine = (line) => {
+    if (/received (smart|fast|immediate) shutdown request/.test(line)) shuttingDown = true;
+    if (shuttingDown && /terminating connection due to administrator command/.test(line)) return;
+    if (/\b(FATAL|PANIC):/.test(line)) warn(`PostgreSQL: ${line}`);
+  };
 
   const database = options.database ?? 'jobs';
   await ensureDatabase(port, password, database).catch(async (error: unknown) => {
