@@ -2,10 +2,9 @@ import { quoteIdent } from './sql-identifiers.js';
 
 /**
  * The hot-path SQL for one schema, built once. Statements take arrays or
- * JSON record sets, so any number of rows costs one round trip. They run
- * unnamed on purpose: PostgreSQL's generic plan for a prepared statement
- * guesses the array sizes, and a plan made for the actual parameters costs
- * ~0.2 ms to make.
+ * JSON objects, so any number of rows costs one round trip. Enqueue and claim
+ * run as prepared statements (PREPARED in postgres-job-storage.ts); the rest
+ * run unnamed, each planned for its actual batch (~0.2 ms to plan).
  *
  * Outcome and lease statements find their rows with "id = ANY($1)" and read
  * each row's own values (attempt, result, error) from a JSON object keyed by
@@ -24,8 +23,9 @@ export function jobStatements(schema: string) {
     ), settled AS (
       SELECT ${s}.settle_jobs(w.ids, w.states, ${now}, ${channel}) FROM w WHERE w.ids IS NOT NULL
     )`;
-  /** One field of this row's entry in the fail statement's JSON object ($5), as text. */
-  const failed = (field: string) => `($5::jsonb -> (j.id::text) ->> '${field}')`;
+  /** This row's entry in the fail statement's JSON object ($5), and one field of it as text. */
+  const failure = `($5::jsonb -> (j.id::text))`;
+  const failed = (field: string) => `(${failure} ->> '${field}')`;
   return {
     // Columns as arrays ($1..$14, see encodeNewJobColumns), then now and the channel.
     insert: `WITH ins AS (
@@ -72,13 +72,13 @@ export function jobStatements(schema: string) {
     fail: `WITH u AS (
       UPDATE ${s}.job j
          SET state = ${failed('state')}, run_at = coalesce((${failed('run_at')})::timestamptz, j.run_at),
-             last_error = $5::jsonb -> (j.id::text) -> 'error', lease_expires_at = NULL,
+             last_error = ${failure} -> 'error', lease_expires_at = NULL,
              worker_id = CASE WHEN ${failed('state')} = 'queued' THEN NULL ELSE j.worker_id END,
              completed_at = CASE WHEN ${failed('state')} = 'queued' THEN NULL ELSE $3::timestamptz END
        WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
          AND j.attempt = (${failed('attempt')})::int
       RETURNING j.id, j.attempt, j.started_at, ${failed('exec_state')} AS exec_state,
-                $5::jsonb -> (j.id::text) -> 'error' AS error, j.state, j.batch_id, j.has_dependents
+                ${failure} -> 'error' AS error, j.state, j.batch_id, j.has_dependents
     ), ex AS (
       INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
       SELECT id, attempt, $2, exec_state, started_at, $3, error FROM u

@@ -39,14 +39,15 @@ export type CancelResult =
 export type RetryResult =
   { outcome: 'requeued' } | { outcome: 'not-found' } | { outcome: 'not-retryable'; state: JobState };
 
-/**
- * Everything the queue, the workers and monitoring need from the database.
- * `tx` is the caller's transaction where a write must join it.
- */
 export interface RescueResult {
   rescued: number;
   exhausted: Array<{ job: ClaimedJob; error: SerializedError }>;
 }
+
+/**
+ * Everything the queue, the workers and monitoring need from the database.
+ * `tx` is the caller's transaction where a write must join it.
+ */
 
 export interface JobStorage {
   readonly schema: string;

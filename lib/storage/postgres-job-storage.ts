@@ -44,6 +44,7 @@ type Row = Record<string, unknown>;
 
 export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
   private readonly sql: JobStatements;
+  private readonly preparedNames: ReadonlyMap<keyof JobStatements, string>;
   private readonly pool: PoolExecutor;
   private readonly channel: string;
 
@@ -61,6 +62,13 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     private readonly relaxedCommit = false,
   ) {
     this.sql = jobStatements(schema);
+    // Unique per statement text: the app's pool may serve several schemas, and a name must mean one text.
+    this.preparedNames = new Map(
+      [...PREPARED].map((key) => [
+        key,
+        `durable_jobs_${key}_${createHash('sha1').update(this.sql[key]).digest('hex').slice(0, 12)}`,
+      ]),
+    );
     this.pool = new PoolExecutor(dataSource);
     this.channel = `durable_jobs:${schema}`;
   }
@@ -70,12 +78,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
   }
 
   private run<T = Row>(key: keyof JobStatements, values: unknown[], executor: SqlExecutor = this.pool): Promise<T[]> {
-    return executor.query<T>(this.sql[key], values, PREPARED.has(key) ? this.preparedName(key) : undefined);
-  }
-
-  /** Unique per statement text: the app's pool may serve several schemas, and a name must mean one text. */
-  private preparedName(key: keyof JobStatements): string {
-    return `durable_jobs_${key}_${createHash('sha1').update(this.sql[key]).digest('hex').slice(0, 12)}`;
+    return executor.query<T>(this.sql[key], values, this.preparedNames.get(key));
   }
 
   /** The worker's hot-path writes go through its own small pool (see WorkerPool). */
