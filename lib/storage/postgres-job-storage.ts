@@ -108,7 +108,10 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
 
   async insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void> {
     if (jobs.length === 0) return;
-    await this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel], tx);
+    // Idle workers of a queue are woken for jobs due now; later ones are found by their poll.
+    const due = new Set<string>();
+    for (const j of jobs) if (j.state === 'queued' && j.runAt <= now) due.add(j.queue);
+    await this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel, [...due]], tx);
   }
 
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
