@@ -254,6 +254,8 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   private logOutcome(job: ClaimedJob, outcome: NonNullable<import('./job-runner.js').RunResult['outcome']>): void {
+    // Successes are logged at debug level only: skip building their line when nobody reads it.
+    if (outcome.kind === 'succeeded' && !Logger.isLevelEnabled('debug')) return;
     const label = `Job ${job.name} ${job.id} attempt ${job.attempt}/${job.maxAttempts}`;
     switch (outcome.kind) {
       case 'succeeded':
