@@ -11,7 +11,7 @@ import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { load } from './adapters/index.mjs';
-import { checkpoint } from './common.mjs';
+import { checkpoint, sql } from './common.mjs';
 
 const [lib = 'ours', conc = '10', size = '20000', role] = process.argv.slice(2);
 const n = Number(size);
@@ -47,6 +47,8 @@ await new Promise((resolve, reject) =>
     .on('error', reject),
 );
 await checkpoint();
+// WAL written from here to the end of the drain (includes the worker's start-up, a few hundred bytes).
+const lsn0 = (await sql('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
 
 const worker = mod.create();
 const probe = mod.create();
@@ -79,6 +81,7 @@ while ((await probe.pendingCount()) > 0) await new Promise((r) => setTimeout(r, 
 const secs = (performance.now() - t0) / 1000;
 const cpu = process.cpuUsage(cpu0);
 const pgMs = pgCpuMs() - pg0;
+const walBytes = Number((await sql('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d', [lsn0])).rows[0].d);
 clearInterval(sampler);
 // With --expose-gc: what the worker still holds once the drain is over (a leak shows here).
 if (globalThis.gc) {
@@ -88,7 +91,7 @@ if (globalThis.gc) {
 const mb = (x) => Math.round(x / 1048576);
 console.log(
   `${lib} c${conc}: ${Math.round(n / secs)} jobs/s, node ${((cpu.user + cpu.system) / n).toFixed(1)} us/job, ` +
-    `postgres ${((pgMs * 1000) / n).toFixed(1)} us/job; memory before: rss ${mb(base.rss)} heap ${mb(base.heapUsed)}/${mb(base.heapTotal)}, ` +
+    `postgres ${((pgMs * 1000) / n).toFixed(1)} us/job, WAL ${Math.round(walBytes / n)} B/job; memory before: rss ${mb(base.rss)} heap ${mb(base.heapUsed)}/${mb(base.heapTotal)}, ` +
     `peak rss ${mb(process.resourceUsage().maxRSS * 1024)}, heap ${mb(peakMem.heapUsed)}/${mb(peakMem.heapTotal)}`,
 );
 await worker.close();

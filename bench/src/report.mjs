@@ -29,6 +29,7 @@ function rowsFor(titles) {
     { derived: 'claimRatio', title: 'claim with finished rows kept ÷ empty table', unit: 'pct', better: 'higher' },
     { scenario: 'batch10k', field: 'dispatchSeconds', title: `${t('batch10k')}: dispatch (s)`, unit: 'ms' },
     { scenario: 'batch10k', field: 'jobsPerSec', title: `${t('batch10k')}: completion (jobs/s)`, unit: 'rate' },
+    { scenario: 'batch10k', field: 'exactlyOnce', title: `${t('batch10k')}: each member and the callback ran exactly once`, unit: 'check' },
     { derived: 'batchRatio', title: 'batch completion ÷ plain drain at concurrency 10', unit: 'pct' },
   ];
 }

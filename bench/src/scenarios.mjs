@@ -146,7 +146,7 @@ export function buildScenarios(scale) {
       // Workflows must not make completions serial: one batch's counters are
       // updated by every member's completion.
       id: 'batch10k',
-      title: `one batch of ${k(batchN)} members + then, concurrency 10`,
+      title: `one batch of ${k(batchN)} jobs (members + then), concurrency 10`,
       supports: (adapter) => typeof adapter.enqueueBatch === 'function',
       async run(adapter, lib) {
         const t = now();

@@ -1,0 +1,69 @@
+// Not part of the bench: what one hot-path statement of this library costs
+// PostgreSQL, per job, with nothing else running. It fills the queue through
+// the library, then claims and finishes it in batches on one connection,
+// reading that backend's CPU time (/proc/<pid>/schedstat, nanoseconds) around
+// each statement. Linux only.
+//
+//   node bench/src/statement-cost.mjs [finish] [batch] [n]
+//
+// finish: how the claimed rows are finished
+//   succeed   the library's own statement (the row keeps its history)
+//   delete    the same rows deleted instead, for comparison: what a queue
+//             that forgets finished jobs pays (foreign keys as they are)
+import fs from 'node:fs';
+import pg from 'pg';
+import { DATABASE_URL, checkpoint } from './common.mjs';
+import { load } from './adapters/index.mjs';
+
+const { jobStatements } = await import('../../dist/lib/storage/job-statements.js');
+
+const [finish = 'succeed', size = '500', total = '40000'] = process.argv.slice(2);
+const batch = Number(size);
+const n = Number(total);
+const SCHEMA = 'bench_jobs';
+const S = jobStatements(SCHEMA);
+const finishText = {
+  succeed: S.succeed,
+  delete: `DELETE FROM ${SCHEMA}.job j
+    WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
+      AND j.attempt = ($5::jsonb ->> (j.id::text))::int
+      AND $3::timestamptz IS NOT NULL AND $4::text IS NOT NULL AND $6::jsonb IS NOT NULL
+    RETURNING j.id`,
+}[finish];
+if (!finishText) throw new Error(`unknown finish "${finish}" (succeed, delete)`);
+
+const ours = (await load('ours')).create();
+await ours.reset();
+await ours.enqueueBulk(n);
+await ours.analyze();
+await ours.close();
+await checkpoint();
+
+const c = new pg.Client({ connectionString: DATABASE_URL, options: '-c synchronous_commit=off' });
+await c.connect();
+const { rows: [{ pid }] } = await c.query('SELECT pg_backend_pid() AS pid');
+const cpuMs = () => Number(fs.readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+
+let claimMs = 0;
+let finishMs = 0;
+let done = 0;
+for (;;) {
+  let t = cpuMs();
+  const { rows } = await c.query({
+    name: 'claim',
+    text: S.claim,
+    values: ['default', new Date(), ['noop'], batch, 'statement-cost', 30_000],
+  });
+  claimMs += cpuMs() - t;
+  if (rows.length === 0) break;
+  const attempts = Object.fromEntries(rows.map((r) => [r.id, r.attempt]));
+  t = cpuMs();
+  await c.query(finishText, [rows.map((r) => r.id), 'statement-cost', new Date(), 'none', JSON.stringify(attempts), '{}']);
+  finishMs += cpuMs() - t;
+  done += rows.length;
+}
+await c.end();
+await ours.cleanup();
+const us = (ms) => ((ms * 1000) / done).toFixed(1);
+console.log(`${done} jobs in batches of ${batch}: backend CPU per job: claim ${us(claimMs)} us, ${finish} ${us(finishMs)} us`);
+process.exit(0);
