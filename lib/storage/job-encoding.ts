@@ -51,6 +51,50 @@ export function encodeNewJobColumns(jobs: readonly NewJob[]): string[] {
 }
 
 /**
+ * Jobs that share every column but id and payload (one job type, one set of
+ * options: the usual bulk call), as two array literals and the shared values
+ * in the order of the insertUniform statement's $3..$14; null when they differ.
+ */
+export function encodeUniformJobs(jobs: readonly NewJob[]): unknown[] | null {
+  const first = jobs[0]!;
+  const runAt = first.runAt.getTime();
+  for (const j of jobs) {
+    if (
+      j.name !== first.name ||
+      j.queue !== first.queue ||
+      j.state !== first.state ||
+      j.priority !== first.priority ||
+      j.runAt.getTime() !== runAt ||
+      j.maxAttempts !== first.maxAttempts ||
+      (j.timeoutMs ?? null) !== (first.timeoutMs ?? null) ||
+      (j.batchId ?? null) !== (first.batchId ?? null) ||
+      (j.groupKey ?? null) !== (first.groupKey ?? null) ||
+      j.uniqueKey != null ||
+      (j.remainingDependencies ?? 0) !== (first.remainingDependencies ?? 0) ||
+      j.traceContext != null
+    ) {
+      return null;
+    }
+  }
+  return [
+    arrayLiteral(jobs, (j) => j.id, false),
+    arrayLiteral(jobs, (j) => j.payloadJson, true),
+    first.name,
+    first.queue,
+    first.state,
+    first.priority,
+    first.runAt,
+    first.maxAttempts,
+    first.timeoutMs ?? null,
+    first.batchId ?? null,
+    first.groupKey ?? null,
+    null,
+    first.remainingDependencies ?? 0,
+    null,
+  ];
+}
+
+/**
  * `{a,b,NULL}`. Quoted elements escape backslash and double quote, which is
  * all an array literal needs inside quotes; plain ones are values that never
  * hold a separator (uuids, numbers, ISO timestamps, state names).

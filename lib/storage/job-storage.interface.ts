@@ -51,14 +51,16 @@ export interface RescueResult {
 
 export interface JobStorage {
   readonly schema: string;
+  /** One statement: all of `jobs` are written or none. */
   insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void>;
+  /** One transaction, one statement per chunk; chunks are pulled from the iterator as the previous one is sent. */
+  insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: SqlExecutor): Promise<void>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
   /** Records outcomes fenced by (id, attempt, worker, active); returns the ids that were applied. */
   finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date, tx?: SqlExecutor): Promise<Set<string>>;
   renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal>;
   /** Gives jobs back at shutdown without spending their attempt; `error` records an interrupted run. */
   handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void>;
-  /** Requeues (or fails, when attempts are spent) jobs whose lease expired. */
   /**
    * Requeues active jobs whose lease expired, or fails them when no attempt
    * is left; returns how many, and the jobs failed for good (with their error).
@@ -77,9 +79,9 @@ export interface JobStorage {
   prune(states: readonly string[], before: Date, limit: number): Promise<number>;
   pruneBatches(before: Date, limit: number): Promise<number>;
   notifyChannel(): string;
-  /** Closes the worker's own connections (after the worker stopped). */
   /** Opens the worker's own connections before its first claim, so the first jobs do not wait for them. */
   openWorkerConnections(): Promise<void>;
+  /** Closes the worker's own connections (after the worker stopped). */
   closeWorkerConnections(): Promise<void>;
 }
 

@@ -22,7 +22,7 @@ import type {
   WorkerRegistration,
 } from './job-storage.interface.js';
 import { jobStatements, type JobStatements } from './job-statements.js';
-import { encodeNewJobColumns } from './job-encoding.js';
+import { encodeNewJobColumns, encodeUniformJobs } from './job-encoding.js';
 import { PoolExecutor, type SqlExecutor } from './sql-executor.js';
 import { WorkerPool } from './worker-pool.js';
 
@@ -35,7 +35,7 @@ import { WorkerPool } from './worker-pool.js';
  * unnamed: their batches vary from 1 to 1,000 ids, and planning is a small
  * part of a batch.
  */
-const PREPARED: ReadonlySet<keyof JobStatements> = new Set(['insert', 'claim']);
+const PREPARED: ReadonlySet<keyof JobStatements> = new Set(['insert', 'insertUniform', 'claim']);
 
 /** Claims, up to three outcome writes and a renewal can be in flight at once. */
 const WORKER_CONNECTIONS = 5;
@@ -111,7 +111,30 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     // Idle workers of a queue are woken for jobs due now; later ones are found by their poll.
     const due = new Set<string>();
     for (const j of jobs) if (j.state === 'queued' && j.runAt <= now) due.add(j.queue);
-    await this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel, [...due]], tx);
+    const uniform = encodeUniformJobs(jobs);
+    if (uniform) await this.run('insertUniform', [...uniform, now, this.channel, [...due]], tx);
+    else await this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel, [...due]], tx);
+  }
+
+  async insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: SqlExecutor): Promise<void> {
+    await (tx ?? this.pool).transaction(async (conn) => {
+      // The next chunk is pulled from the iterator (built) while the last one
+      // is being inserted, so this process and PostgreSQL work at once rather
+      // than by turns. One statement at a time on the connection: pg 8
+      // deprecates queueing queries on a busy client. The iterator may throw
+      // (a job that fails its checks): the transaction then rolls back.
+      let inFlight: Promise<void> | null = null;
+      try {
+        for (const chunk of chunks) {
+          if (inFlight) await inFlight;
+          inFlight = this.insertJobs(chunk, now, conn);
+        }
+        await inFlight;
+      } catch (error) {
+        await inFlight?.catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
