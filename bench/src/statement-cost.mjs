@@ -4,12 +4,13 @@
 // reading that backend's CPU time (/proc/<pid>/schedstat, nanoseconds) around
 // each statement. Linux only.
 //
-//   node bench/src/statement-cost.mjs [finish] [batch] [n]
+//   node bench/src/statement-cost.mjs [finish] [batch] [n] [kept]
 //
 // finish: how the claimed rows are finished
 //   succeed   the library's own statement (the row keeps its history)
 //   delete    the same rows deleted instead, for comparison: what a queue
 //             that forgets finished jobs pays (foreign keys as they are)
+// kept: finished jobs written into the table first (as the claim1m scenario)
 import fs from 'node:fs';
 import pg from 'pg';
 import { DATABASE_URL, checkpoint } from './common.mjs';
@@ -17,7 +18,7 @@ import { load } from './adapters/index.mjs';
 
 const { jobStatements } = await import('../../dist/lib/storage/job-statements.js');
 
-const [finish = 'succeed', size = '500', total = '40000'] = process.argv.slice(2);
+const [finish = 'succeed', size = '500', total = '40000', kept = '0'] = process.argv.slice(2);
 const batch = Number(size);
 const n = Number(total);
 const SCHEMA = 'bench_jobs';
@@ -34,6 +35,7 @@ if (!finishText) throw new Error(`unknown finish "${finish}" (succeed, delete)`)
 
 const ours = (await load('ours')).create();
 await ours.reset();
+if (Number(kept) > 0) await ours.prefillFinished(Number(kept));
 await ours.enqueueBulk(n);
 await ours.analyze();
 await ours.close();
@@ -65,5 +67,5 @@ for (;;) {
 await c.end();
 await ours.cleanup();
 const us = (ms) => ((ms * 1000) / done).toFixed(1);
-console.log(`${done} jobs in batches of ${batch}: backend CPU per job: claim ${us(claimMs)} us, ${finish} ${us(finishMs)} us`);
+console.log(`${done} jobs in batches of ${batch}, ${kept} finished jobs kept: backend CPU per job: claim ${us(claimMs)} us, ${finish} ${us(finishMs)} us`);
 process.exit(0);
