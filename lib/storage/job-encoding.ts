@@ -1,22 +1,6 @@
 import type { NewJob } from '../model/index.js';
 
 /**
- * One job as a JSON record for `jsonb_to_recordset`, built by hand so the
- * payload, already JSON, is not encoded a second time.
- */
-export function encodeNewJob(j: NewJob, hasDependents = false): string {
-  return (
-    `{"id":"${j.id}","name":${JSON.stringify(j.name)},"queue":${JSON.stringify(j.queue)},"payload":${j.payloadJson},` +
-    `"state":"${j.state}","priority":${j.priority},"run_at":"${j.runAt.toISOString()}","max_attempts":${j.maxAttempts},` +
-    `"timeout_ms":${j.timeoutMs ?? 'null'},"batch_id":${j.batchId ? `"${j.batchId}"` : 'null'},` +
-    `"group_key":${j.groupKey == null ? 'null' : JSON.stringify(j.groupKey)},` +
-    `"unique_key":${j.uniqueKey == null ? 'null' : JSON.stringify(j.uniqueKey)},` +
-    `"remaining_dependencies":${j.remainingDependencies ?? 0},"has_dependents":${hasDependents},` +
-    `"trace_context":${j.traceContext ? JSON.stringify(j.traceContext) : 'null'}}`
-  );
-}
-
-/**
  * Jobs as one PostgreSQL array literal per column, for the insert's
  * `unnest()`: each value is sent once and read by its type's own input
  * function, where a JSON record set repeats every key per row and goes
@@ -92,6 +76,11 @@ export function encodeUniformJobs(jobs: readonly NewJob[]): unknown[] | null {
     first.remainingDependencies ?? 0,
     null,
   ];
+}
+
+/** One boolean per job, as an array literal (`{t,f}`). */
+export function encodeFlags<T>(rows: readonly T[], flag: (row: T) => boolean): string {
+  return arrayLiteral(rows, (r) => (flag(r) ? 't' : 'f'), false);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { BatchInfo, BatchState, FinishedAttempt, JobState, NewJob } from '../model/index.js';
 import type { JobStorage } from './job-storage.interface.js';
-import { encodeNewJob } from './job-encoding.js';
+import { encodeFlags, encodeNewJobColumns } from './job-encoding.js';
 import { PoolExecutor, type SqlExecutor } from './sql-executor.js';
 import type { BatchGraph, BatchMember, JobGraph, ParentStates, WorkflowStorage } from './workflow-storage.interface.js';
 import { workflowStatements, type WorkflowStatements } from './workflow-statements.js';
@@ -45,10 +45,19 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       trigger: d.trigger,
       parent_outcome: d.parentOutcome ?? null,
     }));
-    const jobs = `[${graph.jobs.map((j) => encodeNewJob(j, j.hasDependents ?? false)).join(',')}]`;
+    const due = new Set<string>();
+    for (const j of graph.jobs) if (j.state === 'queued' && j.runAt <= now) due.add(j.queue);
     await this.run(
       'insertGraph',
-      [JSON.stringify(batches), jobs, JSON.stringify(deps), now, this.jobs.notifyChannel()],
+      [
+        JSON.stringify(batches),
+        [...due],
+        JSON.stringify(deps),
+        now,
+        this.jobs.notifyChannel(),
+        ...encodeNewJobColumns(graph.jobs),
+        encodeFlags(graph.jobs, (j) => j.hasDependents ?? false),
+      ],
       tx,
     );
   }
@@ -68,10 +77,18 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
 
   async addToBatch(batchId: string, job: NewJob, now: Date): Promise<boolean> {
     const rows = await this.run('addToBatch', [
-      `[${encodeNewJob(job, false)}]`,
       batchId,
       now,
       this.jobs.notifyChannel(),
+      job.runAt <= now,
+      job.id,
+      job.name,
+      job.queue,
+      job.payloadJson,
+      job.priority,
+      job.runAt,
+      job.maxAttempts,
+      job.timeoutMs ?? null,
     ]);
     return rows.length > 0;
   }

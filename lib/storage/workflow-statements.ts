@@ -4,49 +4,51 @@ import { quoteIdent } from './sql-identifiers.js';
 export function workflowStatements(schema: string) {
   const s = quoteIdent(schema);
   return {
-    // A whole graph in one statement: batch rows, jobs and edges commit together.
+    // A whole graph in one statement: batch rows, jobs and edges commit
+    // together. Batches and edges are few and go as JSON; jobs go as one
+    // array per column ($6..$20: encodeNewJobColumns, then has_dependents),
+    // like a bulk enqueue. $2: the queues that got work due now.
     insertGraph: `WITH b AS (
       INSERT INTO ${s}.job_batch (id, name, state, total, pending, succeeded, options, created_at, completed_at)
       SELECT id, name, state, total, pending, succeeded, options, $4, CASE WHEN state <> 'executing' THEN $4::timestamptz END
         FROM jsonb_to_recordset($1::jsonb)
           AS t(id uuid, name text, state text, total int, pending int, succeeded int, options jsonb)
-      RETURNING id
     ), j AS (
       INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id,
-                            group_key, unique_key, remaining_dependencies, has_dependents, trace_context, created_at,
+                            group_key, unique_key, remaining_dependencies, trace_context, has_dependents, created_at,
                             completed_at, last_error)
-      SELECT id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id, group_key,
-             unique_key, coalesce(remaining_dependencies, 0), coalesce(has_dependents, false), trace_context, $4,
-             CASE WHEN state = 'skipped' THEN $4::timestamptz END,
-             CASE WHEN state = 'skipped' THEN '{"name":"DependencyNotMet","message":"Skipped: a parent did not end the way this job waited for"}'::jsonb END
-        FROM jsonb_to_recordset($2::jsonb) AS t(id uuid, name text, queue text, payload jsonb, state text,
-             priority int, run_at timestamptz, max_attempts int, timeout_ms int, batch_id uuid, group_key text,
-             unique_key text, remaining_dependencies int, has_dependents boolean, trace_context jsonb)
-      RETURNING queue, state, run_at
+      SELECT t.*, $4,
+             CASE WHEN t.state = 'skipped' THEN $4::timestamptz END,
+             CASE WHEN t.state = 'skipped' THEN '{"name":"DependencyNotMet","message":"Skipped: a parent did not end the way this job waited for"}'::jsonb END
+        FROM unnest($6::uuid[], $7::text[], $8::text[], $9::jsonb[], $10::text[], $11::int[], $12::timestamptz[],
+                    $13::int[], $14::int[], $15::uuid[], $16::text[], $17::text[], $18::int[], $19::jsonb[],
+                    $20::boolean[])
+          AS t(id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id, group_key,
+               unique_key, remaining_dependencies, trace_context, has_dependents)
     ), d AS (
       INSERT INTO ${s}.job_dependency (child_id, parent_job_id, parent_batch_id, trigger, parent_outcome)
       SELECT child_id, parent_job_id, parent_batch_id, trigger, parent_outcome
         FROM jsonb_to_recordset($3::jsonb)
           AS t(child_id uuid, parent_job_id uuid, parent_batch_id uuid, trigger text, parent_outcome text)
     )
-    SELECT pg_notify($5, 'q:' || queue) FROM (SELECT DISTINCT queue FROM j WHERE state = 'queued' AND run_at <= $4) n`,
+    SELECT pg_notify($5, 'q:' || q) FROM unnest($2::text[]) q`,
 
     // Parents are locked so none settles between our look and our edge.
     lockParentJobs: `SELECT id, state FROM ${s}.job WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
     lockParentBatches: `SELECT id, state, failed FROM ${s}.job_batch WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
     markParents: `UPDATE ${s}.job SET has_dependents = true WHERE id = ANY($1::uuid[]) AND NOT has_dependents`,
 
+    // One job ($5..$11) joins a running batch ($1), or nothing happens.
     addToBatch: `WITH b AS (
       UPDATE ${s}.job_batch SET total = total + 1, pending = pending + 1
-       WHERE id = $2 AND state = 'executing' RETURNING id
+       WHERE id = $1 AND state = 'executing' RETURNING id
     ), j AS (
       INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id, created_at)
-      SELECT t.id, t.name, t.queue, t.payload, 'queued', t.priority, t.run_at, t.max_attempts, t.timeout_ms, b.id, $3
-        FROM jsonb_to_recordset($1::jsonb) AS t(id uuid, name text, queue text, payload jsonb, priority int,
-             run_at timestamptz, max_attempts int, timeout_ms int), b
+      SELECT $5::uuid, $6::text, $7::text, $8::jsonb, 'queued', $9::int, $10::timestamptz, $11::int, $12::int, b.id, $2
+        FROM b
       RETURNING id, queue
     )
-    SELECT id, pg_notify($4, 'q:' || queue) FROM j`,
+    SELECT id, CASE WHEN $4::boolean THEN pg_notify($3, 'q:' || queue) END FROM j`,
 
     batch: `SELECT b.*, (SELECT min(started_at) FROM ${s}.job WHERE batch_id = b.id) AS first_started_at
       FROM ${s}.job_batch b WHERE b.id = $1`,
