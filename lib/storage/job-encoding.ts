@@ -78,6 +78,13 @@ export function encodeUniformJobs(jobs: readonly NewJob[]): unknown[] | null {
   ];
 }
 
+/** Queues that get work due now: their idle workers are woken; later jobs are found by their poll. */
+export function dueQueues(jobs: readonly NewJob[], now: Date): string[] {
+  const due = new Set<string>();
+  for (const j of jobs) if (j.state === 'queued' && j.runAt <= now) due.add(j.queue);
+  return [...due];
+}
+
 /** One boolean per job, as an array literal (`{t,f}`). */
 export function encodeFlags<T>(rows: readonly T[], flag: (row: T) => boolean): string {
   return arrayLiteral(rows, (r) => (flag(r) ? 't' : 'f'), false);

@@ -22,7 +22,7 @@ import type {
   WorkerRegistration,
 } from './job-storage.interface.js';
 import { jobStatements, type JobStatements } from './job-statements.js';
-import { encodeNewJobColumns, encodeUniformJobs } from './job-encoding.js';
+import { dueQueues, encodeNewJobColumns, encodeUniformJobs } from './job-encoding.js';
 import { PoolExecutor, type SqlExecutor } from './sql-executor.js';
 import { WorkerPool } from './worker-pool.js';
 
@@ -108,12 +108,10 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
 
   async insertJobs(jobs: readonly NewJob[], now: Date, tx?: SqlExecutor): Promise<void> {
     if (jobs.length === 0) return;
-    // Idle workers of a queue are woken for jobs due now; later ones are found by their poll.
-    const due = new Set<string>();
-    for (const j of jobs) if (j.state === 'queued' && j.runAt <= now) due.add(j.queue);
+    const due = dueQueues(jobs, now);
     const uniform = encodeUniformJobs(jobs);
-    if (uniform) await this.run('insertUniform', [...uniform, now, this.channel, [...due]], tx);
-    else await this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel, [...due]], tx);
+    if (uniform) await this.run('insertUniform', [...uniform, now, this.channel, due], tx);
+    else await this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel, due], tx);
   }
 
   async insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: SqlExecutor): Promise<void> {

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { BatchInfo, BatchState, FinishedAttempt, JobState, NewJob } from '../model/index.js';
 import type { JobStorage } from './job-storage.interface.js';
-import { encodeFlags, encodeNewJobColumns } from './job-encoding.js';
+import { dueQueues, encodeFlags, encodeNewJobColumns } from './job-encoding.js';
 import { PoolExecutor, type SqlExecutor } from './sql-executor.js';
 import type { BatchGraph, BatchMember, JobGraph, ParentStates, WorkflowStorage } from './workflow-storage.interface.js';
 import { workflowStatements, type WorkflowStatements } from './workflow-statements.js';
@@ -45,13 +45,11 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       trigger: d.trigger,
       parent_outcome: d.parentOutcome ?? null,
     }));
-    const due = new Set<string>();
-    for (const j of graph.jobs) if (j.state === 'queued' && j.runAt <= now) due.add(j.queue);
     await this.run(
       'insertGraph',
       [
         JSON.stringify(batches),
-        [...due],
+        dueQueues(graph.jobs, now),
         JSON.stringify(deps),
         now,
         this.jobs.notifyChannel(),
