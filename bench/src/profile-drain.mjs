@@ -49,6 +49,9 @@ await new Promise((resolve, reject) =>
 await checkpoint();
 // WAL written from here to the end of the drain (includes the worker's start-up, a few hundred bytes).
 const lsn0 = (await sql('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
+// Transactions committed in the bench database, per job: how many statements the worker's batching costs.
+const xacts = async () =>
+  Number((await sql('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()')).rows[0].xact_commit);
 
 const worker = mod.create();
 const probe = mod.create();
@@ -63,6 +66,7 @@ let pg0 = 0;
 let cpu0 = null;
 let done = 0;
 let t0 = 0;
+let xact0 = 0;
 let finish;
 const finished = new Promise((r) => (finish = r));
 await worker.startWorker({
@@ -72,6 +76,7 @@ await worker.startWorker({
       t0 = performance.now();
       cpu0 = process.cpuUsage();
       pg0 = pgCpuMs();
+      void xacts().then((x) => (xact0 = x));
     }
     if (done === n) finish();
   },
@@ -81,6 +86,9 @@ while ((await probe.pendingCount()) > 0) await new Promise((r) => setTimeout(r, 
 const secs = (performance.now() - t0) / 1000;
 const cpu = process.cpuUsage(cpu0);
 const pgMs = pgCpuMs() - pg0;
+// Stats are sent at transaction end with a delay; wait for them to settle.
+await new Promise((r) => setTimeout(r, 1100));
+const xactPerJob = ((await xacts()) - xact0) / n;
 const walBytes = Number((await sql('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d', [lsn0])).rows[0].d);
 clearInterval(sampler);
 // With --expose-gc: what the worker still holds once the drain is over (a leak shows here).
@@ -91,7 +99,7 @@ if (globalThis.gc) {
 const mb = (x) => Math.round(x / 1048576);
 console.log(
   `${lib} c${conc}: ${Math.round(n / secs)} jobs/s, node ${((cpu.user + cpu.system) / n).toFixed(1)} us/job, ` +
-    `postgres ${((pgMs * 1000) / n).toFixed(1)} us/job, WAL ${Math.round(walBytes / n)} B/job; memory before: rss ${mb(base.rss)} heap ${mb(base.heapUsed)}/${mb(base.heapTotal)}, ` +
+    `postgres ${((pgMs * 1000) / n).toFixed(1)} us/job, WAL ${Math.round(walBytes / n)} B/job, ${(1 / xactPerJob).toFixed(0)} jobs/commit; memory before: rss ${mb(base.rss)} heap ${mb(base.heapUsed)}/${mb(base.heapTotal)}, ` +
     `peak rss ${mb(process.resourceUsage().maxRSS * 1024)}, heap ${mb(peakMem.heapUsed)}/${mb(peakMem.heapTotal)}`,
 );
 await worker.close();

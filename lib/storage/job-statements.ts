@@ -2,9 +2,10 @@ import { quoteIdent } from './sql-identifiers.js';
 
 /**
  * The hot-path SQL for one schema, built once. Statements take arrays or
- * JSON objects, so any number of rows costs one round trip. Enqueue and claim
- * run as prepared statements (PREPARED in postgres-job-storage.ts); the rest
- * run unnamed, each planned for its actual batch (~0.2 ms to plan).
+ * JSON objects, so any number of rows costs one round trip. Enqueue, claim
+ * and the success write run as prepared statements (PREPARED in
+ * postgres-job-storage.ts); the rest run unnamed, each planned for its actual
+ * batch (~0.2 ms to plan).
  *
  * Outcome and lease statements find their rows with "id = ANY($1)" and read
  * each row's own values (attempt, result, error) from a JSON object keyed by
