@@ -1,37 +1,20 @@
-import { Module, type INestApplication, type Provider } from '@nestjs/common';
-import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
-import { Test } from '@nestjs/testing';
-import {
-  Cron,
-  Job,
-  JobQueue,
-  JobsError,
-  JobsModule,
-  RecurringSchedules,
-  type JobHandler,
-  type JobsModuleOptions,
-} from 'nestjs-durable-jobs';
+import type { INestApplication } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { Cron, Job, JobsError, RecurringSchedules, type JobHandler } from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import { ScheduleRunner } from '../../lib/scheduler/schedule-runner.service.js';
 import { SCHEDULE_STORAGE, type ScheduleStorage } from '../../lib/storage/schedule-storage.interface.js';
 import { uuidv7 } from '../../lib/model/uuid.js';
-import request from 'supertest';
-import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
-import { startSampleApp } from '../support/sample-app.js';
+import { uniqueSchema } from '../support/database.js';
+import { Work, boot, close, closeScheduleApps, jobsOf, trackSchema } from '../support/schedule-apps.js';
 import { waitFor } from '../support/wait.js';
 
-// Time moves only through ManualClocks: every tick below happens because a
-// test moved the clock and then awaited runDue() (a full pass on that
-// instance), never because a real timer fired.
+// Several instances on one schema, moved by ManualClocks (see schedule-apps.ts).
+// Start-up checks, catch-up and the sample app's schedule: schedules-startup.e2e.spec.ts.
 
 @Cron('* * * * * *', { name: 'every-second' })
 @Job('tick')
 class Tick implements JobHandler<null> {
-  run() {}
-}
-
-@Job('work')
-class Work implements JobHandler<{ n: number } | null> {
   run() {}
 }
 
@@ -44,64 +27,12 @@ class Gated implements JobHandler<null> {
   }
 }
 
-const schemas: string[] = [];
-const apps: INestApplication[] = [];
 const MINUTE = 60_000;
-
-interface BootOptions extends Partial<JobsModuleOptions> {
-  withScheduleModule?: boolean;
-}
-
-async function boot(schema: string, clock: ManualClock, providers: Provider[], options: BootOptions = {}) {
-  const { withScheduleModule, ...jobs } = options;
-  @Module({ providers })
-  class Handlers {}
-  const ref = await Test.createTestingModule({
-    imports: [
-      ...(withScheduleModule ? [ScheduleModule.forRoot()] : []),
-      JobsModule.forRoot({
-        connection: databaseUrl(),
-        schema,
-        clock,
-        unregisteredJobs: 'ignore',
-        // An hour-long lease: jumps of the clock must not make a held run look abandoned.
-        worker: { pollInterval: 100, shutdownGrace: 500, lease: 3_600_000 },
-        // A minute-long poll: changes reaching other instances within a test came by NOTIFY.
-        scheduler: { pollInterval: 60_000 },
-        ...jobs,
-      }),
-      Handlers,
-    ],
-  }).compile();
-  const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });
-  try {
-    await app.init();
-  } catch (error) {
-    await app.close().catch(() => undefined);
-    throw error;
-  }
-  apps.push(app);
-  return app;
-}
-
-async function close(app: INestApplication) {
-  apps.splice(apps.indexOf(app), 1);
-  await app.close();
-}
-
-/** Jobs a schedule wrote, by the tick in their unique key. */
-function jobsOf(schema: string, schedule: string) {
-  return sql<{ run_at: Date; state: string; payload: unknown; last_error: { name: string } | null }>(
-    `SELECT run_at, state, payload, last_error FROM "${schema}".job WHERE unique_key LIKE $1 ORDER BY run_at, id`,
-    [`schedule:${schedule}:%`],
-  );
-}
 
 afterAll(async () => {
   gate.open = true;
   for (const release of gate.waiters.splice(0)) release();
-  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
-  await dropSchemas(...schemas);
+  await closeScheduleApps();
 });
 
 describe('three instances on one schema', () => {
@@ -116,7 +47,7 @@ describe('three instances on one schema', () => {
   };
 
   beforeAll(async () => {
-    schemas.push(schema);
+    trackSchema(schema);
     const providers = [Tick, Work, Gated];
     // B imports ScheduleModule itself: its timers go to the app's registry; A and C use their own.
     [a, b, c] = await Promise.all([
@@ -303,151 +234,5 @@ describe('three instances on one schema', () => {
 
   afterAll(async () => {
     for (const app of cluster ?? []) await close(app);
-  });
-});
-
-describe('at start', () => {
-  it('an invalid expression, an invalid time zone or a missing @Job fails the start, naming the class', async () => {
-    const schema = uniqueSchema('schedbad');
-    schemas.push(schema);
-    const clock = new ManualClock(new Date('2026-01-01T00:00:00Z'));
-    @Cron('61 * * * *')
-    @Job('bad-expression')
-    class BadExpression implements JobHandler {
-      run() {}
-    }
-    @Cron('0 3 * * *', { timeZone: 'Europe/Atlantis' })
-    @Job('bad-zone')
-    class BadZone implements JobHandler {
-      run() {}
-    }
-    @Cron('0 3 * * *')
-    class CronWithoutJob {
-      run() {}
-    }
-    await expect(boot(schema, clock, [BadExpression])).rejects.toThrow(
-      /@Cron\('61 \* \* \* \*'\) on BadExpression: invalid cron expression .*Potential fix: /,
-    );
-    await expect(boot(schema, clock, [BadZone])).rejects.toThrow(
-      /@Cron\('0 3 \* \* \*'\) on BadZone: time zone "Europe\/Atlantis" is not a valid IANA time zone.*Potential fix: /,
-    );
-    await expect(boot(schema, clock, [CronWithoutJob])).rejects.toThrow(
-      /CronWithoutJob has @Cron\('0 3 \* \* \*'\) but no @Job.*Potential fix: /,
-    );
-  });
-
-  it('after every instance was down: catch-up latest, all (at most 1,000) and none; obsolete code-defined rows removed', async () => {
-    const schema = uniqueSchema('schedgap');
-    schemas.push(schema);
-    const clock = new ManualClock(new Date('2026-02-01T00:00:00Z'));
-    @Cron('0 0 * * * *', { catchUp: 'latest' })
-    @Job('catch-latest')
-    class CatchLatest implements JobHandler {
-      run() {}
-    }
-    @Cron('0 0 * * * *', { catchUp: 'all' })
-    @Job('catch-all')
-    class CatchAll implements JobHandler {
-      run() {}
-    }
-    @Cron('0 0 * * * *', { catchUp: 'none' })
-    @Job('catch-none')
-    class CatchNone implements JobHandler {
-      run() {}
-    }
-    @Cron('* * * * * *', { catchUp: 'all', name: 'catch-many' })
-    @Job('catch-many')
-    class CatchMany implements JobHandler {
-      run() {}
-    }
-    @Cron('0 0 * * *', { payload: { n: 1 } })
-    @Job('obsolete')
-    class Obsolete implements JobHandler {
-      run() {}
-    }
-    @Cron('0 0 * * *')
-    @Job('foreign')
-    class Foreign implements JobHandler {
-      run() {}
-    }
-    const kept = [CatchLatest, CatchAll, CatchNone, CatchMany, Work];
-    // Workers off: the jobs stay queued where the test can count them.
-    const first = await boot(schema, clock, [...kept, Obsolete, Foreign], { worker: { enabled: false } });
-    await first.get(RecurringSchedules).upsert('dynamic-kept', Work, '0 0 * * * *');
-    expect((await first.get(RecurringSchedules).list()).map((s) => s.name)).toEqual([
-      'catch-all',
-      'catch-latest',
-      'catch-many',
-      'catch-none',
-      'dynamic-kept',
-      'foreign',
-      'obsolete',
-    ]);
-    await close(first);
-
-    clock.set(new Date('2026-02-01T10:30:00Z'));
-    // "foreign" is now another service's job: its @Cron is that service's to keep or drop.
-    const second = await boot(schema, clock, kept, { worker: { enabled: false }, externalJobs: ['foreign'] });
-    const list = await second.get(RecurringSchedules).list();
-    expect(list.map((s) => [s.name, s.source])).toEqual([
-      ['catch-all', 'code'],
-      ['catch-latest', 'code'],
-      ['catch-many', 'code'],
-      ['catch-none', 'code'],
-      ['dynamic-kept', 'dynamic'],
-      ['foreign', 'code'],
-    ]);
-    const hours = (from: number, to: number) =>
-      Array.from({ length: to - from + 1 }, (_, i) => `2026-02-01T${String(from + i).padStart(2, '0')}:00:00.000Z`);
-    const runs = async (name: string) => (await jobsOf(schema, name)).map((j) => j.run_at.toISOString());
-    expect(await runs('catch-latest')).toEqual(hours(10, 10));
-    expect(await runs('catch-all')).toEqual(hours(1, 10));
-    expect(await runs('catch-none')).toEqual([]);
-    expect(await runs('dynamic-kept')).toEqual(hours(10, 10));
-    const many = await runs('catch-many');
-    expect(many).toHaveLength(1_000);
-    expect([many[0], many[999]]).toEqual(['2026-02-01T00:00:01.000Z', '2026-02-01T00:16:40.000Z']);
-    const next = Object.fromEntries(list.map((s) => [s.name, s.nextRunAt!.toISOString()]));
-    expect(next).toMatchObject({
-      'catch-latest': '2026-02-01T11:00:00.000Z',
-      'catch-none': '2026-02-01T11:00:00.000Z',
-      'catch-many': '2026-02-01T10:30:01.000Z',
-    });
-    await close(second);
-  });
-});
-
-describe('sample app', () => {
-  it('GET /schedules lists the nightly report at 03:00 Berlin time (03:00 CEST on the spring-forward day)', async () => {
-    const schema = uniqueSchema('schedsample');
-    schemas.push(schema, `${schema}_jobs`);
-    const clock = new ManualClock(new Date('2026-03-28T12:00:00Z'));
-    // This file's own @Job classes are not the sample's.
-    const app = await startSampleApp({ schema, clock, worker: { pollInterval: 100 }, unregisteredJobs: 'ignore' });
-    apps.push(app);
-    const res = await request(app.getHttpServer()).get('/schedules').expect(200);
-    expect(res.body).toEqual([
-      expect.objectContaining({
-        name: 'nightly-report',
-        jobName: 'nightly-report',
-        cron: '0 3 * * *',
-        timeZone: 'Europe/Berlin',
-        source: 'code',
-        paused: false,
-        nextRunAt: '2026-03-29T01:00:00.000Z',
-        lastRunAt: null,
-      }),
-    ]);
-    clock.set(new Date('2026-03-29T01:00:00Z'));
-    await app.get(RecurringSchedules).runDue();
-    const ran = await waitFor('the nightly report to run', async () => {
-      const [nightly] = await app.get(RecurringSchedules).list();
-      return nightly!.lastJobState === 'succeeded' ? nightly : null;
-    });
-    expect((await app.get(JobQueue).get(ran.lastJobId!))!).toMatchObject({
-      queue: 'reports',
-      result: { orders: 0, totalCents: 0 },
-    });
-    await close(app);
   });
 });
