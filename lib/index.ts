@@ -17,6 +17,7 @@ export type { StepOptions } from './queue/workflow-writer.js';
 export type { BatchMember, BatchGraph } from './storage/workflow-storage.interface.js';
 export type { WorkerOptions } from './worker/worker-options.js';
 export { RetentionService, type RetentionOptions } from './worker/retention.service.js';
+export { JobsMonitor } from './monitoring/jobs-monitor.service.js';
 export { Cron, type CronOptions } from './scheduler/cron.decorator.js';
 export { RecurringSchedules, type DynamicScheduleOptions } from './scheduler/recurring-schedules.service.js';
 export type { SchedulerOptions } from './scheduler/scheduler-options.js';
@@ -51,4 +52,10 @@ export {
   type ScheduleSource,
   type CatchUpMode,
   type OverlapMode,
+  type JobCounts,
+  type StateCounts,
+  type WorkerInfo,
+  type JobSummary,
+  type JobListFilter,
+  type JobPage,
 } from './model/index.js';

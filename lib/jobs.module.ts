@@ -29,6 +29,10 @@ import { PostgresScheduleStorage } from './storage/postgres-schedule-storage.js'
 import { SCHEDULE_STORAGE } from './storage/schedule-storage.interface.js';
 import { PostgresWorkflowStorage } from './storage/postgres-workflow-storage.js';
 import { WORKFLOW_STORAGE } from './storage/workflow-storage.interface.js';
+import { JobsMonitor } from './monitoring/jobs-monitor.service.js';
+import { MONITORING_OPTIONS, type MonitoringOptions } from './monitoring/monitoring-options.js';
+import { MONITORING_STORAGE } from './storage/monitoring-storage.interface.js';
+import { PostgresMonitoringStorage } from './storage/postgres-monitoring-storage.js';
 import { JobWorker } from './worker/job-worker.service.js';
 import { RETENTION_OPTIONS, RetentionService } from './worker/retention.service.js';
 import { resolveWorkerOptions, WORKER_OPTIONS } from './worker/worker-options.js';
@@ -121,11 +125,23 @@ function coreProviders(): Provider[] {
     SchedulesExplorer,
     ScheduleRunner,
     RecurringSchedules,
+    {
+      provide: MONITORING_STORAGE,
+      inject: [JobsConnection, JOB_STORAGE],
+      useFactory: (c: JobsConnection, s: JobStorage) => new PostgresMonitoringStorage(c.dataSource, s.schema),
+    },
+    {
+      provide: MONITORING_OPTIONS,
+      inject: [WORKER_OPTIONS],
+      useFactory: (w: { lease: number }): MonitoringOptions => ({ staleAfter: w.lease }),
+    },
+    JobsMonitor,
   ];
 }
 
 const EXPORTS = [
   JobQueue,
+  JobsMonitor,
   BatchBuilder,
   JobFactory,
   WORKFLOW_STORAGE,

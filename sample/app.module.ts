@@ -16,6 +16,7 @@ import { Order } from './orders/order.entity.js';
 import { OrderStats } from './orders/order-stats.service.js';
 import { OrdersController } from './orders/orders.controller.js';
 import { SchedulesController } from './schedules/schedules.controller.js';
+import { OperationsController } from './operations/operations.controller.js';
 
 export interface SampleConfig {
   databaseUrl: string;
@@ -56,7 +57,7 @@ export class AppModule {
           }),
         }),
       ],
-      controllers: [OrdersController, ImportsController, SchedulesController],
+      controllers: [OrdersController, ImportsController, SchedulesController, OperationsController],
       providers: [
         Mailer,
         SendReceipt,

@@ -7,3 +7,4 @@ export { uuidv7 } from './uuid.js';
 export * from './job-context.js';
 export * from './schedule.js';
 export * from './payload.js';
+export * from './monitoring.js';

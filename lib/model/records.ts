@@ -64,12 +64,11 @@ export interface JobExecution {
   error: SerializedError | null;
 }
 
-/** What `JobQueue.get(id)` returns. */
-export interface JobInfo {
+/** A job without its payload, result and history: what lists show (`JobsMonitor.jobs`). */
+export interface JobSummary {
   id: string;
   name: string;
   queue: string;
-  payload: unknown;
   state: JobState;
   priority: number;
   attempt: number;
@@ -79,11 +78,16 @@ export interface JobInfo {
   startedAt: Date | null;
   completedAt: Date | null;
   progress: number | null;
-  progressMessage: string | null;
-  result: unknown;
   lastError: SerializedError | null;
   workerId: string | null;
   batchId: string | null;
+}
+
+/** What `JobQueue.get(id)` returns. */
+export interface JobInfo extends JobSummary {
+  payload: unknown;
+  progressMessage: string | null;
+  result: unknown;
   cancelRequested: boolean;
   executions: JobExecution[];
 }

@@ -112,3 +112,12 @@ function arrayLiteral<T>(
 }
 
 const ESCAPED = /[\\"]/g;
+
+/**
+ * The smallest UUIDv7 of a millisecond: every id made before `at` sorts
+ * below it, so "created before/since" is a primary-key range.
+ */
+export function uuidv7Floor(at: Date): string {
+  const hex = Math.max(0, at.getTime()).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
+}

@@ -22,7 +22,8 @@ import type {
   WorkerRegistration,
 } from './job-storage.interface.js';
 import { jobStatements, type JobStatements } from './job-statements.js';
-import { dueQueues, encodeNewJobColumns, encodeUniformJobs } from './job-encoding.js';
+import { dueQueues, encodeNewJobColumns, encodeUniformJobs, uuidv7Floor } from './job-encoding.js';
+import { jobSummaryFromRow } from './job-rows.js';
 import { PoolExecutor, type SqlExecutor } from './sql-executor.js';
 import { WorkerPool } from './worker-pool.js';
 
@@ -276,24 +277,10 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
       });
     }
     return {
-      id: row.id as string,
-      name: row.name as string,
-      queue: row.queue as string,
+      ...jobSummaryFromRow(row),
       payload: row.payload,
-      state,
-      priority: row.priority as number,
-      attempt,
-      maxAttempts: row.max_attempts as number,
-      runAt: row.run_at as Date,
-      createdAt: row.created_at as Date,
-      startedAt: (row.started_at as Date | null) ?? null,
-      completedAt: (row.completed_at as Date | null) ?? null,
-      progress: (row.progress as number | null) ?? null,
       progressMessage: (row.progress_message as string | null) ?? null,
       result: row.result ?? null,
-      lastError: (row.last_error as SerializedError | null) ?? null,
-      workerId: (row.worker_id as string | null) ?? null,
-      batchId: (row.batch_id as string | null) ?? null,
       cancelRequested: row.cancel_requested as boolean,
       executions,
     };
@@ -331,12 +318,6 @@ function attemptsById(jobs: readonly HeldJob[]): string {
   const byId: Record<string, number> = {};
   for (const j of jobs) byId[j.id] = j.attempt;
   return JSON.stringify(byId);
-}
-
-/** The smallest UUIDv7 of a millisecond: every id made before `at` sorts below it. */
-function uuidv7Floor(at: Date): string {
-  const hex = Math.max(0, at.getTime()).toString(16).padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { BatchInfo, BatchState, FinishedAttempt, JobState, NewJob } from '../model/index.js';
 import type { JobStorage } from './job-storage.interface.js';
 import { dueQueues, encodeFlags, encodeNewJobColumns } from './job-encoding.js';
+import { jobSummaryFromRow } from './job-rows.js';
 import { PoolExecutor, type SqlExecutor } from './sql-executor.js';
 import type { BatchGraph, BatchMember, JobGraph, ParentStates, WorkflowStorage } from './workflow-storage.interface.js';
 import { workflowStatements, type WorkflowStatements } from './workflow-statements.js';
@@ -114,19 +115,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   async batchMembers(id: string, f: { state?: JobState; skip: number; take: number }): Promise<BatchMember[]> {
     if (!isUuid(id)) return [];
     const rows = await this.run('batchMembers', [id, f.state ?? null, f.skip, f.take]);
-    return rows.map((r) => ({
-      id: r.id as string,
-      name: r.name as string,
-      queue: r.queue as string,
-      state: r.state as JobState,
-      attempt: r.attempt as number,
-      maxAttempts: r.max_attempts as number,
-      progress: (r.progress as number | null) ?? null,
-      createdAt: r.created_at as Date,
-      startedAt: (r.started_at as Date | null) ?? null,
-      completedAt: (r.completed_at as Date | null) ?? null,
-      lastError: (r.last_error as BatchMember['lastError']) ?? null,
-    }));
+    return rows.map(jobSummaryFromRow);
   }
 
   async batchGraph(id: string): Promise<BatchGraph | null> {

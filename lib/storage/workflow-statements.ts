@@ -52,8 +52,8 @@ export function workflowStatements(schema: string) {
 
     batch: `SELECT b.*, (SELECT min(started_at) FROM ${s}.job WHERE batch_id = b.id) AS first_started_at
       FROM ${s}.job_batch b WHERE b.id = $1`,
-    batchMembers: `SELECT id, name, queue, state, attempt, max_attempts, progress, created_at, started_at,
-                          completed_at, last_error
+    batchMembers: `SELECT id, name, queue, state, priority, attempt, max_attempts, run_at, created_at, started_at,
+                          completed_at, progress, worker_id, batch_id, last_error
       FROM ${s}.job WHERE batch_id = $1 AND ($2::text IS NULL OR state = $2)
      ORDER BY created_at, id OFFSET $3 LIMIT $4`,
     batchCallbacks: `SELECT d.child_id AS id, d.trigger, j.name, j.state FROM ${s}.job_dependency d

@@ -1,4 +1,4 @@
-import type { BatchInfo, FinishedAttempt, JobState, NewJob } from '../model/index.js';
+import type { BatchInfo, FinishedAttempt, JobState, JobSummary, NewJob } from '../model/index.js';
 import type { SqlExecutor } from './sql-executor.js';
 
 export type DependencyTrigger = 'success' | 'failure' | 'always';
@@ -32,19 +32,8 @@ export interface ParentStates {
   batches: Map<string, { state: string; failed: number }>;
 }
 
-export interface BatchMember {
-  id: string;
-  name: string;
-  queue: string;
-  state: JobState;
-  attempt: number;
-  maxAttempts: number;
-  progress: number | null;
-  createdAt: Date;
-  startedAt: Date | null;
-  completedAt: Date | null;
-  lastError: { name: string; message: string } | null;
-}
+/** A member of a batch, as lists show jobs. */
+export type BatchMember = JobSummary;
 
 export interface BatchGraph {
   batch: BatchInfo;

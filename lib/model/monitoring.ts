@@ -1,0 +1,59 @@
+import type { JobState } from './job-state.js';
+import type { JobSummary } from './records.js';
+
+/** Jobs of one queue (or of all), by state. */
+export interface StateCounts {
+  /** Waiting on parents or a batch. */
+  waiting: number;
+  /** Queued and due now: the backlog a worker would claim. */
+  queued: number;
+  /** Queued for later (a delay, a retry's backoff, a schedule's next tick). */
+  scheduled: number;
+  active: number;
+  /** Finished states count jobs created since `JobCounts.since` only. */
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  skipped: number;
+}
+
+export interface JobCounts {
+  /** Live states are exact; finished ones are jobs created since this time. */
+  since: Date;
+  total: StateCounts;
+  /** Queues with at least one counted job, by name. */
+  queues: Record<string, StateCounts>;
+}
+
+/** One worker process, as its heartbeat row says. */
+export interface WorkerInfo {
+  id: string;
+  host: string;
+  pid: number;
+  /** Queues it serves; empty means every queue. */
+  queues: string[];
+  concurrency: number;
+  /** Jobs it was running at its last heartbeat. */
+  active: number;
+  startedAt: Date;
+  lastHeartbeat: Date;
+  stoppedAt: Date | null;
+  /** Not stopped, and its last heartbeat is recent enough (see `JobsMonitor.workers`). */
+  alive: boolean;
+}
+
+export interface JobListFilter {
+  state?: JobState | JobState[];
+  queue?: string;
+  name?: string;
+  /** Jobs created before this job (its id): the `next` of the previous page. */
+  before?: string;
+  /** 1 to 500; default 50. */
+  limit?: number;
+}
+
+export interface JobPage {
+  jobs: JobSummary[];
+  /** Pass as `before` for the next page; null on the last page. */
+  next: string | null;
+}

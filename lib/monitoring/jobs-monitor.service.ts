@@ -1,0 +1,129 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  Clock,
+  JOB_STATES,
+  JobsError,
+  type JobCounts,
+  type JobListFilter,
+  type JobPage,
+  type JobState,
+  type StateCounts,
+  type WorkerInfo,
+} from '../model/index.js';
+import { MONITORING_STORAGE, type MonitoringStorage } from '../storage/monitoring-storage.interface.js';
+import { MONITORING_OPTIONS, type MonitoringOptions } from './monitoring-options.js';
+
+const DAY = 24 * 60 * 60 * 1000;
+const HOUR = 60 * 60 * 1000;
+const MAX_PAGE = 500;
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const emptyCounts = (): StateCounts => ({
+  waiting: 0,
+  queued: 0,
+  scheduled: 0,
+  active: 0,
+  succeeded: 0,
+  failed: 0,
+  cancelled: 0,
+  skipped: 0,
+});
+
+/**
+ * What operators ask of the system: how much work is where, which workers
+ * are up, which jobs are in a state. One job in detail, retry and cancel are
+ * on `JobQueue` (`get`, `retry`, `cancel`).
+ */
+@Injectable()
+export class JobsMonitor {
+  constructor(
+    @Inject(MONITORING_STORAGE) private readonly storage: MonitoringStorage,
+    @Inject(MONITORING_OPTIONS) private readonly options: MonitoringOptions,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Jobs by queue and state. Waiting, queued, scheduled and active are exact
+   * and cheap at any history size; finished states count the jobs created
+   * since `since` (default: the last 24 hours), read by key range.
+   */
+  async counts(options: { since?: Date } = {}): Promise<JobCounts> {
+    const now = this.clock.now();
+    const since = options.since ?? new Date(now.getTime() - DAY);
+    if (!(since instanceof Date) || Number.isNaN(since.getTime())) {
+      throw new JobsError(
+        `JobsMonitor.counts(): "since" must be a valid Date, got ${String(options.since)}. Potential fix: pass new Date(...) or leave it out for the last 24 hours.`,
+      );
+    }
+    const total = emptyCounts();
+    const queues: Record<string, StateCounts> = {};
+    for (const { queue, state, n } of await this.storage.counts(now, since)) {
+      const byQueue = (queues[queue] ??= emptyCounts());
+      byQueue[state] += n;
+      total[state] += n;
+    }
+    return { since, total, queues };
+  }
+
+  /**
+   * Worker processes: the running ones, and those stopped within
+   * `stoppedWithin` ms (default an hour). `alive` is false for a worker
+   * that stopped, or that has not beaten for `staleAfter` (it crashed or
+   * stalled; its leases expire and its jobs run elsewhere).
+   */
+  async workers(options: { stoppedWithin?: number } = {}): Promise<WorkerInfo[]> {
+    const now = this.clock.now().getTime();
+    const within = options.stoppedWithin ?? HOUR;
+    if (!Number.isFinite(within) || within < 0) {
+      throw new JobsError(
+        `JobsMonitor.workers(): "stoppedWithin" must be a duration in ms (>= 0), got ${String(within)}. Potential fix: pass e.g. 3_600_000 for an hour.`,
+      );
+    }
+    const rows = await this.storage.workers(new Date(now - within));
+    return rows.map((w) => ({
+      ...w,
+      alive: w.stoppedAt === null && now - w.lastHeartbeat.getTime() <= this.options.staleAfter,
+    }));
+  }
+
+  /** Jobs newest first, filtered by state(s), queue and name; page with `before: page.next`. */
+  async jobs(filter: JobListFilter = {}): Promise<JobPage> {
+    const states = filter.state === undefined ? null : [filter.state].flat();
+    for (const state of states ?? []) {
+      if (!(JOB_STATES as readonly string[]).includes(state)) {
+        throw new JobsError(
+          `JobsMonitor.jobs(): unknown state "${String(state)}". Potential fix: one of ${JOB_STATES.join(', ')}.`,
+        );
+      }
+    }
+    const limit = filter.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
+      throw new JobsError(
+        `JobsMonitor.jobs(): "limit" must be an integer from 1 to ${MAX_PAGE}, got ${String(limit)}. Potential fix: page with "before" instead of asking for more.`,
+      );
+    }
+    if (filter.before !== undefined && !UUID_RE.test(filter.before)) {
+      throw new JobsError(
+        `JobsMonitor.jobs(): "before" must be a job id (a UUID), got "${String(filter.before)}". Potential fix: pass the "next" of the previous page.`,
+      );
+    }
+    for (const field of ['queue', 'name'] as const) {
+      const value = filter[field];
+      if (value !== undefined && (typeof value !== 'string' || value === '')) {
+        throw new JobsError(
+          `JobsMonitor.jobs(): "${field}" must be a non-empty string, got ${JSON.stringify(value)}. Potential fix: leave it out to match every ${field}.`,
+        );
+      }
+    }
+    // One more than asked tells whether a next page exists.
+    const rows = await this.storage.jobs({
+      states: states as JobState[] | null,
+      queue: filter.queue ?? null,
+      name: filter.name ?? null,
+      before: filter.before ?? null,
+      limit: limit + 1,
+    });
+    const jobs = rows.slice(0, limit);
+    return { jobs, next: rows.length > limit ? jobs[jobs.length - 1]!.id : null };
+  }
+}
