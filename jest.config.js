@@ -9,11 +9,15 @@ export default {
   moduleNameMapper: {
     '^nestjs-durable-jobs$': '<rootDir>/lib/index.ts',
     '^nestjs-durable-jobs/testing$': '<rootDir>/lib/testing/index.ts',
+    '^nestjs-durable-jobs/health$': '<rootDir>/lib/monitoring/jobs-health.indicator.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/test/**/*.spec.ts'],
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
-  maxWorkers: 2,
+  // One file at a time: several files run three app instances or worker
+  // children (up to ~50 connections each, measured), and two of them at once
+  // reached PostgreSQL's default max_connections of 100.
+  maxWorkers: 1,
   testTimeout: 60000,
 };

@@ -1,8 +1,10 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import pg from 'pg';
 import { JobsModule, type Clock, type WorkerOptions } from 'nestjs-durable-jobs';
+import { JobsHealthIndicator } from 'nestjs-durable-jobs/health';
 import { DemoService } from './demo/demo.service.js';
 import { FlakySync } from './jobs/flaky-sync.job.js';
 import { Heartbeat } from './jobs/heartbeat.job.js';
@@ -16,6 +18,7 @@ import { Order } from './orders/order.entity.js';
 import { OrderStats } from './orders/order-stats.service.js';
 import { OrdersController } from './orders/orders.controller.js';
 import { SchedulesController } from './schedules/schedules.controller.js';
+import { HealthController } from './operations/health.controller.js';
 import { OperationsController } from './operations/operations.controller.js';
 
 export interface SampleConfig {
@@ -56,9 +59,11 @@ export class AppModule {
             unregisteredJobs: config.unregisteredJobs,
           }),
         }),
+        TerminusModule,
       ],
-      controllers: [OrdersController, ImportsController, SchedulesController, OperationsController],
+      controllers: [OrdersController, ImportsController, SchedulesController, OperationsController, HealthController],
       providers: [
+        JobsHealthIndicator,
         Mailer,
         SendReceipt,
         FlakySync,

@@ -45,9 +45,11 @@ export class JobsMonitor {
   /**
    * Jobs by queue and state. Waiting, queued, scheduled and active are exact
    * and cheap at any history size; finished states count the jobs created
-   * since `since` (default: the last 24 hours), read by key range.
+   * since `since` (default: the last 24 hours), read by key range. With
+   * `finished: false` they are left at 0 and not read at all (for health
+   * checks and frequent polls).
    */
-  async counts(options: { since?: Date } = {}): Promise<JobCounts> {
+  async counts(options: { since?: Date; finished?: boolean } = {}): Promise<JobCounts> {
     const now = this.clock.now();
     const since = options.since ?? new Date(now.getTime() - DAY);
     if (!(since instanceof Date) || Number.isNaN(since.getTime())) {
@@ -57,7 +59,7 @@ export class JobsMonitor {
     }
     const total = emptyCounts();
     const queues: Record<string, StateCounts> = {};
-    for (const { queue, state, n } of await this.storage.counts(now, since)) {
+    for (const { queue, state, n } of await this.storage.counts(now, options.finished === false ? null : since)) {
       const byQueue = (queues[queue] ??= emptyCounts());
       byQueue[state] += n;
       total[state] += n;

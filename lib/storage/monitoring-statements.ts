@@ -10,7 +10,8 @@ import { quoteIdent } from './sql-identifiers.js';
 export function monitoringStatements(schema: string) {
   const s = quoteIdent(schema);
   return {
-    // $1 now, $2 the smallest id of the finished-jobs window.
+    // $1 now, $2 the smallest id of the finished-jobs window (null: skip them;
+    // the statement is unnamed, so its plan folds that branch away).
     counts: `SELECT queue, CASE WHEN run_at <= $1 THEN 'queued' ELSE 'scheduled' END AS state, count(*)::int AS n
         FROM ${s}.job WHERE state = 'queued' GROUP BY 1, 2
       UNION ALL
@@ -20,7 +21,7 @@ export function monitoringStatements(schema: string) {
        WHERE lease_expires_at IS NOT NULL AND state = 'active' GROUP BY 1
       UNION ALL
       SELECT queue, state, count(*)::int FROM ${s}.job
-       WHERE id >= $2::uuid AND state IN ('succeeded', 'failed', 'cancelled', 'skipped') GROUP BY 1, 2`,
+       WHERE $2::uuid IS NOT NULL AND id >= $2::uuid AND state IN ('succeeded', 'failed', 'cancelled', 'skipped') GROUP BY 1, 2`,
 
     // Running workers, and those stopped since $1.
     workers: `SELECT id, host, pid, queues, concurrency, active, started_at, last_heartbeat, stopped_at

@@ -20,7 +20,8 @@ export interface JobQuery {
 
 /** Read-only queries for operators; nothing here is on a worker's path. */
 export interface MonitoringStorage {
-  counts(now: Date, finishedSince: Date): Promise<CountRow[]>;
+  /** Finished states are not read when `finishedSince` is null. */
+  counts(now: Date, finishedSince: Date | null): Promise<CountRow[]>;
   workers(stoppedSince: Date): Promise<WorkerRow[]>;
   jobs(query: JobQuery): Promise<JobSummary[]>;
 }

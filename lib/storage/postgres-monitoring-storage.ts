@@ -17,8 +17,8 @@ export class PostgresMonitoringStorage implements MonitoringStorage {
     this.pool = new PoolExecutor(dataSource);
   }
 
-  async counts(now: Date, finishedSince: Date): Promise<CountRow[]> {
-    return this.pool.query<CountRow>(this.sql.counts, [now, uuidv7Floor(finishedSince)]);
+  async counts(now: Date, finishedSince: Date | null): Promise<CountRow[]> {
+    return this.pool.query<CountRow>(this.sql.counts, [now, finishedSince && uuidv7Floor(finishedSince)]);
   }
 
   async workers(stoppedSince: Date): Promise<WorkerRow[]> {

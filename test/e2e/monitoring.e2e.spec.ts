@@ -86,39 +86,40 @@ let monitor: JobsMonitor;
 let jobs: JobQueue;
 const ids: Record<string, string[]> = {};
 
-beforeAll(async () => {
-  // The worker serves q1 and q2 only, so q3's job stays queued; the API instance runs no jobs.
-  await boot({ worker: { concurrency: 4, pollInterval: 100, queues: ['q1', 'q2'] } });
-  api = await boot({ worker: { enabled: false } });
-  monitor = api.get(JobsMonitor);
-  jobs = api.get(JobQueue);
-  const add = async (key: string, job: Parameters<JobQueue['enqueue']>[0], options = {}) =>
-    (ids[key] ??= []).push((await jobs.enqueue(job, null as never, options)).id);
-  for (let i = 0; i < 3; i++) await add('quick', Quick);
-  await add('boom', Boom);
-  await add('held', Held);
-  await add('after-held', AfterHeld, { after: ids.held![0] });
-  await add('later', Quick, { delay: HOUR });
-  await add('later', Quick, { delay: HOUR });
-  await add('cancelled', Quick, { delay: HOUR });
-  await jobs.cancel(ids.cancelled![0]!);
-  await add('elsewhere', Elsewhere);
-  await waitFor('the quick jobs to succeed, boom to fail and held to run', async () => {
-    const states = await Promise.all(
-      [...ids.quick!, ...ids.boom!, ...ids.held!].map(async (id) => (await jobs.get(id))?.state),
-    );
-    return states.join() === 'succeeded,succeeded,succeeded,failed,active';
-  });
-});
-
-afterAll(async () => {
-  hold.released = true;
-  for (const release of hold.waiters.splice(0)) release();
-  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
-  await dropSchemas(schema);
-});
-
 describe('JobsMonitor', () => {
+  beforeAll(async () => {
+    // The worker serves q1 and q2 only, so q3's job stays queued; the API instance runs no jobs.
+    await boot({ worker: { concurrency: 4, pollInterval: 100, queues: ['q1', 'q2'] } });
+    api = await boot({ worker: { enabled: false } });
+    monitor = api.get(JobsMonitor);
+    jobs = api.get(JobQueue);
+    const add = async (key: string, job: Parameters<JobQueue['enqueue']>[0], options = {}) =>
+      (ids[key] ??= []).push((await jobs.enqueue(job, null as never, options)).id);
+    for (let i = 0; i < 3; i++) await add('quick', Quick);
+    await add('boom', Boom);
+    await add('held', Held);
+    await add('after-held', AfterHeld, { after: ids.held![0] });
+    await add('later', Quick, { delay: HOUR });
+    await add('later', Quick, { delay: HOUR });
+    await add('cancelled', Quick, { delay: HOUR });
+    await jobs.cancel(ids.cancelled![0]!);
+    await add('elsewhere', Elsewhere);
+    await waitFor('the quick jobs to succeed, boom to fail and held to run', async () => {
+      const states = await Promise.all(
+        [...ids.quick!, ...ids.boom!, ...ids.held!].map(async (id) => (await jobs.get(id))?.state),
+      );
+      return states.join() === 'succeeded,succeeded,succeeded,failed,active';
+    });
+  });
+
+  // Closed before the sample app starts: the suite's test files share the server's connections.
+  afterAll(async () => {
+    hold.released = true;
+    for (const release of hold.waiters.splice(0)) release();
+    for (const app of apps.splice(0)) await app.close().catch(() => undefined);
+    await dropSchemas(schema);
+  });
+
   it('counts jobs by queue and state: live states exact, finished ones since a time', async () => {
     const result = await monitor.counts();
     expect(result.queues).toEqual({
@@ -205,7 +206,7 @@ describe('JobsMonitor', () => {
 });
 
 describe('sample app', () => {
-  it('GET /stats, /workers and /jobs show the same; a bad filter is a 400 naming the fix', async () => {
+  it('GET /stats, /workers, /jobs and /health show the same; a bad filter is a 400 naming the fix', async () => {
     const sampleSchema = uniqueSchema('monsample');
     const app = await startSampleApp({
       schema: sampleSchema,
@@ -228,6 +229,8 @@ describe('sample app', () => {
         jobs: [expect.objectContaining({ id: order.jobId, name: 'send-receipt' })],
         next: null,
       });
+      const health = await request(http).get('/health').expect(200);
+      expect(health.body).toMatchObject({ status: 'ok', details: { jobs: { status: 'up', aliveWorkers: 1 } } });
       const bad = await request(http).get('/jobs?state=finished').expect(400);
       expect(bad.body.message).toMatch(/unknown state "finished".*Potential fix/);
     } finally {

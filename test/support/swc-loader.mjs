@@ -11,6 +11,7 @@ const root = new URL('../../', import.meta.url);
 const aliases = {
   'nestjs-durable-jobs': new URL('lib/index.ts', root).href,
   'nestjs-durable-jobs/testing': new URL('lib/testing/index.ts', root).href,
+  'nestjs-durable-jobs/health': new URL('lib/monitoring/jobs-health.indicator.ts', root).href,
 };
 
 export async function resolve(specifier, context, next) {
