@@ -10,6 +10,7 @@ export default {
     '^nestjs-durable-jobs$': '<rootDir>/lib/index.ts',
     '^nestjs-durable-jobs/testing$': '<rootDir>/lib/testing/index.ts',
     '^nestjs-durable-jobs/health$': '<rootDir>/lib/monitoring/jobs-health.indicator.ts',
+    '^nestjs-durable-jobs/metrics$': '<rootDir>/lib/monitoring/jobs-metrics.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/test/**/*.spec.ts'],

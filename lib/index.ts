@@ -30,6 +30,8 @@ export {
 export {
   Clock,
   SystemClock,
+  JobEvents,
+  type AttemptEnded,
   JobsError,
   PermanentJobError,
   JobTimeoutError,

@@ -11,7 +11,7 @@ import {
   type JobsModuleRootOptions,
   type JobsOptionsFactory,
 } from './jobs-options.interface.js';
-import { Clock, JOB_ROW_BUILDER, SystemClock } from './model/index.js';
+import { Clock, JOB_ROW_BUILDER, JobEvents, SystemClock } from './model/index.js';
 import { BatchBuilder } from './queue/batch-builder.service.js';
 import { JobFactory } from './queue/job-factory.js';
 import { JobQueue } from './queue/job-queue.service.js';
@@ -136,12 +136,14 @@ function coreProviders(): Provider[] {
       useFactory: (w: { lease: number }): MonitoringOptions => ({ staleAfter: w.lease }),
     },
     JobsMonitor,
+    JobEvents,
   ];
 }
 
 const EXPORTS = [
   JobQueue,
   JobsMonitor,
+  JobEvents,
   BatchBuilder,
   JobFactory,
   WORKFLOW_STORAGE,

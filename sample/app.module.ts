@@ -5,6 +5,8 @@ import { DataSource } from 'typeorm';
 import pg from 'pg';
 import { JobsModule, type Clock, type WorkerOptions } from 'nestjs-durable-jobs';
 import { JobsHealthIndicator } from 'nestjs-durable-jobs/health';
+import { JOBS_METRICS_REGISTRY, JobsMetrics } from 'nestjs-durable-jobs/metrics';
+import { Registry } from 'prom-client';
 import { DemoService } from './demo/demo.service.js';
 import { FlakySync } from './jobs/flaky-sync.job.js';
 import { Heartbeat } from './jobs/heartbeat.job.js';
@@ -19,6 +21,7 @@ import { OrderStats } from './orders/order-stats.service.js';
 import { OrdersController } from './orders/orders.controller.js';
 import { SchedulesController } from './schedules/schedules.controller.js';
 import { HealthController } from './operations/health.controller.js';
+import { MetricsController } from './operations/metrics.controller.js';
 import { OperationsController } from './operations/operations.controller.js';
 
 export interface SampleConfig {
@@ -61,9 +64,18 @@ export class AppModule {
         }),
         TerminusModule,
       ],
-      controllers: [OrdersController, ImportsController, SchedulesController, OperationsController, HealthController],
+      controllers: [
+        OrdersController,
+        ImportsController,
+        SchedulesController,
+        OperationsController,
+        HealthController,
+        MetricsController,
+      ],
       providers: [
         JobsHealthIndicator,
+        JobsMetrics,
+        { provide: JOBS_METRICS_REGISTRY, useFactory: () => new Registry() },
         Mailer,
         SendReceipt,
         FlakySync,

@@ -8,3 +8,4 @@ export * from './job-context.js';
 export * from './schedule.js';
 export * from './payload.js';
 export * from './monitoring.js';
+export * from './job-events.js';

@@ -11,6 +11,7 @@ import { ModuleRef } from '@nestjs/core';
 import { JobRegistry } from '../discovery/job-registry.js';
 import {
   Clock,
+  JobEvents,
   JOB_ROW_BUILDER,
   serializeError,
   WorkerShutdownError,
@@ -65,6 +66,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     @Inject(JOB_ROW_BUILDER) private readonly builder: JobRowBuilder,
+    private readonly events: JobEvents,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -225,8 +227,12 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     const registered = this.registry.get(job.name)!;
     const run = new RunningJob(job, registered, this.runnerDeps());
     this.running.set(job.id, run);
+    const started = this.events.observed ? performance.now() : -1;
     void run.execute().then(async (result) => {
       this.running.delete(job.id);
+      if (started >= 0 && result.outcome) {
+        this.events.attemptEnded({ job, outcome: result.outcome.kind, durationMs: performance.now() - started });
+      }
       this.adaptive.recordCompletion();
       this.progress.forget(job.id);
       if (result.outcome) {

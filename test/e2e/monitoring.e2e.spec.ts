@@ -206,7 +206,7 @@ describe('JobsMonitor', () => {
 });
 
 describe('sample app', () => {
-  it('GET /stats, /workers, /jobs and /health show the same; a bad filter is a 400 naming the fix', async () => {
+  it('GET /stats, /workers, /jobs, /health and /metrics show the same; a bad filter is a 400 naming the fix', async () => {
     const sampleSchema = uniqueSchema('monsample');
     const app = await startSampleApp({
       schema: sampleSchema,
@@ -231,6 +231,11 @@ describe('sample app', () => {
       });
       const health = await request(http).get('/health').expect(200);
       expect(health.body).toMatchObject({ status: 'ok', details: { jobs: { status: 'up', aliveWorkers: 1 } } });
+      const metrics = await request(http).get('/metrics').expect(200);
+      expect(metrics.text).toContain(
+        'durable_jobs_attempts_total{queue="emails",job="send-receipt",outcome="succeeded"} 1',
+      );
+      expect(metrics.text).toContain('durable_jobs_workers_alive 1');
       const bad = await request(http).get('/jobs?state=finished').expect(400);
       expect(bad.body.message).toMatch(/unknown state "finished".*Potential fix/);
     } finally {

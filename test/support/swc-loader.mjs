@@ -12,6 +12,7 @@ const aliases = {
   'nestjs-durable-jobs': new URL('lib/index.ts', root).href,
   'nestjs-durable-jobs/testing': new URL('lib/testing/index.ts', root).href,
   'nestjs-durable-jobs/health': new URL('lib/monitoring/jobs-health.indicator.ts', root).href,
+  'nestjs-durable-jobs/metrics': new URL('lib/monitoring/jobs-metrics.ts', root).href,
 };
 
 export async function resolve(specifier, context, next) {
