@@ -199,7 +199,8 @@ export function jobStatements(schema: string) {
     registerWorker: `INSERT INTO ${s}.worker (id, host, pid, queues, concurrency, started_at, last_heartbeat)
       VALUES ($1, $2, $3, $4, $5, $6, $6)
       ON CONFLICT (id) DO UPDATE SET last_heartbeat = EXCLUDED.last_heartbeat, stopped_at = NULL`,
-    heartbeatWorker: `UPDATE ${s}.worker SET last_heartbeat = $2, active = $3 WHERE id = $1`,
+    // No row: retention removed it (a clock that jumped); the worker registers again.
+    heartbeatWorker: `UPDATE ${s}.worker SET last_heartbeat = $2, active = $3 WHERE id = $1 RETURNING 1`,
     unregisterWorker: `UPDATE ${s}.worker SET stopped_at = $2, active = 0 WHERE id = $1`,
 
     // Retention walks the primary key: ids are UUIDv7, so "created before the
@@ -215,6 +216,8 @@ export function jobStatements(schema: string) {
        FOR UPDATE SKIP LOCKED
     )
     DELETE FROM ${s}.job j USING doomed WHERE j.id = doomed.id RETURNING 1`,
+    // Rows of workers stopped (or silent: crashed) before $1.
+    pruneWorkers: `DELETE FROM ${s}.worker WHERE coalesce(stopped_at, last_heartbeat) < $1 RETURNING 1`,
     pruneBatches: `DELETE FROM ${s}.job_batch
      WHERE id IN (SELECT id FROM ${s}.job_batch WHERE id < $1::uuid AND state <> 'executing' AND completed_at < $2
                   ORDER BY id LIMIT $3) RETURNING 1`,

@@ -71,13 +71,16 @@ export interface JobStorage {
   retry(id: string, now: Date): Promise<RetryResult>;
   getJob(id: string): Promise<JobInfo | null>;
   registerWorker(worker: WorkerRegistration): Promise<void>;
-  heartbeatWorker(id: string, now: Date, active: number): Promise<void>;
+  /** False when the worker's row is gone (pruned): register again. */
+  heartbeatWorker(id: string, now: Date, active: number): Promise<boolean>;
   unregisterWorker(id: string, now: Date): Promise<void>;
   /** Queues that hold eligible work, for workers that serve every queue. */
   queuesWithWork(): Promise<string[]>;
   /** Deletes up to `limit` jobs in `states` that ended before `before`; returns how many. */
   prune(states: readonly string[], before: Date, limit: number): Promise<number>;
   pruneBatches(before: Date, limit: number): Promise<number>;
+  /** Deletes the rows of workers stopped, or silent, since before `before`. */
+  pruneWorkers(before: Date): Promise<number>;
   notifyChannel(): string;
   /** Opens the worker's own connections before its first claim, so the first jobs do not wait for them. */
   openWorkerConnections(): Promise<void>;

@@ -290,8 +290,8 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     await this.run('registerWorker', [w.id, w.host, w.pid, w.queues, w.concurrency, w.now]);
   }
 
-  async heartbeatWorker(id: string, now: Date, active: number): Promise<void> {
-    await this.run('heartbeatWorker', [id, now, active]);
+  async heartbeatWorker(id: string, now: Date, active: number): Promise<boolean> {
+    return (await this.run('heartbeatWorker', [id, now, active])).length > 0;
   }
 
   async unregisterWorker(id: string, now: Date): Promise<void> {
@@ -305,6 +305,10 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
   async prune(states: readonly string[], before: Date, limit: number): Promise<number> {
     const rows = await this.run('prune', [uuidv7Floor(before), states, before, limit]);
     return rows.length;
+  }
+
+  async pruneWorkers(before: Date): Promise<number> {
+    return (await this.run('pruneWorkers', [before])).length;
   }
 
   async pruneBatches(before: Date, limit: number): Promise<number> {

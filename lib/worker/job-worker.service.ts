@@ -80,14 +80,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     this.batcher = new CompletionBatcher(this.storage, this.workflows, this.id, this.clock, this.rowLock);
     this.progress = new ProgressWriter(this.storage, this.id, this.options.progressThrottle, this.logger);
     this.state = 'running';
-    await this.storage.registerWorker({
-      id: this.id,
-      host: hostname(),
-      pid: process.pid,
-      queues: this.options.queues ?? [],
-      concurrency: this.options.concurrency,
-      now: this.clock.now(),
-    });
+    await this.register();
     await this.storage.openWorkerConnections();
     this.unsubscribe.push(this.listener.subscribe((payload) => this.onNotification(payload)));
     await this.listener.start();
@@ -317,10 +310,21 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
         if (index >= 0) this.buffer.splice(index, 1);
       }
       for (const id of cancelRequested) this.cancelLocal(id);
-      await this.storage.heartbeatWorker(this.id, now, this.running.size);
+      if (!(await this.storage.heartbeatWorker(this.id, now, this.running.size))) await this.register();
     } catch (error) {
       this.logger.error(`Renewing leases failed: ${(error as Error).message}`);
     }
+  }
+
+  private register(): Promise<void> {
+    return this.storage.registerWorker({
+      id: this.id,
+      host: hostname(),
+      pid: process.pid,
+      queues: this.options.queues ?? [],
+      concurrency: this.options.concurrency,
+      now: this.clock.now(),
+    });
   }
 
   private async rescue(): Promise<void> {

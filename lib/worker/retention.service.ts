@@ -8,6 +8,8 @@ export interface RetentionOptions {
   succeeded?: number | false;
   /** How long failed, cancelled and skipped jobs (and settled batches) stay, in ms; default 30 days. */
   failed?: number | false;
+  /** How long the rows of stopped (or crashed) workers stay, in ms; default 7 days; false keeps them. */
+  workers?: number | false;
   /** How often to prune, in ms; default 60 000. */
   interval?: number;
 }
@@ -18,7 +20,8 @@ const CHUNK = 2_000;
 
 /**
  * Keeps the job table lean: finished jobs leave once their retention ends,
- * in small chunks so no statement holds locks for long. Runs on instances
+ * in small chunks so no statement holds locks for long, and so do the rows
+ * of workers long stopped (every process start adds one). Runs on instances
  * with a worker; several instances prune side by side (SKIP LOCKED).
  */
 @Injectable()
@@ -63,6 +66,8 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
         deleted += await this.storage.pruneBatches(new Date(now - failed), CHUNK);
       }
       if (deleted) this.logger.log(`Pruned ${deleted} finished job(s) and batch(es) past their retention`);
+      const workers = this.options.workers ?? 7 * DAY;
+      if (workers !== false) await this.storage.pruneWorkers(new Date(now - workers));
     } catch (error) {
       this.logger.warn(`Pruning finished jobs failed: ${(error as Error).message}`);
     }

@@ -12,6 +12,7 @@ import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { DoomedProbe, ProbeRecorder, ScopedProbe, TimeoutProbe, probeProviders } from '../support/probe.jobs.js';
 import { startSampleApp } from '../support/sample-app.js';
 import { sleep, waitFor } from '../support/wait.js';
+import { JobWorker } from '../../lib/worker/job-worker.service.js';
 
 const schema = uniqueSchema('jobs');
 const clock = new ManualClock(new Date('2026-11-01T10:00:00Z'));
@@ -264,6 +265,27 @@ describe('retention', () => {
     expect(await jobs.get(ok.id)).toBeNull();
     expect(await jobs.get(fresh)).not.toBeNull();
     await jobs.cancel(fresh);
+  });
+
+  it('prunes the rows of workers stopped or silent for 7 days; a live worker whose row went registers again', async () => {
+    const workers = async () => (await sql<{ id: string }>(`SELECT id FROM "${schema}_jobs".worker`)).map((w) => w.id);
+    const own = app.get(JobWorker).id;
+    const now = clock.now().getTime();
+    await sql(
+      `INSERT INTO "${schema}_jobs".worker (id, host, pid, queues, concurrency, started_at, last_heartbeat, stopped_at)
+       VALUES ('stopped-8d', 'h', 1, '{}', 1, $1, $1, $1), ('silent-8d', 'h', 2, '{}', 1, $1, $1, NULL),
+              ('stopped-6d', 'h', 3, '{}', 1, $2, $2, $2)`,
+      [new Date(now - 8 * 86_400_000), new Date(now - 6 * 86_400_000)],
+    );
+    await app.get(RetentionService).prune();
+    const left = await workers();
+    expect(left).toContain('stopped-6d');
+    expect(left).not.toContain('stopped-8d');
+    expect(left).not.toContain('silent-8d');
+    // A live worker whose row went (a clock that jumped past its last beat): its next beat,
+    // every third of the lease, brings the row back.
+    await sql(`DELETE FROM "${schema}_jobs".worker WHERE id = $1`, [own]);
+    await waitFor('the worker to register again', async () => (await workers()).includes(own));
   });
 });
 
