@@ -38,6 +38,12 @@ export interface JobsModuleOptions {
   maxPayloadBytes?: number;
   /** Recurring schedules (@Cron and RecurringSchedules) on this instance. */
   scheduler?: SchedulerOptions;
+  /**
+   * OpenTelemetry tracing: enqueues store the caller's trace context and
+   * each attempt runs in a span continuing it. Needs @opentelemetry/api;
+   * default false.
+   */
+  tracing?: boolean;
   /** Replaces the system clock (tests). */
   clock?: Clock;
 }

@@ -11,7 +11,8 @@ import {
   type JobsModuleRootOptions,
   type JobsOptionsFactory,
 } from './jobs-options.interface.js';
-import { Clock, JOB_ROW_BUILDER, JobEvents, SystemClock } from './model/index.js';
+import { Clock, JOB_ROW_BUILDER, JobEvents, JobTracing, NoTracing, SystemClock } from './model/index.js';
+import { OtelJobTracing } from './monitoring/otel-job-tracing.js';
 import { BatchBuilder } from './queue/batch-builder.service.js';
 import { JobFactory } from './queue/job-factory.js';
 import { JobQueue } from './queue/job-queue.service.js';
@@ -137,6 +138,12 @@ function coreProviders(): Provider[] {
     },
     JobsMonitor,
     JobEvents,
+    {
+      provide: JobTracing,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions): Promise<JobTracing> | JobTracing =>
+        o.tracing ? OtelJobTracing.create() : new NoTracing(),
+    },
   ];
 }
 

@@ -9,3 +9,4 @@ export * from './schedule.js';
 export * from './payload.js';
 export * from './monitoring.js';
 export * from './job-events.js';
+export * from './job-tracing.js';

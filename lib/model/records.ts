@@ -11,6 +11,8 @@ export interface ClaimedJob {
   maxAttempts: number;
   timeoutMs: number | null;
   batchId: string | null;
+  /** The trace context captured at enqueue (only where tracing is on and a trace was active). */
+  traceContext?: Record<string, string> | null;
 }
 
 /** What the worker decided about one finished attempt. */

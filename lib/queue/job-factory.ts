@@ -1,7 +1,7 @@
 import { Inject, Injectable, type Type } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { validateJobOptions } from '../discovery/job.decorator.js';
-import { Clock, JobsError, uuidv7, type JobHandler, type NewJob } from '../model/index.js';
+import { Clock, JobsError, JobTracing, uuidv7, type JobHandler, type NewJob } from '../model/index.js';
 import { QUEUE_SETTINGS, serializePayload, type QueueSettings } from '../model/index.js';
 import type { EnqueueOptions } from './queue-options.js';
 
@@ -18,6 +18,7 @@ export class JobFactory {
     private readonly registry: JobRegistry,
     readonly clock: Clock,
     @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,
+    private readonly tracing: JobTracing,
   ) {}
 
   build(job: JobRef, payload: unknown, options: Omit<EnqueueOptions, 'manager' | 'after'>, now: Date): NewJob {
@@ -58,6 +59,7 @@ export class JobFactory {
       runAt,
       maxAttempts: options.maxAttempts ?? defaults?.maxAttempts ?? 3,
       timeoutMs: options.timeout ?? defaults?.timeout ?? null,
+      traceContext: this.tracing.enabled ? this.tracing.capture() : null,
     };
   }
 

@@ -67,10 +67,11 @@ export function jobStatements(schema: string) {
           ORDER BY priority DESC, run_at, id
           LIMIT $4
           FOR UPDATE SKIP LOCKED))
-      RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at
+      RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at,
+                j.trace_context
     )
     SELECT id, name, queue, payload, attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs",
-           batch_id AS "batchId"
+           batch_id AS "batchId", trace_context AS "traceContext"
       FROM u ORDER BY priority DESC, run_at, id`,
 
     succeed: `WITH u AS (

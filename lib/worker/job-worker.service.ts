@@ -9,9 +9,11 @@ import {
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { JobRegistry } from '../discovery/job-registry.js';
+import { logOutcome } from './outcome-log.js';
 import {
   Clock,
   JobEvents,
+  JobTracing,
   JOB_ROW_BUILDER,
   serializeError,
   WorkerShutdownError,
@@ -67,6 +69,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     @Inject(JOB_ROW_BUILDER) private readonly builder: JobRowBuilder,
     private readonly events: JobEvents,
+    private readonly tracing: JobTracing,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -221,7 +224,14 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     const run = new RunningJob(job, registered, this.runnerDeps());
     this.running.set(job.id, run);
     const started = this.events.observed ? performance.now() : -1;
-    void run.execute().then(async (result) => {
+    const execution = this.tracing.enabled
+      ? this.tracing.trace(
+          job,
+          () => run.execute(),
+          (r) => r.outcome,
+        )
+      : run.execute();
+    void execution.then(async (result) => {
       this.running.delete(job.id);
       if (started >= 0 && result.outcome) {
         this.events.attemptEnded({ job, outcome: result.outcome.kind, durationMs: performance.now() - started });
@@ -229,7 +239,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       this.adaptive.recordCompletion();
       this.progress.forget(job.id);
       if (result.outcome) {
-        this.logOutcome(job, result.outcome);
+        logOutcome(this.logger, job, result.outcome, this.clock);
         this.finishing.set(job.id, job.attempt);
         this.fill();
         await this.batcher.add({ job, outcome: result.outcome, continuations: result.continuations });
@@ -250,28 +260,6 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       progress: (j, fraction, message) => this.progress.write(j, fraction, message),
       addToBatch: (batchId, row) => this.workflows.addToBatch(batchId, row, this.clock.now()),
     });
-  }
-
-  private logOutcome(job: ClaimedJob, outcome: NonNullable<import('./job-runner.js').RunResult['outcome']>): void {
-    // Successes are logged at debug level only: skip building their line when nobody reads it.
-    if (outcome.kind === 'succeeded' && !Logger.isLevelEnabled('debug')) return;
-    const label = `Job ${job.name} ${job.id} attempt ${job.attempt}/${job.maxAttempts}`;
-    switch (outcome.kind) {
-      case 'succeeded':
-        this.logger.debug(`${label} succeeded`);
-        break;
-      case 'retry':
-        this.logger.warn(
-          `${label} failed: ${outcome.error.message}; retrying in ${Math.max(0, outcome.retryAt.getTime() - this.clock.now().getTime())} ms`,
-        );
-        break;
-      case 'failed':
-        this.logger.error(`${label} failed for good: ${outcome.error.message}`);
-        break;
-      case 'cancelled':
-        this.logger.log(`${label} was cancelled`);
-        break;
-    }
   }
 
   private cancelLocal(id: string): void {

@@ -1,0 +1,36 @@
+import type { AttemptOutcome, ClaimedJob } from './records.js';
+
+/** W3C trace context headers (traceparent, tracestate) stored with a job. */
+export type TraceCarrier = Record<string, string>;
+
+/**
+ * Where tracing plugs in: the queue captures the caller's trace context into
+ * each new job, and the worker runs each attempt inside a span that
+ * continues it. The default does nothing; `tracing: true` installs the
+ * OpenTelemetry one.
+ */
+export abstract class JobTracing {
+  abstract readonly enabled: boolean;
+  /** The active trace context, to store with a new job; null when there is none. */
+  abstract capture(): TraceCarrier | null;
+  /**
+   * Runs one attempt inside a span continuing the job's stored context, and
+   * ends the span with the attempt's outcome (null: no outcome, the job was
+   * handed back or lost).
+   */
+  abstract trace<T>(
+    job: ClaimedJob,
+    run: () => Promise<T>,
+    outcomeOf: (result: T) => AttemptOutcome | null,
+  ): Promise<T>;
+}
+
+export class NoTracing extends JobTracing {
+  readonly enabled = false;
+  capture(): TraceCarrier | null {
+    return null;
+  }
+  trace<T>(_job: ClaimedJob, run: () => Promise<T>): Promise<T> {
+    return run();
+  }
+}

@@ -1,0 +1,141 @@
+import { Module, type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { Job, JobQueue, JobsModule, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { waitFor } from '../support/wait.js';
+
+// An SDK as an app would register it: spans of the handler nest under the attempt's span.
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const contextManager = new AsyncLocalStorageContextManager().enable();
+trace.setGlobalTracerProvider(provider);
+context.setGlobalContextManager(contextManager);
+propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+const tracer = trace.getTracer('test');
+
+@Job('traced', { maxAttempts: 2, backoff: { type: 'fixed', delay: 0 } })
+class Traced implements JobHandler<{ failFirst: boolean }> {
+  async run({ failFirst }: { failFirst: boolean }, ctx: JobContext) {
+    await tracer.startActiveSpan('inside the handler', async (span) => {
+      await new Promise((r) => setTimeout(r, 5));
+      span.end();
+    });
+    if (failFirst && ctx.attempt === 1) throw new Error('first attempt fails');
+  }
+}
+
+const schema = uniqueSchema('tracing');
+const storedContext = async (id: string) =>
+  (
+    await sql<{ trace_context: Record<string, string> | null }>(
+      `SELECT trace_context FROM "${schema}".job WHERE id = $1`,
+      [id],
+    )
+  )[0]!.trace_context;
+const apps: INestApplication[] = [];
+
+async function boot(tracing: boolean) {
+  @Module({ providers: [Traced] })
+  class Handlers {}
+  const ref = await Test.createTestingModule({
+    imports: [
+      JobsModule.forRoot({
+        connection: databaseUrl(),
+        schema,
+        tracing,
+        unregisteredJobs: 'ignore',
+        worker: { pollInterval: 100 },
+      }),
+      Handlers,
+    ],
+  }).compile();
+  const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });
+  await app.init();
+  apps.push(app);
+  return app;
+}
+
+afterAll(async () => {
+  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
+  await dropSchemas(schema);
+  contextManager.disable();
+  await provider.shutdown();
+});
+
+afterEach(() => exporter.reset());
+
+describe('tracing: true (OpenTelemetry)', () => {
+  let jobs: JobQueue;
+  beforeAll(async () => {
+    jobs = (await boot(true)).get(JobQueue);
+  });
+
+  it("each attempt is a CONSUMER span in the enqueuing request's trace; the handler's spans are its children; a failed attempt is an error", async () => {
+    const request = tracer.startSpan('POST /orders');
+    const { id } = await context.with(trace.setSpan(context.active(), request), () =>
+      jobs.enqueue(Traced, { failFirst: true }),
+    );
+    request.end();
+    // The job row carries the W3C context of the request that enqueued it.
+    expect((await storedContext(id))?.traceparent).toContain(request.spanContext().traceId);
+    await waitFor('the job to succeed on its second attempt', async () => (await jobs.get(id))?.state === 'succeeded');
+    await waitFor('both attempts to end their spans', () => exporter.getFinishedSpans().length >= 5);
+
+    const spans = exporter.getFinishedSpans();
+    const attempts = spans
+      .filter((s) => s.name === 'traced process')
+      .sort((a, b) => Number(a.attributes['job.attempt']) - Number(b.attributes['job.attempt']));
+    expect(attempts).toHaveLength(2);
+    for (const span of attempts) {
+      expect(span.kind).toBe(SpanKind.CONSUMER);
+      expect(span.spanContext().traceId).toBe(request.spanContext().traceId);
+      expect(span.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
+      expect(span.attributes).toMatchObject({
+        'messaging.system': 'nestjs-durable-jobs',
+        'messaging.destination.name': 'default',
+        'messaging.message.id': id,
+        'job.name': 'traced',
+      });
+    }
+    expect(attempts[0]!.attributes['job.outcome']).toBe('retry');
+    expect(attempts[0]!.status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'first attempt fails' });
+    expect(attempts[0]!.events.map((e) => e.name)).toEqual(['exception']);
+    expect(attempts[1]!.attributes['job.outcome']).toBe('succeeded');
+    expect(attempts[1]!.status.code).toBe(SpanStatusCode.UNSET);
+    const inner = spans.filter((s) => s.name === 'inside the handler');
+    expect(inner.map((s) => s.parentSpanContext?.spanId).sort()).toEqual(
+      attempts.map((a) => a.spanContext().spanId).sort(),
+    );
+  });
+
+  it('a job enqueued outside any trace starts a trace of its own', async () => {
+    const { id } = await jobs.enqueue(Traced, { failFirst: false });
+    await waitFor('the job to succeed', async () => (await jobs.get(id))?.state === 'succeeded');
+    await waitFor('its span to end', () => exporter.getFinishedSpans().some((s) => s.name === 'traced process'));
+    const [span] = exporter.getFinishedSpans().filter((s) => s.name === 'traced process');
+    expect(span!.parentSpanContext).toBeUndefined();
+  });
+});
+
+describe('tracing off (the default)', () => {
+  it('stores no trace context and starts no span, even inside an active trace', async () => {
+    for (const app of apps.splice(0)) await app.close();
+    const jobs = (await boot(false)).get(JobQueue);
+    const request = tracer.startSpan('POST /orders');
+    const { id } = await context.with(trace.setSpan(context.active(), request), () =>
+      jobs.enqueue(Traced, { failFirst: false }),
+    );
+    request.end();
+    await waitFor('the job to succeed', async () => (await jobs.get(id))?.state === 'succeeded');
+    expect(
+      exporter
+        .getFinishedSpans()
+        .map((s) => s.name)
+        .sort(),
+    ).toEqual(['POST /orders', 'inside the handler']);
+  });
+});
