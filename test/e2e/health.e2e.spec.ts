@@ -1,9 +1,9 @@
-import { Module, ServiceUnavailableException, type INestApplication } from '@nestjs/common';
+import { ServiceUnavailableException, type INestApplication } from '@nestjs/common';
 import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
-import { Test } from '@nestjs/testing';
-import { Job, JobQueue, JobsModule, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
+import { Job, JobQueue, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
 import { JobsHealthIndicator } from 'nestjs-durable-jobs/health';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
 
 @Job('served', { queue: 'served' })
@@ -20,16 +20,10 @@ const schemas: string[] = [];
 const apps: INestApplication[] = [];
 
 async function boot(schema: string, options: Partial<JobsModuleOptions>) {
-  @Module({ imports: [TerminusModule], providers: [JobsHealthIndicator, Served, Unserved] })
-  class Health {}
-  const ref = await Test.createTestingModule({
-    imports: [
-      JobsModule.forRoot({ connection: databaseUrl(), schema, unregisteredJobs: 'ignore', ...options }),
-      Health,
-    ],
-  }).compile();
-  const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });
-  await app.init();
+  const app = await startJobsApp(schema, options, {
+    imports: [TerminusModule],
+    providers: [JobsHealthIndicator, Served, Unserved],
+  });
   apps.push(app);
   const check = (opts = {}) =>
     app

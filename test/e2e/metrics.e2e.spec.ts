@@ -1,9 +1,9 @@
-import { Module, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import type { INestApplication } from '@nestjs/common';
 import { Registry } from 'prom-client';
-import { Job, JobQueue, JobsModule, PermanentJobError, type JobHandler } from 'nestjs-durable-jobs';
+import { Job, JobQueue, PermanentJobError, type JobHandler } from 'nestjs-durable-jobs';
 import { JOBS_METRICS_REGISTRY, JobsMetrics } from 'nestjs-durable-jobs/metrics';
-import { databaseUrl, dropSchemas, uniqueSchema } from '../support/database.js';
+import { dropSchemas, uniqueSchema } from '../support/database.js';
+import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
 
 @Job('tally', { queue: 'work' })
@@ -38,30 +38,20 @@ const registry = new Registry();
 const apps: INestApplication[] = [];
 
 async function boot() {
-  @Module({
-    providers: [
-      Tally,
-      SecondTime,
-      Hopeless,
-      Unserved,
-      JobsMetrics,
-      { provide: JOBS_METRICS_REGISTRY, useValue: registry },
-    ],
-  })
-  class Observed {}
-  const ref = await Test.createTestingModule({
-    imports: [
-      JobsModule.forRoot({
-        connection: databaseUrl(),
-        schema,
-        unregisteredJobs: 'ignore',
-        worker: { pollInterval: 100, queues: ['work', 'other'] },
-      }),
-      Observed,
-    ],
-  }).compile();
-  const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });
-  await app.init();
+  const app = await startJobsApp(
+    schema,
+    { worker: { pollInterval: 100, queues: ['work', 'other'] } },
+    {
+      providers: [
+        Tally,
+        SecondTime,
+        Hopeless,
+        Unserved,
+        JobsMetrics,
+        { provide: JOBS_METRICS_REGISTRY, useValue: registry },
+      ],
+    },
+  );
   apps.push(app);
   return app;
 }

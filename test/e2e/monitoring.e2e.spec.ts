@@ -1,18 +1,17 @@
-import { Module, type INestApplication, type Provider } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import type { INestApplication, Provider } from '@nestjs/common';
 import request from 'supertest';
 import {
   Job,
   JobQueue,
   JobsError,
-  JobsModule,
   JobsMonitor,
   type JobHandler,
   type JobsModuleOptions,
   type StateCounts,
 } from 'nestjs-durable-jobs';
-import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startSampleApp } from '../support/sample-app.js';
+import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
 
 @Job('quick', { queue: 'q1' })
@@ -54,17 +53,8 @@ async function boot(
   options: Partial<JobsModuleOptions>,
   providers: Provider[] = [Quick, Boom, Held, AfterHeld, Elsewhere],
 ) {
-  @Module({ providers })
-  class Handlers {}
-  const ref = await Test.createTestingModule({
-    imports: [
-      // The sample's @Job classes are loaded too (for the last test); this app runs only its own.
-      JobsModule.forRoot({ connection: databaseUrl(), schema, unregisteredJobs: 'ignore', ...options }),
-      Handlers,
-    ],
-  }).compile();
-  const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });
-  await app.init();
+  // The sample's @Job classes are loaded too (for the last test); this app runs only its own.
+  const app = await startJobsApp(schema, options, { providers });
   apps.push(app);
   return app;
 }

@@ -1,11 +1,11 @@
-import { Module, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import type { INestApplication } from '@nestjs/common';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { Job, JobQueue, JobsModule, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
-import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { Job, JobQueue, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
 
 // An SDK as an app would register it: spans of the handler nest under the attempt's span.
@@ -39,22 +39,7 @@ const storedContext = async (id: string) =>
 const apps: INestApplication[] = [];
 
 async function boot(tracing: boolean) {
-  @Module({ providers: [Traced] })
-  class Handlers {}
-  const ref = await Test.createTestingModule({
-    imports: [
-      JobsModule.forRoot({
-        connection: databaseUrl(),
-        schema,
-        tracing,
-        unregisteredJobs: 'ignore',
-        worker: { pollInterval: 100 },
-      }),
-      Handlers,
-    ],
-  }).compile();
-  const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });
-  await app.init();
+  const app = await startJobsApp(schema, { tracing, worker: { pollInterval: 100 } }, { providers: [Traced] });
   apps.push(app);
   return app;
 }

@@ -1,9 +1,9 @@
-import { Module, type INestApplication, type Provider } from '@nestjs/common';
+import type { INestApplication, Provider } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { Test } from '@nestjs/testing';
-import { Job, JobsModule, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
+import { Job, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
 import type { ManualClock } from 'nestjs-durable-jobs/testing';
-import { databaseUrl, dropSchemas, sql } from './database.js';
+import { dropSchemas, sql } from './database.js';
+import { startJobsApp } from './jobs-app.js';
 
 // Time moves only through ManualClocks in the schedule tests: every tick
 // happens because a test moved the clock and then awaited runDue() (a full
@@ -34,32 +34,18 @@ export function trackApp(app: INestApplication): void {
 /** One instance on `schema`, with the schedule tests' settings: long lease, NOTIFY-only scheduler changes. */
 export async function boot(schema: string, clock: ManualClock, providers: Provider[], options: BootOptions = {}) {
   const { withScheduleModule, ...jobs } = options;
-  @Module({ providers })
-  class Handlers {}
-  const ref = await Test.createTestingModule({
-    imports: [
-      ...(withScheduleModule ? [ScheduleModule.forRoot()] : []),
-      JobsModule.forRoot({
-        connection: databaseUrl(),
-        schema,
-        clock,
-        unregisteredJobs: 'ignore',
-        // An hour-long lease: jumps of the clock must not make a held run look abandoned.
-        worker: { pollInterval: 100, shutdownGrace: 500, lease: 3_600_000 },
-        // A minute-long poll: changes reaching other instances within a test came by NOTIFY.
-        scheduler: { pollInterval: 60_000 },
-        ...jobs,
-      }),
-      Handlers,
-    ],
-  }).compile();
-  const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });
-  try {
-    await app.init();
-  } catch (error) {
-    await app.close().catch(() => undefined);
-    throw error;
-  }
+  const app = await startJobsApp(
+    schema,
+    {
+      clock,
+      // An hour-long lease: jumps of the clock must not make a held run look abandoned.
+      worker: { pollInterval: 100, shutdownGrace: 500, lease: 3_600_000 },
+      // A minute-long poll: changes reaching other instances within a test came by NOTIFY.
+      scheduler: { pollInterval: 60_000 },
+      ...jobs,
+    },
+    { imports: withScheduleModule ? [ScheduleModule.forRoot()] : [], providers },
+  );
   apps.push(app);
   return app;
 }
