@@ -18,6 +18,7 @@ export type { BatchMember, BatchGraph } from './storage/workflow-storage.interfa
 export type { WorkerOptions } from './worker/worker-options.js';
 export { RetentionService, type RetentionOptions } from './worker/retention.service.js';
 export { JobsMonitor } from './monitoring/jobs-monitor.service.js';
+export { JobsDashboardModule, type JobsDashboardOptions } from './monitoring/dashboard/jobs-dashboard.module.js';
 export { Cron, type CronOptions } from './scheduler/cron.decorator.js';
 export { RecurringSchedules, type DynamicScheduleOptions } from './scheduler/recurring-schedules.service.js';
 export type { SchedulerOptions } from './scheduler/scheduler-options.js';
