@@ -62,7 +62,9 @@ async function refresh() {
     $('workers').tBodies[0].replaceChildren(...workers.map((w) => row([cell(w.id, w.alive ? '' : 'dead'),
       cell(w.queues.length ? w.queues.join(', ') : 'all'), cell(String(w.concurrency), 'n'), cell(String(w.active), 'n'),
       cell(when(w.lastHeartbeat)), cell(w.alive ? 'yes' : 'no', w.alive ? 'succeeded' : 'dead')])));
-    $('jobs').tBodies[0].replaceChildren(...page.jobs.map((j) => {
+    const none = row([cell('No ' + ($('state').value || 'matching') + ' jobs.')]);
+    none.firstChild.colSpan = 7;
+    $('jobs').tBodies[0].replaceChildren(...(page.jobs.length ? [] : [none]), ...page.jobs.map((j) => {
       const link = document.createElement('a'); link.href = '#'; link.textContent = j.id;
       link.onclick = (e) => { e.preventDefault(); show(j.id); };
       const first = document.createElement('td'); first.append(link);
