@@ -24,10 +24,11 @@ export class OtelJobTracing extends JobTracing {
     super();
   }
 
-  static async create(): Promise<OtelJobTracing> {
+  /** `load` is the import, replaceable so the missing-package error can be tested. */
+  static async create(load: () => Promise<Api> = () => import('@opentelemetry/api')): Promise<OtelJobTracing> {
     let api: Api;
     try {
-      api = await import('@opentelemetry/api');
+      api = await load();
     } catch (error) {
       throw new JobsError(
         `JobsModule: "tracing: true" needs the package @opentelemetry/api, which could not be loaded (${(error as Error).message}). Potential fix: npm install @opentelemetry/api and register an OpenTelemetry SDK, or leave "tracing" off.`,

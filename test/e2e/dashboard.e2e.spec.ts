@@ -1,7 +1,14 @@
 import { ForbiddenException, type CanActivate, type INestApplication } from '@nestjs/common';
 import { JSDOM } from 'jsdom';
 import request from 'supertest';
-import { Job, JobQueue, JobsDashboardModule, PermanentJobError, type JobHandler } from 'nestjs-durable-jobs';
+import {
+  Job,
+  JobQueue,
+  JobsDashboardModule,
+  JobsMonitor,
+  PermanentJobError,
+  type JobHandler,
+} from 'nestjs-durable-jobs';
 import { dropSchemas, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { startSampleApp } from '../support/sample-app.js';
@@ -105,7 +112,18 @@ describe('JobsDashboardModule', () => {
       expect(document.querySelector('#jobs img')).toBeNull();
       expect((dom.window as unknown as { pwned?: boolean }).pwned).toBeUndefined();
 
-      link.click();
+      // Fifty more failures: the list shows a page of 50, and "Older jobs" brings the rest.
+      await app.get(JobQueue).enqueueMany(Array.from({ length: 50 }, () => ({ job: Breaks, payload: null })));
+      await waitFor('51 failed jobs', async () => (await app.get(JobsMonitor).counts()).total.failed === 51);
+      const rows = () => document.querySelectorAll('#jobs tbody tr').length;
+      await waitFor('a full first page', () => rows() === 50 && !document.getElementById('more')!.hidden);
+      (document.getElementById('more') as HTMLButtonElement).click();
+      await waitFor('the older job to be listed', () => rows() === 51 && document.getElementById('more')!.hidden);
+
+      // The first failure is the oldest, last on the page now.
+      const oldest = [...document.querySelectorAll<HTMLAnchorElement>('#jobs a')].at(-1)!;
+      expect(oldest.textContent).toBe(link.textContent);
+      oldest.click();
       await waitFor('the detail to open', () => !document.getElementById('detail')!.hidden);
       expect(text('detail-title')).toBe(`breaks ${failedId} · failed`);
       expect(JSON.parse(text('detail-body'))).toMatchObject({ id: failedId, state: 'failed' });

@@ -3,7 +3,8 @@ import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentele
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { Job, JobQueue, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { Job, JobQueue, JobsError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { OtelJobTracing } from '../../lib/monitoring/otel-job-tracing.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
@@ -122,5 +123,16 @@ describe('tracing off (the default)', () => {
         .map((s) => s.name)
         .sort(),
     ).toEqual(['POST /orders', 'inside the handler']);
+  });
+});
+
+describe('tracing: true without @opentelemetry/api', () => {
+  it('fails with the package and the fix named', async () => {
+    const missing = () => Promise.reject(new Error("Cannot find package '@opentelemetry/api'"));
+    const error = await OtelJobTracing.create(missing).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JobsError);
+    expect((error as Error).message).toMatch(
+      /"tracing: true" needs the package @opentelemetry\/api.*Cannot find package.*Potential fix: npm install @opentelemetry\/api/,
+    );
   });
 });

@@ -36,6 +36,7 @@ export function dashboardPage(title: string): string {
   <option value="skipped">skipped</option><option value="">any</option>
 </select></label>
 <table id="jobs"><thead><tr><th>id</th><th>name</th><th>queue</th><th>state</th><th>attempt</th><th>created</th><th>error</th></tr></thead><tbody></tbody></table>
+<p><button id="more" hidden>Older jobs</button></p>
 <section id="detail" hidden>
   <h2 id="detail-title"></h2>
   <p><button id="retry">Retry</button><button id="cancel">Cancel</button><button id="close">Close</button> <span id="action"></span></p>
@@ -53,9 +54,11 @@ async function api(path, init) {
   return res.status === 204 ? null : res.json();
 }
 let shown = null;
+// The list grows by a page per "Older jobs" click, up to the API's 500 a request.
+let limit = 50;
 async function refresh() {
   try {
-    const [stats, workers, page] = await Promise.all([api('/stats'), api('/workers'), api('/jobs?state=' + encodeURIComponent($('state').value))]);
+    const [stats, workers, page] = await Promise.all([api('/stats'), api('/workers'), api('/jobs?limit=' + limit + '&state=' + encodeURIComponent($('state').value))]);
     const states = ['waiting', 'queued', 'scheduled', 'active', 'succeeded', 'failed', 'cancelled', 'skipped'];
     $('queues').tBodies[0].replaceChildren(...Object.entries(stats.queues).map(([q, c]) =>
       row([cell(q), ...states.map((s) => cell(String(c[s]), 'n' + (c[s] && s === 'failed' ? ' failed' : '')))])));
@@ -71,6 +74,7 @@ async function refresh() {
       return row([first, cell(j.name), cell(j.queue), cell(j.state, j.state), cell(j.attempt + '/' + j.maxAttempts, 'n'),
         cell(when(j.createdAt)), cell(j.lastError ? j.lastError.message : '')]);
     }));
+    $('more').hidden = page.next === null || limit >= 500;
     $('status').textContent = 'Updated ' + new Date().toLocaleTimeString() + ' · finished counts since ' + when(stats.since);
     if (shown) await show(shown, true);
   } catch (error) {
@@ -99,7 +103,8 @@ async function act(what) {
 $('retry').onclick = () => act('retry');
 $('cancel').onclick = () => act('cancel');
 $('close').onclick = () => { shown = null; $('detail').hidden = true; };
-$('state').onchange = refresh;
+$('state').onchange = () => { limit = 50; refresh(); };
+$('more').onclick = () => { limit = Math.min(500, limit + 50); refresh(); };
 refresh();
 setInterval(refresh, 2000);
 </script>
