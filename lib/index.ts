@@ -1,4 +1,5 @@
 export { JobsModule } from './jobs.module.js';
+export { JobsErrorFilter } from './jobs-error.filter.js';
 export type {
   JobsModuleOptions,
   JobsModuleRootOptions,

@@ -1,9 +1,10 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import pg from 'pg';
-import { JobsDashboardModule, JobsModule, type Clock, type WorkerOptions } from 'nestjs-durable-jobs';
+import { JobsDashboardModule, JobsErrorFilter, JobsModule, type Clock, type WorkerOptions } from 'nestjs-durable-jobs';
 import { JobsHealthIndicator } from 'nestjs-durable-jobs/health';
 import { JOBS_METRICS_REGISTRY, JobsMetrics } from 'nestjs-durable-jobs/metrics';
 import { Registry } from 'prom-client';
@@ -75,6 +76,8 @@ export class AppModule {
         MetricsController,
       ],
       providers: [
+        // Bad input to the library (JobsError) answers 400 with its message, in every controller.
+        { provide: APP_FILTER, useClass: JobsErrorFilter },
         JobsHealthIndicator,
         JobsMetrics,
         { provide: JOBS_METRICS_REGISTRY, useFactory: () => new Registry() },

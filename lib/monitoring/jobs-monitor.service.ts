@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import {
   Clock,
   JOB_STATES,
+  isUuid,
   JobsError,
   type JobCounts,
   type JobListFilter,
@@ -16,7 +17,6 @@ import { MONITORING_OPTIONS, type MonitoringOptions } from './monitoring-options
 const DAY = 24 * 60 * 60 * 1000;
 const HOUR = 60 * 60 * 1000;
 const MAX_PAGE = 500;
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const emptyCounts = (): StateCounts => ({
   waiting: 0,
@@ -104,7 +104,7 @@ export class JobsMonitor {
         `JobsMonitor.jobs(): "limit" must be an integer from 1 to ${MAX_PAGE}, got ${String(limit)}. Potential fix: page with "before" instead of asking for more.`,
       );
     }
-    if (filter.before !== undefined && !UUID_RE.test(filter.before)) {
+    if (filter.before !== undefined && !isUuid(filter.before)) {
       throw new JobsError(
         `JobsMonitor.jobs(): "before" must be a job id (a UUID), got "${String(filter.before)}". Potential fix: pass the "next" of the previous page.`,
       );

@@ -1,14 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import type {
-  ClaimedJob,
-  FinishedAttempt,
-  JobExecution,
-  JobInfo,
-  JobState,
-  NewJob,
-  SerializedError,
+import {
+  isUuid,
+  type ClaimedJob,
+  type FinishedAttempt,
+  type JobExecution,
+  type JobInfo,
+  type JobState,
+  type NewJob,
+  type SerializedError,
 } from '../model/index.js';
 import { RETRYABLE_STATES } from '../model/index.js';
 import type {
@@ -248,7 +249,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
   }
 
   async getJob(id: string): Promise<JobInfo | null> {
-    if (!UUID_RE.test(id)) return null;
+    if (!isUuid(id)) return null;
     const [[row], executionRows] = await Promise.all([this.run('getJob', [id]), this.run('getExecutions', [id])]);
     if (!row) return null;
     const executions: JobExecution[] = executionRows.map((e) => ({
@@ -323,5 +324,3 @@ function attemptsById(jobs: readonly HeldJob[]): string {
   for (const j of jobs) byId[j.id] = j.attempt;
   return JSON.stringify(byId);
 }
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,5 +1,12 @@
 import type { DataSource } from 'typeorm';
-import type { BatchInfo, BatchState, FinishedAttempt, JobState, NewJob } from '../model/index.js';
+import {
+  isUuid,
+  type BatchInfo,
+  type BatchState,
+  type FinishedAttempt,
+  type JobState,
+  type NewJob,
+} from '../model/index.js';
 import type { JobStorage } from './job-storage.interface.js';
 import { dueQueues, encodeFlags, encodeNewJobColumns } from './job-encoding.js';
 import { jobSummaryFromRow } from './job-rows.js';
@@ -192,9 +199,4 @@ function toBatchInfo(row: Row): BatchInfo {
     startedAt: (row.first_started_at as Date | null) ?? null,
     completedAt: (row.completed_at as Date | null) ?? null,
   };
-}
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export function isUuid(id: string): boolean {
-  return typeof id === 'string' && UUID_RE.test(id);
 }

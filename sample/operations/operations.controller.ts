@@ -1,7 +1,7 @@
-import { BadRequestException, Controller, Get, Query } from '@nestjs/common';
-import { JobsError, JobsMonitor, type JobState } from 'nestjs-durable-jobs';
+import { Controller, Get, Query } from '@nestjs/common';
+import { JobsMonitor, type JobState } from 'nestjs-durable-jobs';
 
-/** What an operator looks at: counts, workers, lists of jobs (one job: GET /jobs/:id). */
+/** What an operator looks at: counts, workers, lists of jobs (one job: GET /jobs/:id). Bad filters: 400 (JobsErrorFilter). */
 @Controller()
 export class OperationsController {
   constructor(private readonly monitor: JobsMonitor) {}
@@ -14,33 +14,22 @@ export class OperationsController {
     @Query('before') before?: string,
     @Query('limit') limit?: string,
   ) {
-    return this.badInputAs400(() =>
-      this.monitor.jobs({
-        state: state ? (state.split(',') as JobState[]) : undefined,
-        queue,
-        name,
-        before,
-        limit: limit === undefined ? undefined : Number(limit),
-      }),
-    );
+    return this.monitor.jobs({
+      state: state ? (state.split(',') as JobState[]) : undefined,
+      queue,
+      name,
+      before,
+      limit: limit === undefined ? undefined : Number(limit),
+    });
   }
 
   @Get('stats')
   async stats(@Query('since') since?: string) {
-    return this.badInputAs400(() => this.monitor.counts({ since: since ? new Date(since) : undefined }));
+    return this.monitor.counts({ since: since ? new Date(since) : undefined });
   }
 
   @Get('workers')
   async workers() {
     return this.monitor.workers();
-  }
-
-  private async badInputAs400<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (error) {
-      if (error instanceof JobsError) throw new BadRequestException(error.message);
-      throw error;
-    }
   }
 }

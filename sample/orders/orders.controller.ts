@@ -10,7 +10,7 @@ import {
   BadRequestException,
 } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { JobQueue, JobsError } from 'nestjs-durable-jobs';
+import { JobQueue } from 'nestjs-durable-jobs';
 import { SendReceipt } from '../jobs/send-receipt.job.js';
 import { Order } from './order.entity.js';
 
@@ -42,12 +42,7 @@ export class OrdersController {
   @Delete('jobs/:id')
   @HttpCode(202)
   async cancel(@Param('id') id: string) {
-    try {
-      await this.jobs.cancel(id);
-    } catch (error) {
-      if (error instanceof JobsError) throw new BadRequestException(error.message);
-      throw error;
-    }
+    await this.jobs.cancel(id);
     return { id, cancelRequested: true };
   }
 }

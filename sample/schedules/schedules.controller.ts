@@ -1,5 +1,5 @@
-import { BadRequestException, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { JobsError, RecurringSchedules } from 'nestjs-durable-jobs';
+import { Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { RecurringSchedules } from 'nestjs-durable-jobs';
 
 @Controller('schedules')
 export class SchedulesController {
@@ -14,23 +14,14 @@ export class SchedulesController {
   @Post(':name/pause')
   @HttpCode(200)
   async pause(@Param('name') name: string) {
-    await this.call(() => this.schedules.pause(name));
+    await this.schedules.pause(name);
     return this.schedules.get(name);
   }
 
   @Post(':name/resume')
   @HttpCode(200)
   async resume(@Param('name') name: string) {
-    await this.call(() => this.schedules.resume(name));
+    await this.schedules.resume(name);
     return this.schedules.get(name);
-  }
-
-  private async call(fn: () => Promise<void>): Promise<void> {
-    try {
-      await fn();
-    } catch (error) {
-      if (error instanceof JobsError) throw new BadRequestException(error.message);
-      throw error;
-    }
   }
 }

@@ -1,5 +1,4 @@
 import {
-  BadRequestException,
   Controller,
   Get,
   Header,
@@ -9,12 +8,14 @@ import {
   Param,
   Post,
   Query,
+  UseFilters,
   UseGuards,
   type CanActivate,
   type DynamicModule,
   type Type,
 } from '@nestjs/common';
-import { JobsError, type JobState } from '../../model/index.js';
+import { JobsErrorFilter } from '../../jobs-error.filter.js';
+import type { JobState } from '../../model/index.js';
 import { JobQueue } from '../../queue/job-queue.service.js';
 import { JobsMonitor } from '../jobs-monitor.service.js';
 import { dashboardPage } from './dashboard-page.js';
@@ -31,21 +32,12 @@ export interface JobsDashboardOptions {
   title?: string;
 }
 
-/** Turns a JobsError (bad input, impossible action) into a 400 with its message. */
-async function asHttp<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (error) {
-    if (error instanceof JobsError) throw new BadRequestException(error.message);
-    throw error;
-  }
-}
-
 function dashboardController(path: string, guards: JobsDashboardOptions['guards'], title: string) {
   const page = dashboardPage(title);
 
   @Controller(path)
   @UseGuards(...(guards ?? []))
+  @UseFilters(JobsErrorFilter)
   class JobsDashboardController {
     constructor(
       readonly monitor: JobsMonitor,
@@ -76,14 +68,12 @@ function dashboardController(path: string, guards: JobsDashboardOptions['guards'
       @Query('before') before?: string,
       @Query('limit') limit?: string,
     ) {
-      return asHttp(() =>
-        this.monitor.jobs({
-          state: state ? (state.split(',') as JobState[]) : undefined,
-          queue: queue || undefined,
-          before: before || undefined,
-          limit: limit ? Number(limit) : undefined,
-        }),
-      );
+      return this.monitor.jobs({
+        state: state ? (state.split(',') as JobState[]) : undefined,
+        queue: queue || undefined,
+        before: before || undefined,
+        limit: limit ? Number(limit) : undefined,
+      });
     }
 
     @Get('api/jobs/:id')
@@ -96,13 +86,13 @@ function dashboardController(path: string, guards: JobsDashboardOptions['guards'
     @Post('api/jobs/:id/retry')
     @HttpCode(204)
     retry(@Param('id') id: string) {
-      return asHttp(() => this.jobs.retry(id));
+      return this.jobs.retry(id);
     }
 
     @Post('api/jobs/:id/cancel')
     @HttpCode(204)
     cancel(@Param('id') id: string) {
-      return asHttp(() => this.jobs.cancel(id));
+      return this.jobs.cancel(id);
     }
   }
   return JobsDashboardController;
