@@ -1,5 +1,5 @@
 export { JobsModule } from './jobs.module.js';
-export { JobsErrorFilter } from './jobs-error.filter.js';
+export { JobsErrorFilter } from './dashboard/jobs-error.filter.js';
 export type {
   JobsModuleOptions,
   JobsModuleRootOptions,
@@ -9,26 +9,26 @@ export type {
 } from './jobs-options.interface.js';
 export { JOBS_DATA_SOURCE } from './jobs-options.interface.js';
 export { Job, type JobOptions } from './discovery/job.decorator.js';
-export type { JobDefaults } from './discovery/job-registry.js';
+export type { JobDefaults, ExternalJobs } from './discovery/job-registry.js';
 export { JobQueue, type EnqueueItem, type JobRef } from './queue/job-queue.service.js';
 export type { EnqueueOptions, ParentRef, DependencyOn } from './queue/queue-options.js';
 export { BatchBuilder, BatchDraft } from './queue/batch-builder.service.js';
 export { ChainDraft, FlowDraft, type FlowEdge } from './queue/flow-drafts.js';
 export type { StepOptions } from './queue/workflow-writer.js';
-export type { BatchMember, BatchGraph } from './storage/workflow-storage.interface.js';
+export type { BatchMember, BatchGraph } from './storage/workflows/workflow-storage.interface.js';
 export type { WorkerOptions } from './worker/worker-options.js';
 export { RetentionService, type RetentionOptions } from './worker/retention.service.js';
 export { JobsMonitor } from './monitoring/jobs-monitor.service.js';
-export { JobsDashboardModule, type JobsDashboardOptions } from './monitoring/dashboard/jobs-dashboard.module.js';
+export { JobsDashboardModule, type JobsDashboardOptions } from './dashboard/jobs-dashboard.module.js';
 export { Cron, type CronOptions } from './scheduler/cron.decorator.js';
 export { RecurringSchedules, type DynamicScheduleOptions } from './scheduler/recurring-schedules.service.js';
 export type { SchedulerOptions } from './scheduler/scheduler-options.js';
-export { createJobsMigrations } from './storage/schema-migrator.js';
+export { createJobsMigrations } from './storage/migrations/schema-migrator.js';
 export {
   startEmbeddedPostgres,
   type EmbeddedPostgresOptions,
   type EmbeddedPostgresHandle,
-} from './storage/embedded-postgres.js';
+} from './storage/connection/embedded-postgres.js';
 export {
   Clock,
   SystemClock,
@@ -38,6 +38,8 @@ export {
   PermanentJobError,
   JobTimeoutError,
   JobCancelledError,
+  LeaseLostError,
+  DEFAULT_QUEUE,
   type BackoffOptions,
   type BackoffFunction,
   type JobHandler,

@@ -1,9 +1,9 @@
 import type { ModuleMetadata, Type, InjectionToken, OptionalFactoryDependency } from '@nestjs/common';
 import type { DataSource, DataSourceOptions } from 'typeorm';
-import type { JobDefaults } from './discovery/job-registry.js';
+import type { ExternalJobs, JobDefaults } from './discovery/job-registry.js';
 import type { Clock } from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
-import type { EmbeddedPostgresOptions } from './storage/embedded-postgres.js';
+import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
 import type { RetentionOptions } from './worker/retention.service.js';
 import type { WorkerOptions } from './worker/worker-options.js';
 
@@ -26,8 +26,12 @@ export interface JobsModuleOptions {
   retention?: RetentionOptions;
   /** Defaults for jobs whose @Job options leave them out. */
   defaults?: JobDefaults;
-  /** Job names this app may enqueue although another service runs them. */
-  externalJobs?: string[];
+  /**
+   * Jobs this app may enqueue although another service runs them: by name
+   * with the options its `@Job` declares (`{ 'send-receipt': { queue:
+   * 'emails' } }`), or names only (then each enqueue must pass `queue`).
+   */
+  externalJobs?: ExternalJobs;
   /**
    * What a @Job class that no module registers does to the start: 'error'
    * (default) fails it; 'warn' suits test modules that register only some

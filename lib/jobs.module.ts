@@ -11,34 +11,50 @@ import {
   type JobsModuleRootOptions,
   type JobsOptionsFactory,
 } from './jobs-options.interface.js';
-import { Clock, JOB_ROW_BUILDER, JobEvents, JobTracing, NoTracing, SystemClock } from './model/index.js';
+import {
+  Clock,
+  JOB_ROW_BUILDER,
+  JobEvents,
+  JobTracing,
+  NoTracing,
+  QUEUE_SETTINGS,
+  SystemClock,
+  type QueueSettings,
+} from './model/index.js';
+import { JobsMonitor } from './monitoring/jobs-monitor.service.js';
+import { MONITORING_OPTIONS, type MonitoringOptions } from './monitoring/monitoring-options.js';
 import { OtelJobTracing } from './monitoring/otel-job-tracing.js';
 import { BatchBuilder } from './queue/batch-builder.service.js';
 import { JobFactory } from './queue/job-factory.js';
 import { JobQueue } from './queue/job-queue.service.js';
 import { WorkflowWriter } from './queue/workflow-writer.js';
-import { QUEUE_SETTINGS, type QueueSettings } from './model/index.js';
 import { RecurringSchedules } from './scheduler/recurring-schedules.service.js';
 import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
 import { resolveSchedulerOptions, SCHEDULER_OPTIONS } from './scheduler/scheduler-options.js';
 import { SchedulesExplorer } from './scheduler/schedules.explorer.js';
-import { JOB_STORAGE, type JobStorage } from './storage/job-storage.interface.js';
-import { JobsConnection } from './storage/jobs-connection.js';
-import { NotificationListener } from './storage/notification-listener.js';
-import { PostgresJobStorage } from './storage/postgres-job-storage.js';
-import { PostgresScheduleStorage } from './storage/postgres-schedule-storage.js';
-import { SCHEDULE_STORAGE } from './storage/schedule-storage.interface.js';
-import { PostgresWorkflowStorage } from './storage/postgres-workflow-storage.js';
-import { WORKFLOW_STORAGE } from './storage/workflow-storage.interface.js';
-import { JobsMonitor } from './monitoring/jobs-monitor.service.js';
-import { MONITORING_OPTIONS, type MonitoringOptions } from './monitoring/monitoring-options.js';
-import { MONITORING_STORAGE } from './storage/monitoring-storage.interface.js';
-import { PostgresMonitoringStorage } from './storage/postgres-monitoring-storage.js';
+import { JobsConnection } from './storage/connection/jobs-connection.js';
+import { JOB_STORAGE } from './storage/jobs/job-storage.interface.js';
+import { PostgresJobStorage } from './storage/jobs/postgres-job-storage.js';
+import { MONITORING_STORAGE } from './storage/monitoring/monitoring-storage.interface.js';
+import { PostgresMonitoringStorage } from './storage/monitoring/postgres-monitoring-storage.js';
+import { JobNotifications } from './storage/notifications/job-notifications.interface.js';
+import { NotificationListener } from './storage/notifications/notification-listener.js';
+import { PostgresScheduleStorage } from './storage/schedules/postgres-schedule-storage.js';
+import { SCHEDULE_STORAGE } from './storage/schedules/schedule-storage.interface.js';
+import { StorageContext } from './storage/storage-context.js';
+import { PostgresWorkflowStorage } from './storage/workflows/postgres-workflow-storage.js';
+import { WORKFLOW_STORAGE } from './storage/workflows/workflow-storage.interface.js';
+import { AttemptRunner } from './worker/attempt-runner.service.js';
+import { JobRescuer } from './worker/job-rescuer.service.js';
 import { JobWorker } from './worker/job-worker.service.js';
+import { LeaseKeeper } from './worker/lease-keeper.service.js';
 import { RETENTION_OPTIONS, RetentionService } from './worker/retention.service.js';
 import { resolveWorkerOptions, WORKER_OPTIONS } from './worker/worker-options.js';
 
 const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
+const DEFAULT_SCHEMA = 'jobs';
+
+const schemaOf = (o: JobsModuleOptions) => o.schema ?? DEFAULT_SCHEMA;
 
 /** Providers computed from the options, whichever way the options arrived. */
 function coreProviders(): Provider[] {
@@ -51,26 +67,42 @@ function coreProviders(): Provider[] {
           dataSource: o.dataSource,
           connection: o.connection as string | Record<string, unknown> | undefined,
           embedded: o.embedded,
-          schema: o.schema ?? 'jobs',
+          schema: schemaOf(o),
           migrationsRun: o.migrationsRun ?? true,
         }),
     },
-    { provide: JOBS_DATA_SOURCE, inject: [JobsConnection], useFactory: (c: JobsConnection) => c.dataSource },
     {
-      provide: JOB_STORAGE,
+      provide: StorageContext,
       inject: [JobsConnection, JOBS_MODULE_OPTIONS],
-      useFactory: (c: JobsConnection, o: JobsModuleOptions) =>
-        new PostgresJobStorage(c.dataSource, o.schema ?? 'jobs', !(o.worker?.synchronousCommit ?? false)),
+      useFactory: (c: JobsConnection, o: JobsModuleOptions) => new StorageContext(c.dataSource, schemaOf(o)),
     },
+    { provide: JOBS_DATA_SOURCE, inject: [StorageContext], useFactory: (c: StorageContext) => c.dataSource },
+    {
+      provide: PostgresJobStorage,
+      inject: [StorageContext, JOBS_MODULE_OPTIONS],
+      useFactory: (c: StorageContext, o: JobsModuleOptions) =>
+        new PostgresJobStorage(c, !(o.worker?.synchronousCommit ?? false)),
+    },
+    { provide: JOB_STORAGE, useExisting: PostgresJobStorage },
     {
       provide: WORKFLOW_STORAGE,
-      inject: [JobsConnection, JOB_STORAGE],
-      useFactory: (c: JobsConnection, s: JobStorage) => new PostgresWorkflowStorage(c.dataSource, s),
+      inject: [StorageContext, PostgresJobStorage],
+      useFactory: (c: StorageContext, jobs: PostgresJobStorage) => new PostgresWorkflowStorage(c, jobs),
     },
     {
-      provide: NotificationListener,
-      inject: [JobsConnection, JOB_STORAGE],
-      useFactory: (c: JobsConnection, s: JobStorage) => new NotificationListener(c.dataSource, s.notifyChannel()),
+      provide: SCHEDULE_STORAGE,
+      inject: [StorageContext],
+      useFactory: (c: StorageContext) => new PostgresScheduleStorage(c),
+    },
+    {
+      provide: MONITORING_STORAGE,
+      inject: [StorageContext],
+      useFactory: (c: StorageContext) => new PostgresMonitoringStorage(c),
+    },
+    {
+      provide: JobNotifications,
+      inject: [StorageContext],
+      useFactory: (c: StorageContext) => new NotificationListener(c.dataSource, c.channel),
     },
     {
       provide: Clock,
@@ -99,15 +131,25 @@ function coreProviders(): Provider[] {
       }),
     },
     {
-      provide: SCHEDULE_STORAGE,
-      inject: [JobsConnection, JOB_STORAGE],
-      useFactory: (c: JobsConnection, s: JobStorage) =>
-        new PostgresScheduleStorage(c.dataSource, s.schema, s.notifyChannel()),
-    },
-    {
       provide: SCHEDULER_OPTIONS,
       inject: [JOBS_MODULE_OPTIONS],
-      useFactory: (o: JobsModuleOptions) => resolveSchedulerOptions(o.scheduler),
+      useFactory: (o: JobsModuleOptions) => resolveSchedulerOptions(o.scheduler, schemaOf(o)),
+    },
+    {
+      provide: RETENTION_OPTIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => o.retention ?? {},
+    },
+    {
+      provide: MONITORING_OPTIONS,
+      inject: [WORKER_OPTIONS],
+      useFactory: (w: { lease: number }): MonitoringOptions => ({ staleAfter: w.lease }),
+    },
+    {
+      provide: JobTracing,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions): Promise<JobTracing> | JobTracing =>
+        o.tracing ? OtelJobTracing.create() : new NoTracing(),
     },
     JobRegistry,
     JobsExplorer,
@@ -116,51 +158,29 @@ function coreProviders(): Provider[] {
     WorkflowWriter,
     JobQueue,
     BatchBuilder,
+    AttemptRunner,
+    LeaseKeeper,
+    JobRescuer,
     JobWorker,
-    {
-      provide: RETENTION_OPTIONS,
-      inject: [JOBS_MODULE_OPTIONS],
-      useFactory: (o: JobsModuleOptions) => o.retention ?? {},
-    },
     RetentionService,
     SchedulesExplorer,
     ScheduleRunner,
     RecurringSchedules,
-    {
-      provide: MONITORING_STORAGE,
-      inject: [JobsConnection, JOB_STORAGE],
-      useFactory: (c: JobsConnection, s: JobStorage) => new PostgresMonitoringStorage(c.dataSource, s.schema),
-    },
-    {
-      provide: MONITORING_OPTIONS,
-      inject: [WORKER_OPTIONS],
-      useFactory: (w: { lease: number }): MonitoringOptions => ({ staleAfter: w.lease }),
-    },
     JobsMonitor,
     JobEvents,
-    {
-      provide: JobTracing,
-      inject: [JOBS_MODULE_OPTIONS],
-      useFactory: (o: JobsModuleOptions): Promise<JobTracing> | JobTracing =>
-        o.tracing ? OtelJobTracing.create() : new NoTracing(),
-    },
   ];
 }
 
+/** What other modules of the app may inject. */
 const EXPORTS = [
   JobQueue,
+  BatchBuilder,
+  RecurringSchedules,
   JobsMonitor,
   JobEvents,
-  BatchBuilder,
-  JobFactory,
-  WORKFLOW_STORAGE,
-  JobRegistry,
+  RetentionService,
   Clock,
-  JOB_STORAGE,
   JOBS_DATA_SOURCE,
-  JobWorker,
-  JOBS_MODULE_OPTIONS,
-  RecurringSchedules,
 ];
 
 @Module({})

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres } from '../lib/storage/embedded-postgres.js';
+import { startEmbeddedPostgres } from '../lib/storage/connection/embedded-postgres.js';
 
 const quiet = { log: () => undefined, warn: () => undefined };
 let root: string;
@@ -97,7 +97,7 @@ it('starts over a postmaster.pid whose pid now belongs to another process', asyn
 it('stops the server a SIGKILLed process left running, then starts on the same data', async () => {
   const dir = path.join(root, 'a');
   const clusterDir = path.join(dir, 'pgdata');
-  const module = new URL('../lib/storage/embedded-postgres.ts', import.meta.url).href;
+  const module = new URL('../lib/storage/connection/embedded-postgres.ts', import.meta.url).href;
   const loader = new URL('./support/register-swc.mjs', import.meta.url).href;
   const script =
     `const { startEmbeddedPostgres } = await import(${JSON.stringify(module)});` +

@@ -1,8 +1,9 @@
-import type { JobDefaults } from './job-registry.js';
+import type { JobDefaults } from '../model/index.js';
+import type { ExternalJobs } from './job-registry.js';
 
 export interface JobsDiscoveryOptions {
   defaults?: JobDefaults;
-  externalJobs?: readonly string[];
+  externalJobs?: ExternalJobs;
   unregisteredJobs?: 'error' | 'warn' | 'ignore';
 }
 

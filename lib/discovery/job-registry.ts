@@ -1,15 +1,23 @@
 import { Injectable, Logger, type Type } from '@nestjs/common';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
-import { DEFAULT_BACKOFF, JobsError, type BackoffOptions, type JobHandler } from '../model/index.js';
-import { getJobMetadata, type JobOptions } from './job.decorator.js';
+import {
+  JobsError,
+  resolveJobOptions,
+  type JobDefaults,
+  type JobHandler,
+  type JobOptions,
+  type ResolvedJobOptions,
+} from '../model/index.js';
+import { getJobMetadata } from './job.decorator.js';
 
-export interface ResolvedJobOptions {
-  queue: string;
-  maxAttempts: number;
-  backoff: BackoffOptions;
-  timeout: number | null;
-  priority: number;
-}
+export type { JobDefaults, ResolvedJobOptions };
+
+/**
+ * Jobs this app enqueues while another service runs them: their names, or
+ * their names with the options the other service's `@Job` declares (at
+ * least the queue, which is where its workers look).
+ */
+export type ExternalJobs = readonly string[] | Readonly<Record<string, JobOptions>>;
 
 export interface RegisteredJob {
   name: string;
@@ -22,22 +30,23 @@ export interface RegisteredJob {
   wrapper: InstanceWrapper;
 }
 
-export interface JobDefaults {
-  maxAttempts?: number;
-  backoff?: BackoffOptions;
-  timeout?: number;
-}
-
 /** The job names this application knows, found once at start by the explorer. */
 @Injectable()
 export class JobRegistry {
   private readonly byName = new Map<string, RegisteredJob>();
-  private readonly external = new Set<string>();
+  /** External job names; options are null when only the name was given. */
+  private readonly external = new Map<string, ResolvedJobOptions | null>();
   private defaults: JobDefaults = {};
 
-  configure(defaults: JobDefaults, externalJobs: readonly string[]): void {
+  configure(defaults: JobDefaults, externalJobs: ExternalJobs): void {
     this.defaults = defaults;
-    for (const name of externalJobs) this.external.add(name);
+    if (Array.isArray(externalJobs)) {
+      for (const name of externalJobs as readonly string[]) this.external.set(name, null);
+    } else {
+      for (const [name, options] of Object.entries(externalJobs)) {
+        this.external.set(name, resolveJobOptions(options, defaults));
+      }
+    }
   }
 
   register(metatype: Type<JobHandler>, wrapper: InstanceWrapper): RegisteredJob {
@@ -52,22 +61,12 @@ export class JobRegistry {
     const job: RegisteredJob = {
       name: meta.name,
       metatype,
-      options: this.resolve(meta.options),
+      options: resolveJobOptions(meta.options, this.defaults),
       wrapper,
       logger: new Logger(`Job ${meta.name}`),
     };
     this.byName.set(meta.name, job);
     return job;
-  }
-
-  private resolve(o: JobOptions): ResolvedJobOptions {
-    return {
-      queue: o.queue ?? 'default',
-      maxAttempts: o.maxAttempts ?? this.defaults.maxAttempts ?? 3,
-      backoff: o.backoff ?? this.defaults.backoff ?? DEFAULT_BACKOFF,
-      timeout: o.timeout ?? this.defaults.timeout ?? null,
-      priority: o.priority ?? 0,
-    };
   }
 
   get(name: string): RegisteredJob | undefined {
@@ -78,16 +77,27 @@ export class JobRegistry {
     return this.external.has(name);
   }
 
+  externalNames(): string[] {
+    return [...this.external.keys()];
+  }
+
+  /**
+   * What a job of this name is enqueued with when the call leaves an option
+   * out. `queueKnown` is false for an external job listed by name only: the
+   * queue its workers serve is unknown here.
+   */
+  optionsOf(name: string): ResolvedJobOptions & { queueKnown: boolean } {
+    const registered = this.byName.get(name)?.options ?? this.external.get(name);
+    if (registered) return { ...registered, queueKnown: true };
+    return { ...resolveJobOptions({}, this.defaults), queueKnown: false };
+  }
+
   names(): string[] {
     return [...this.byName.keys()];
   }
 
   all(): RegisteredJob[] {
     return [...this.byName.values()];
-  }
-
-  queues(): string[] {
-    return [...new Set(this.all().map((j) => j.options.queue))];
   }
 
   /** Knows the name of every job this app may start, or says why not. */
@@ -108,7 +118,7 @@ export class JobRegistry {
     }
     if (typeof job !== 'string' || job === '') {
       throw new JobsError(
-        `enqueue(): the job must be a @Job class or a job name, got ${String(job)}. Potential fix: enqueue(SendReceipt, payload).`,
+        `enqueue(): the job must be a @Job class or a job name, got ${describe(job)}. Potential fix: enqueue(SendReceipt, payload).`,
       );
     }
     if (!this.get(job) && !this.isExternal(job)) {
@@ -120,4 +130,10 @@ export class JobRegistry {
     }
     return job;
   }
+}
+
+function describe(value: unknown): string {
+  if (value === '') return 'an empty string';
+  if (typeof value === 'string') return JSON.stringify(value);
+  return value === null ? 'null' : typeof value;
 }

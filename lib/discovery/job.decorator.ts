@@ -1,17 +1,7 @@
 import { Injectable, type Type } from '@nestjs/common';
-import { JobsError, type BackoffOptions } from '../model/index.js';
+import { JobsError, type JobOptions } from '../model/index.js';
 
-export interface JobOptions {
-  /** Workers serve queues; default `default`. */
-  queue?: string;
-  /** Attempts in all, the first included; default 3. */
-  maxAttempts?: number;
-  backoff?: BackoffOptions;
-  /** Milliseconds one attempt may run before its signal aborts and it fails. */
-  timeout?: number;
-  /** Higher runs first; default 0. */
-  priority?: number;
-}
+export type { JobOptions };
 
 export interface JobMetadata {
   name: string;

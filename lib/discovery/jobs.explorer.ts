@@ -36,11 +36,10 @@ export class JobsExplorer implements OnModuleInit {
       this.registry.register(metatype as Type<JobHandler>, wrapper);
       found.add(metatype);
     }
-    const externals = new Set(this.options.externalJobs ?? []);
     for (const cls of DECORATED_JOB_CLASSES) {
       const name = getJobMetadata(cls)!.name;
       const mode = this.options.unregisteredJobs ?? 'error';
-      if (found.has(cls) || externals.has(name) || mode === 'ignore') continue;
+      if (found.has(cls) || this.registry.isExternal(name) || mode === 'ignore') continue;
       const message =
         `${cls.name} is marked @Job('${name}') but is not registered as a provider in any module, so nothing would run it. ` +
         `Potential fix: add ${cls.name} to the "providers" of a module, or list '${name}' in JobsModule's "externalJobs" when another service runs it` +

@@ -31,6 +31,19 @@ export class JobCancelledError extends Error {
   }
 }
 
+/**
+ * The attempt's lease is gone: the worker stopped renewing it in time (it
+ * crashed, stalled or lost the database) and the job was taken back. The
+ * worker that lost it sees this as its signal's reason and records nothing;
+ * the job's history shows it on the interrupted attempt.
+ */
+export class LeaseLostError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LeaseLostError';
+  }
+}
+
 /** Why a worker gave a job back while it was running. */
 export class WorkerShutdownError extends Error {
   constructor() {

@@ -10,3 +10,4 @@ export * from './payload.js';
 export * from './monitoring.js';
 export * from './job-events.js';
 export * from './job-tracing.js';
+export * from './job-options.js';

@@ -1,3 +1,5 @@
+import type { DependencyOn } from './job-state.js';
+
 /** What a running handler receives besides its payload. */
 export interface JobLogger {
   log(message: string): void;
@@ -31,7 +33,7 @@ export interface JobContext {
   continueWith<H extends JobHandler>(
     job: JobClass<H> | string,
     payload: PayloadOf<H>,
-    options?: StepOptions & { on?: 'success' | 'failure' | 'always' },
+    options?: StepOptions & { on?: DependencyOn },
   ): void;
 }
 

@@ -1,6 +1,8 @@
 /**
- * The job lifecycle. Only this file decides which moves are legal, so storage
- * and workers ask it instead of encoding their own idea of the graph.
+ * The job lifecycle: which moves are legal. The SQL in storage performs the
+ * moves (each statement's WHERE names the states it moves from); a test runs
+ * every statement under a trigger that records each move and checks them all
+ * against this table, so the two cannot drift apart.
  */
 export const JOB_STATES = ['waiting', 'queued', 'active', 'succeeded', 'failed', 'cancelled', 'skipped'] as const;
 export type JobState = (typeof JOB_STATES)[number];
@@ -17,7 +19,8 @@ const TRANSITIONS: Record<JobState, readonly JobState[]> = {
   // retry(id) reopens failed and cancelled jobs with fresh attempts.
   failed: ['queued'],
   cancelled: ['queued'],
-  skipped: ['queued'],
+  // skipped -> waiting: retrying a parent brings back the dependents its outcome skipped.
+  skipped: ['queued', 'waiting'],
 };
 
 export function isTerminal(state: JobState): boolean {
@@ -36,8 +39,35 @@ export const RETRYABLE_STATES: readonly JobState[] = JOB_STATES.filter(
 /** States from which `cancel(id)` may cancel a job. */
 export const CANCELLABLE_STATES: readonly JobState[] = JOB_STATES.filter((s) => canTransition(s, 'cancelled'));
 
+/** Cancellable at once (nothing runs them yet); an active job is asked to stop instead. */
+export const NOT_STARTED_STATES: readonly JobState[] = CANCELLABLE_STATES.filter((s) => s !== 'active');
+
+/** States in which a job may still run: what a unique key or a prune guard counts as "live". */
+export const LIVE_JOB_STATES: readonly JobState[] = JOB_STATES.filter((s) => !isTerminal(s));
+
 export const EXECUTION_STATES = ['active', 'succeeded', 'failed', 'interrupted', 'cancelled'] as const;
 export type ExecutionState = (typeof EXECUTION_STATES)[number];
 
 export const BATCH_STATES = ['executing', 'succeeded', 'failed', 'cancelled'] as const;
 export type BatchState = (typeof BATCH_STATES)[number];
+
+/** How a job waiting on a parent (a job or a batch) wants it to end: the `on` of `after`, `then/catch/finally`. */
+export const DEPENDENCY_TRIGGERS = ['success', 'failure', 'always'] as const;
+export type DependencyOn = (typeof DEPENDENCY_TRIGGERS)[number];
+
+/** Whether a parent that ended in `outcome` lets a child waiting with `on` run. */
+export function triggerMet(on: DependencyOn, outcome: string): boolean {
+  if (on === 'always') return true;
+  if (on === 'success') return outcome === 'succeeded';
+  return outcome === 'failed';
+}
+
+export function isDependencyTrigger(value: unknown): value is DependencyOn {
+  return (DEPENDENCY_TRIGGERS as readonly unknown[]).includes(value);
+}
+
+/** The last error of a job skipped because a parent did not end the way it waited for. */
+export const DEPENDENCY_NOT_MET = Object.freeze({
+  name: 'DependencyNotMet',
+  message: 'Skipped: a parent did not end the way this job waited for',
+});

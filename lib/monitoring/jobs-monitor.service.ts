@@ -11,7 +11,7 @@ import {
   type StateCounts,
   type WorkerInfo,
 } from '../model/index.js';
-import { MONITORING_STORAGE, type MonitoringStorage } from '../storage/monitoring-storage.interface.js';
+import { MONITORING_STORAGE, type MonitoringStorage } from '../storage/monitoring/monitoring-storage.interface.js';
 import { MONITORING_OPTIONS, type MonitoringOptions } from './monitoring-options.js';
 
 const DAY = 24 * 60 * 60 * 1000;

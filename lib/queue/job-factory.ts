@@ -25,8 +25,14 @@ export class JobFactory {
     const name = this.resolveName(job);
     const where = `enqueue('${name}')`;
     validateJobOptions(where, options);
-    const registered = this.registry.get(name);
-    const defaults = registered?.options;
+    const defaults = this.registry.optionsOf(name);
+    if (options.queue === undefined && !defaults.queueKnown) {
+      throw new JobsError(
+        `${where}: "${name}" is an external job listed by name only, so the queue its workers serve is unknown here ` +
+          `(it would wait in "${defaults.queue}", maybe forever). Potential fix: externalJobs: { '${name}': { queue: 'its-queue' } } ` +
+          `in JobsModule's options, or pass { queue } to this call.`,
+      );
+    }
     let runAt = now;
     if (options.delay !== undefined) {
       if (typeof options.delay !== 'number' || !Number.isFinite(options.delay) || options.delay < 0) {
@@ -52,13 +58,13 @@ export class JobFactory {
     return {
       id: uuidv7(now.getTime()),
       name,
-      queue: options.queue ?? defaults?.queue ?? 'default',
+      queue: options.queue ?? defaults.queue,
       payloadJson: serializePayload(name, payload, this.settings.maxPayloadBytes),
       state: 'queued',
-      priority: options.priority ?? defaults?.priority ?? 0,
+      priority: options.priority ?? defaults.priority,
       runAt,
-      maxAttempts: options.maxAttempts ?? defaults?.maxAttempts ?? 3,
-      timeoutMs: options.timeout ?? defaults?.timeout ?? null,
+      maxAttempts: options.maxAttempts ?? defaults.maxAttempts,
+      timeoutMs: options.timeout ?? defaults.timeout,
       traceContext: this.tracing.enabled ? this.tracing.capture() : null,
     };
   }

@@ -9,14 +9,13 @@ import {
   type NewJob,
   type PayloadOf,
 } from '../model/index.js';
-import { JOB_STORAGE, type JobStorage } from '../storage/job-storage.interface.js';
-import { ManagerExecutor } from '../storage/sql-executor.js';
+import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import {
   WORKFLOW_STORAGE,
   type BatchGraph,
   type BatchMember,
   type WorkflowStorage,
-} from '../storage/workflow-storage.interface.js';
+} from '../storage/workflows/workflow-storage.interface.js';
 import { ChainDraft, FlowDraft } from './flow-drafts.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import type { EnqueueOptions } from './queue-options.js';
@@ -57,7 +56,7 @@ export class JobQueue {
     const now = this.factory.clock.now();
     const { manager, ...rest } = options;
     const row = this.factory.build(job, payload, rest, now);
-    await this.storage.insertJobs([row], now, manager ? new ManagerExecutor(manager) : undefined);
+    await this.storage.insertJobs([row], now, manager);
     return { id: row.id };
   }
 
@@ -67,7 +66,7 @@ export class JobQueue {
     options: { manager?: EntityManager } = {},
   ): Promise<Array<{ id: string }>> {
     const now = this.factory.clock.now();
-    const tx = options.manager ? new ManagerExecutor(options.manager) : undefined;
+    const tx = options.manager;
     const ids: Array<{ id: string }> = [];
     const build = (from: number, to: number): NewJob[] => {
       const rows = items.slice(from, to).map((item, k) => {

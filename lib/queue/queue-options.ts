@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { StepOptions } from '../model/index.js';
+import type { DependencyOn, StepOptions } from '../model/index.js';
 
 /** Per-job options (delay, runAt, priority, queue, maxAttempts, timeout) and where to write. */
 export interface EnqueueOptions extends StepOptions {
@@ -12,6 +12,6 @@ export interface EnqueueOptions extends StepOptions {
   after?: string | ParentRef[];
 }
 
-export type DependencyOn = 'success' | 'failure' | 'always';
+export type { DependencyOn };
 
 export type ParentRef = { job: string; on?: DependencyOn } | { batch: string; on?: DependencyOn };

@@ -1,9 +1,20 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { isTerminal, JobsError, uuidv7, type NewJob, type StepOptions } from '../model/index.js';
-import { ManagerExecutor } from '../storage/sql-executor.js';
-import { WORKFLOW_STORAGE, type NewDependency, type WorkflowStorage } from '../storage/workflow-storage.interface.js';
-import { triggerMet } from './dependency-rules.js';
+import {
+  isDependencyTrigger,
+  isTerminal,
+  isUuid,
+  JobsError,
+  triggerMet,
+  uuidv7,
+  type NewJob,
+  type StepOptions,
+} from '../model/index.js';
+import {
+  WORKFLOW_STORAGE,
+  type NewDependency,
+  type WorkflowStorage,
+} from '../storage/workflows/workflow-storage.interface.js';
 import { topologicalOrder } from './flow-graph.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import type { DependencyOn, EnqueueOptions, ParentRef } from './queue-options.js';
@@ -38,7 +49,6 @@ export class WorkflowWriter {
     const { manager, after, ...rest } = options;
     const row = this.factory.build(job, payload, rest, now);
     const parents = normalizeParents(row.name, after!);
-    const outer = manager ? new ManagerExecutor(manager) : undefined;
     await this.storage.transaction(async (tx) => {
       const jobIds = parents.flatMap((p) => ('job' in p ? [p.job] : []));
       const batchIds = parents.flatMap((p) => ('batch' in p ? [p.batch] : []));
@@ -70,7 +80,7 @@ export class WorkflowWriter {
         tx,
       );
       await this.storage.markParents(jobIds, tx);
-    }, outer);
+    }, manager);
     return { id: row.id };
   }
 
@@ -106,7 +116,7 @@ export class WorkflowWriter {
     const dependencies: NewDependency[] = nodes.flatMap((n) =>
       n.after.map((e) => ({ childId: rows.get(n.key)!.id, parentJobId: rows.get(e.key)!.id, trigger: e.on })),
     );
-    await this.storage.insertGraph({ jobs, dependencies }, now, manager ? new ManagerExecutor(manager) : undefined);
+    await this.storage.insertGraph({ jobs, dependencies }, now, manager);
     return Object.fromEntries([...rows].map(([key, row]) => [key, row.id]));
   }
 
@@ -144,7 +154,7 @@ export class WorkflowWriter {
         })),
       },
       now,
-      manager ? new ManagerExecutor(manager) : undefined,
+      manager,
     );
     return { id: batchId };
   }
@@ -159,12 +169,12 @@ function normalizeParents(jobName: string, after: string | ParentRef[]): ParentR
   }
   for (const p of list) {
     const id = p && ('job' in p ? p.job : 'batch' in p ? p.batch : undefined);
-    if (typeof id !== 'string' || !/^[0-9a-f-]{36}$/i.test(id)) {
+    if (!isUuid(id)) {
       throw new JobsError(
         `enqueue('${jobName}'): "after" has an entry without a valid job or batch id (${JSON.stringify(p)}). Potential fix: { job: '<uuid>', on: 'success' }.`,
       );
     }
-    if (p.on !== undefined && !['success', 'failure', 'always'].includes(p.on)) {
+    if (p.on !== undefined && !isDependencyTrigger(p.on)) {
       throw new JobsError(`enqueue('${jobName}'): "on" must be 'success', 'failure' or 'always', got ${String(p.on)}.`);
     }
   }

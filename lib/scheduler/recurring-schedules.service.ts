@@ -11,7 +11,7 @@ import {
   QUEUE_SETTINGS,
   type QueueSettings,
 } from '../model/index.js';
-import { SCHEDULE_STORAGE, type ScheduleStorage } from '../storage/schedule-storage.interface.js';
+import { SCHEDULE_STORAGE, type ScheduleStorage } from '../storage/schedules/schedule-storage.interface.js';
 import { CronSchedule } from './cron-expression.js';
 import { defineSchedule, scheduledJobOptions } from './schedule-definition.js';
 import { ScheduleRunner } from './schedule-runner.service.js';

@@ -88,13 +88,8 @@ export function defineSchedule(
 
 /** The options a job of this name runs with, as JobQueue would enqueue it. */
 export function scheduledJobOptions(registry: JobRegistry, jobName: string): ScheduledJobOptions {
-  const o = registry.get(jobName)?.options;
-  return {
-    queue: o?.queue ?? 'default',
-    priority: o?.priority ?? 0,
-    maxAttempts: o?.maxAttempts ?? 3,
-    timeoutMs: o?.timeout ?? null,
-  };
+  const o = registry.optionsOf(jobName);
+  return { queue: o.queue, priority: o.priority, maxAttempts: o.maxAttempts, timeoutMs: o.timeout };
 }
 
 function firstLine(error: unknown): string {

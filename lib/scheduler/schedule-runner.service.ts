@@ -8,17 +8,16 @@ import {
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
-import { JOBS_DISCOVERY_OPTIONS, type JobsDiscoveryOptions } from '../discovery/discovery-options.js';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { Clock, uuidv7 } from '../model/index.js';
 import { QUEUE_SETTINGS, type QueueSettings } from '../model/index.js';
-import { NotificationListener } from '../storage/notification-listener.js';
+import { JobNotifications } from '../storage/notifications/job-notifications.interface.js';
 import {
   SCHEDULE_STORAGE,
   type DueSchedule,
   type ScheduleStorage,
   type ScheduleTiming,
-} from '../storage/schedule-storage.interface.js';
+} from '../storage/schedules/schedule-storage.interface.js';
 import { CoalescingTask } from './coalescing-task.js';
 import { CronSchedule, MAX_CATCH_UP_TICKS, planTicks, type TickPlan } from './cron-expression.js';
 import { defineSchedule, scheduledJobOptions } from './schedule-definition.js';
@@ -61,10 +60,9 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
     private readonly explorer: SchedulesExplorer,
     private readonly registry: JobRegistry,
     private readonly clock: Clock,
-    private readonly listener: NotificationListener,
+    private readonly notifications: JobNotifications,
     @Inject(SCHEDULER_OPTIONS) private readonly options: ResolvedSchedulerOptions,
     @Inject(QUEUE_SETTINGS) private readonly queueSettings: QueueSettings,
-    @Inject(JOBS_DISCOVERY_OPTIONS) private readonly discovery: JobsDiscoveryOptions,
     @Optional() appTimers?: SchedulerRegistry,
   ) {
     this.timers = appTimers ?? new SchedulerRegistry();
@@ -86,7 +84,7 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
         now,
       ),
     );
-    const { removed } = await this.storage.syncCodeSchedules(definitions, this.discovery.externalJobs ?? [], now);
+    const { removed } = await this.storage.syncCodeSchedules(definitions, this.registry.externalNames(), now);
     if (removed.length)
       this.logger.log(`Removed code-defined schedule(s) no longer in the code: ${removed.join(', ')}`);
     if (definitions.length) {
@@ -97,12 +95,15 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
     if (!this.options.enabled) return;
     this.state = 'running';
     this.unsubscribe.push(
-      this.listener.subscribe((payload) => {
-        // After a reconnect, changes sent meanwhile are lost: re-read everything.
-        if (payload.startsWith('s:') || payload === 'reconnected') void this.sync.run();
+      this.notifications.subscribe({
+        onNotification: (event) => {
+          if (event.topic === 'schedules') void this.sync.run();
+        },
+        // Changes sent while the connection was down are lost: re-read everything.
+        onReconnect: () => void this.sync.run(),
       }),
     );
-    await this.listener.start();
+    await this.notifications.start();
     this.listening = true;
     // A test moving a ManualClock is a wake-up like any timer.
     this.unsubscribe.push(this.clock.onChange(() => void this.due.run()));
@@ -127,7 +128,7 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
   }
 
   timerName(schedule: string): string {
-    return `nestjs-durable-jobs:${this.storage.schema}:${schedule}`;
+    return this.options.timerPrefix + schedule;
   }
 
   private async syncTimers(): Promise<void> {
@@ -254,7 +255,7 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
     for (const off of this.unsubscribe.splice(0)) off();
     for (const t of this.intervals.splice(0)) clearInterval(t);
     for (const name of [...this.armed.keys()]) this.disarm(name);
-    if (this.listening) await this.listener.stop();
+    if (this.listening) await this.notifications.stop();
     await Promise.all([this.due.idle(), this.sync.idle()]);
   }
 }

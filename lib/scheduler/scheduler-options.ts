@@ -15,11 +15,14 @@ export interface SchedulerOptions {
   misfireThreshold?: number;
 }
 
-export type ResolvedSchedulerOptions = Required<SchedulerOptions>;
+export type ResolvedSchedulerOptions = Required<SchedulerOptions> & {
+  /** Names this module's timers in a SchedulerRegistry that other modules (other schemas) may share. */
+  timerPrefix: string;
+};
 
 export const SCHEDULER_OPTIONS = Symbol('SCHEDULER_OPTIONS');
 
-export function resolveSchedulerOptions(o: SchedulerOptions = {}): ResolvedSchedulerOptions {
+export function resolveSchedulerOptions(o: SchedulerOptions = {}, schema: string): ResolvedSchedulerOptions {
   for (const field of ['pollInterval', 'misfireThreshold'] as const) {
     const v = o[field];
     if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) {
@@ -32,5 +35,6 @@ export function resolveSchedulerOptions(o: SchedulerOptions = {}): ResolvedSched
     enabled: o.enabled ?? true,
     pollInterval: o.pollInterval ?? 5_000,
     misfireThreshold: o.misfireThreshold ?? 60_000,
+    timerPrefix: `nestjs-durable-jobs:${schema}:`,
   };
 }

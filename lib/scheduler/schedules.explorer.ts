@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { getJobMetadata } from '../discovery/job.decorator.js';
-import { Clock, JobsError } from '../model/index.js';
+import { Clock, JOB_DEFAULTS, JobsError } from '../model/index.js';
 import { QUEUE_SETTINGS, type QueueSettings } from '../model/index.js';
 import { getCronMetadata, type CronMetadata } from './cron.decorator.js';
 import { defineSchedule } from './schedule-definition.js';
@@ -54,7 +54,12 @@ export class SchedulesExplorer implements OnModuleInit {
         defineSchedule(
           where,
           { ...metadata.options, name, jobName: job.name, cron: metadata.expression },
-          { queue: 'default', priority: 0, maxAttempts: 1, timeoutMs: null },
+          {
+            queue: JOB_DEFAULTS.queue,
+            priority: JOB_DEFAULTS.priority,
+            maxAttempts: JOB_DEFAULTS.maxAttempts,
+            timeoutMs: JOB_DEFAULTS.timeout,
+          },
           this.queueSettings.maxPayloadBytes,
           this.clock.now(),
         );

@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import type { Clock, FinishedAttempt } from '../model/index.js';
-import type { JobStorage } from '../storage/job-storage.interface.js';
-import type { WorkflowStorage } from '../storage/workflow-storage.interface.js';
-import type { RowLock } from './mutex.js';
+import type { JobStorage } from '../storage/jobs/job-storage.interface.js';
+import type { WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
+import type { RowLock } from './row-lock.js';
 
 interface Pending {
   attempt: FinishedAttempt;
@@ -18,7 +18,7 @@ interface Pending {
  * was lost meanwhile.
  */
 export class CompletionBatcher {
-  private readonly logger = new Logger('JobWorker');
+  private readonly logger = new Logger('CompletionBatcher');
   private queue: Pending[] = [];
   private inFlight = 0;
   private pumpScheduled = false;

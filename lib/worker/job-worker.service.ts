@@ -7,36 +7,28 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
 import { JobRegistry } from '../discovery/job-registry.js';
-import { logOutcome } from './outcome-log.js';
-import {
-  Clock,
-  JobEvents,
-  JobTracing,
-  JOB_ROW_BUILDER,
-  serializeError,
-  WorkerShutdownError,
-  type ClaimedJob,
-  type JobRowBuilder,
-} from '../model/index.js';
-import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflow-storage.interface.js';
-import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/job-storage.interface.js';
-import { NotificationListener } from '../storage/notification-listener.js';
-import { CompletionBatcher } from './completion-batcher.js';
-import { RowLock } from './mutex.js';
+import { Clock, serializeError, WorkerShutdownError, type ClaimedJob } from '../model/index.js';
+import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { JobNotifications, type JobNotification } from '../storage/notifications/job-notifications.interface.js';
+import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
-import { RunningJob, type RunnerDeps } from './job-runner.js';
-import { ProgressWriter } from './progress-writer.js';
+import { AttemptRunner } from './attempt-runner.service.js';
+import { CompletionBatcher } from './completion-batcher.js';
+import { JobRescuer } from './job-rescuer.service.js';
+import { LeaseKeeper, type LeaseHolder } from './lease-keeper.service.js';
+import { logOutcome } from './outcome-log.js';
+import type { RunningJob } from './running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
 /**
  * Claims jobs in batches into a small local buffer, runs them up to the
- * concurrency limit, keeps their leases alive and records outcomes in
- * batches. Every write about a running job is fenced in storage.
+ * concurrency limit and records outcomes in batches. Its leases are kept by
+ * the LeaseKeeper, jobs of crashed workers are taken back by the JobRescuer,
+ * and every write about a running job is fenced in storage.
  */
 @Injectable()
-export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutdown, LeaseHolder {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private readonly logger = new Logger('JobWorker');
   private readonly buffer: ClaimedJob[] = [];
@@ -45,10 +37,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   private readonly finishing = new Map<string, number>();
   private readonly knownQueues = new Set<string>();
   private batcher!: CompletionBatcher;
-  private readonly rowLock = new RowLock();
   private adaptive!: AdaptivePrefetch;
-  private deps: RunnerDeps | null = null;
-  private progress!: ProgressWriter;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private claiming = false;
   private wakeAgain = false;
@@ -61,58 +50,48 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
 
   constructor(
     @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     private readonly registry: JobRegistry,
     private readonly clock: Clock,
-    private readonly moduleRef: ModuleRef,
-    private readonly listener: NotificationListener,
+    private readonly notifications: JobNotifications,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
-    @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
-    @Inject(JOB_ROW_BUILDER) private readonly builder: JobRowBuilder,
-    private readonly events: JobEvents,
-    private readonly tracing: JobTracing,
+    private readonly leases: LeaseKeeper,
+    private readonly rescuer: JobRescuer,
+    private readonly attempts: AttemptRunner,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.enabled || this.registry.names().length === 0) return;
-    for (const job of this.registry.all()) {
-      if (job.wrapper.isDependencyTreeStatic() && !job.wrapper.isTransient)
-        job.instance = job.wrapper.instance as never;
-      this.knownQueues.add(job.options.queue);
-    }
+    for (const job of this.registry.all()) this.knownQueues.add(job.options.queue);
+    this.attempts.prepare(this.id);
     this.adaptive = new AdaptivePrefetch(this.options.concurrency);
-    this.batcher = new CompletionBatcher(this.storage, this.workflows, this.id, this.clock, this.rowLock);
-    this.progress = new ProgressWriter(this.storage, this.id, this.options.progressThrottle, this.logger);
+    this.batcher = new CompletionBatcher(this.storage, this.workflows, this.id, this.clock, this.leases.rowLock);
     this.state = 'running';
-    await this.register();
+    await this.leases.start(this);
     await this.storage.openWorkerConnections();
-    this.unsubscribe.push(this.listener.subscribe((payload) => this.onNotification(payload)));
-    await this.listener.start();
+    this.unsubscribe.push(
+      this.notifications.subscribe({
+        onNotification: (event) => this.onNotification(event),
+        // Anything sent while the connection was down may hide work.
+        onReconnect: () => this.poke(),
+      }),
+    );
+    await this.notifications.start();
     this.unsubscribe.push(this.clock.onChange(() => this.poke()));
-    const { pollInterval, lease } = this.options;
-    this.every(pollInterval, () => this.poll());
-    this.every(Math.max(100, Math.floor(lease / 3)), () => this.renewLeases());
-    this.every(Math.max(250, Math.min(15_000, Math.floor(lease / 2))), () => this.rescue());
-    await this.rescue();
+    const poll = setInterval(() => void this.poll(), this.options.pollInterval);
+    poll.unref();
+    this.timers.push(poll);
+    await this.rescuer.start((job, error) => this.attempts.crashFailure(job, error));
     await this.refreshQueues();
     this.poke();
   }
 
-  private every(ms: number, fn: () => Promise<void> | void): void {
-    const timer = setInterval(() => void fn(), ms);
-    timer.unref();
-    this.timers.push(timer);
-  }
-
-  private onNotification(payload: string): void {
-    if (payload.startsWith('q:')) {
-      const queue = payload.slice(2);
-      if (!this.options.queues || this.options.queues.includes(queue)) this.knownQueues.add(queue);
+  private onNotification(event: JobNotification): void {
+    if (event.topic === 'queue') {
+      if (!this.options.queues || this.options.queues.includes(event.queue)) this.knownQueues.add(event.queue);
       this.poke();
-    } else if (payload.startsWith('c:')) {
-      this.cancelLocal(payload.slice(2));
-    } else if (!payload.startsWith('s:')) {
-      // Schedule changes ('s:') are the scheduler's; anything else (a reconnect) may hide missed work.
-      this.poke();
+    } else if (event.topic === 'cancel') {
+      this.cancelLocal(event.jobId);
     }
   }
 
@@ -220,24 +199,11 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   private start(job: ClaimedJob): void {
-    const registered = this.registry.get(job.name)!;
-    const run = new RunningJob(job, registered, this.runnerDeps());
+    const run = this.attempts.create(job);
     this.running.set(job.id, run);
-    const started = this.events.observed ? performance.now() : -1;
-    const execution = this.tracing.enabled
-      ? this.tracing.trace(
-          job,
-          () => run.execute(),
-          (r) => r.outcome,
-        )
-      : run.execute();
-    void execution.then(async (result) => {
+    void this.attempts.run(run).then(async (result) => {
       this.running.delete(job.id);
-      if (started >= 0 && result.outcome) {
-        this.events.attemptEnded({ job, outcome: result.outcome.kind, durationMs: performance.now() - started });
-      }
       this.adaptive.recordCompletion();
-      this.progress.forget(job.id);
       if (result.outcome) {
         logOutcome(this.logger, job, result.outcome, this.clock);
         this.finishing.set(job.id, job.attempt);
@@ -249,16 +215,6 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       }
       this.fill();
       if (this.running.size === 0) for (const w of this.idleWaiters.splice(0)) w();
-    });
-  }
-
-  private runnerDeps(): RunnerDeps {
-    return (this.deps ??= {
-      moduleRef: this.moduleRef,
-      clock: this.clock,
-      builder: this.builder,
-      progress: (j, fraction, message) => this.progress.write(j, fraction, message),
-      addToBatch: (batchId, row) => this.workflows.addToBatch(batchId, row, this.clock.now()),
     });
   }
 
@@ -278,67 +234,27 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     }
   }
 
-  private held(): HeldJob[] {
+  held(): HeldJob[] {
     const held: HeldJob[] = this.buffer.map((j) => ({ id: j.id, attempt: j.attempt }));
     for (const run of this.running.values()) held.push({ id: run.job.id, attempt: run.job.attempt });
     for (const [id, attempt] of this.finishing) held.push({ id, attempt });
     return held;
   }
 
-  private async renewLeases(): Promise<void> {
-    if (this.state === 'idle' || this.state === 'stopped') return;
-    try {
-      const now = this.clock.now();
-      const { lost, cancelRequested } = await this.rowLock.runExclusive(() =>
-        this.storage.renewLeases(this.id, this.held(), now, this.options.lease),
-      );
-      for (const id of lost) {
-        this.running.get(id)?.stop('lost-lease');
-        const index = this.buffer.findIndex((j) => j.id === id);
-        if (index >= 0) this.buffer.splice(index, 1);
-      }
-      for (const id of cancelRequested) this.cancelLocal(id);
-      if (!(await this.storage.heartbeatWorker(this.id, now, this.running.size))) await this.register();
-    } catch (error) {
-      this.logger.error(`Renewing leases failed: ${(error as Error).message}`);
+  runningCount(): number {
+    return this.running.size;
+  }
+
+  leasesLost(ids: readonly string[]): void {
+    for (const id of ids) {
+      this.running.get(id)?.stop('lost-lease');
+      const index = this.buffer.findIndex((j) => j.id === id);
+      if (index >= 0) this.buffer.splice(index, 1);
     }
   }
 
-  private register(): Promise<void> {
-    return this.storage.registerWorker({
-      id: this.id,
-      host: hostname(),
-      pid: process.pid,
-      queues: this.options.queues ?? [],
-      concurrency: this.options.concurrency,
-      now: this.clock.now(),
-    });
-  }
-
-  private async rescue(): Promise<void> {
-    if (this.state !== 'running') return;
-    try {
-      const { rescued, exhausted } = await this.storage.rescueExpired(this.clock.now(), 500);
-      if (rescued > 0) this.logger.warn(`Recovered ${rescued} job(s) whose worker stopped renewing its lease`);
-      // The rescue that failed a job for good runs its onFailure: one instance, once.
-      for (const { job, error } of exhausted) {
-        this.logger.error(
-          `Job ${job.name} ${job.id} attempt ${job.attempt}/${job.maxAttempts} failed for good: ${error.message}`,
-        );
-        const registered = this.registry.get(job.name);
-        if (!registered) {
-          this.logger.warn(
-            `onFailure of job ${job.name} ${job.id} did not run: no handler for "${job.name}" in this app`,
-          );
-          continue;
-        }
-        await new RunningJob(job, registered, this.runnerDeps()).reportCrashFailure(
-          Object.assign(new Error(error.message), { name: error.name }),
-        );
-      }
-    } catch (error) {
-      this.logger.warn(`Recovering expired leases failed: ${(error as Error).message}`);
-    }
+  cancelRequested(ids: readonly string[]): void {
+    for (const id of ids) this.cancelLocal(id);
   }
 
   /**
@@ -350,7 +266,9 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     if (this.state !== 'running') return;
     this.state = 'stopping';
     for (const off of this.unsubscribe.splice(0)) off();
-    await this.listener.stop();
+    for (const t of this.timers.splice(0)) clearInterval(t);
+    await this.rescuer.stop();
+    await this.notifications.stop();
     const unstarted = this.buffer.splice(0);
     await this.storage
       .handBack(this.id, unstarted, this.clock.now(), null)
@@ -375,15 +293,14 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
         )
         .catch((e: Error) => this.logger.error(`Handing back running jobs failed: ${e.message}`));
     }
-    await this.progress.drain();
+    await this.attempts.drainProgress();
     const unrecorded = await this.batcher.drain(Math.max(5_000, this.options.shutdownGrace));
     if (unrecorded > 0) {
       this.logger.error(
         `Shutting down with ${unrecorded} job outcome(s) not recorded (database unreachable); those jobs run again once their lease expires`,
       );
     }
-    for (const t of this.timers.splice(0)) clearInterval(t);
-    await this.storage.unregisterWorker(this.id, this.clock.now()).catch(() => undefined);
+    await this.leases.stop();
     await this.storage.closeWorkerConnections();
     this.state = 'stopped';
   }

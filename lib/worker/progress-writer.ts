@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { ClaimedJob } from '../model/index.js';
-import type { JobStorage } from '../storage/job-storage.interface.js';
+import type { JobStorage } from '../storage/jobs/job-storage.interface.js';
 
 interface Slot {
   lastWrite: number;

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Clock } from '../model/index.js';
-import { JOB_STORAGE, type JobStorage } from '../storage/job-storage.interface.js';
+import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
 export interface RetentionOptions {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { INestApplication } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { JobQueue } from 'nestjs-durable-jobs';
-import { JOB_STORAGE, type JobStorage } from '../../lib/storage/job-storage.interface.js';
+import { JOB_STORAGE, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
 import { SlowReport } from '../../sample/jobs/slow-report.job.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { CountingProbe, DoomedProbe, ProbeRecorder, probeProviders } from '../support/probe.jobs.js';
@@ -90,7 +90,7 @@ it('a worker killed with SIGKILL mid-job: another instance completes it after th
     ]);
     expect(job.executions[0]!.workerId).toBe(childId);
     expect(job.executions[1]!.workerId).not.toBe(childId);
-    expect(job.executions[0]!.error?.name).toBe('LeaseExpiredError');
+    expect(job.executions[0]!.error?.name).toBe('LeaseLostError');
   } finally {
     child.kill('SIGKILL');
     await closeAll();
@@ -208,7 +208,7 @@ it('a job whose attempts are used up by crashes ends failed, saying so', async (
   await start(schema, 'rescuer', { lease: 1000 });
   await waitFor('the job to fail', async () => (await api.get(JobQueue).get(id))?.state === 'failed', 10_000);
   const job = (await api.get(JobQueue).get(id))!;
-  expect(job.lastError?.name).toBe('LeaseExpiredError');
+  expect(job.lastError?.name).toBe('LeaseLostError');
   expect(job.lastError?.message).toMatch(
     /Attempt 1 of 1 was interrupted \(worker ghost:1 stopped renewing its lease\) and no attempts remain/,
   );
@@ -237,7 +237,7 @@ it("when crashes use up a job's attempts, the instance that fails it runs its on
   const calls = rescuers.map((app) => app.get(ProbeRecorder).failures.get(id) ?? 0);
   expect(calls.reduce((a, b) => a + b)).toBe(1);
   const seen = rescuers.map((app) => app.get(ProbeRecorder).failureSeen.get(id)).find(Boolean);
-  expect(seen).toEqual({ error: 'LeaseExpiredError', aborted: true });
+  expect(seen).toEqual({ error: 'LeaseLostError', aborted: true });
   expect(api.get(ProbeRecorder).failures.has(id)).toBe(false);
   await closeAll();
 });

@@ -3,7 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { Cron, Job, JobsError, RecurringSchedules, type JobHandler } from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import { ScheduleRunner } from '../../lib/scheduler/schedule-runner.service.js';
-import { SCHEDULE_STORAGE, type ScheduleStorage } from '../../lib/storage/schedule-storage.interface.js';
+import { SCHEDULE_STORAGE, type ScheduleStorage } from '../../lib/storage/schedules/schedule-storage.interface.js';
 import { uuidv7 } from '../../lib/model/uuid.js';
 import { uniqueSchema } from '../support/database.js';
 import { Work, boot, close, closeScheduleApps, jobsOf, trackSchema } from '../support/schedule-apps.js';

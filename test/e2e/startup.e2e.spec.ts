@@ -8,9 +8,9 @@ import { DataSource } from 'typeorm';
 import { Job, JobQueue, JobsModule, createJobsMigrations, type JobHandler } from 'nestjs-durable-jobs';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { waitFor } from '../support/wait.js';
-import { SCHEMA_MIGRATIONS } from '../../lib/storage/schema-migrations.js';
+import { schemaMigrations } from '../../lib/storage/migrations/migration-files.js';
 
-const ALL_VERSIONS = SCHEMA_MIGRATIONS.map((m) => m.version);
+const ALL_VERSIONS = schemaMigrations().map((m) => m.version);
 
 // This file defines its job classes inside the tests, so each test's strays
 // are visible to the later ones: those boot with unregisteredJobs 'ignore',
@@ -91,32 +91,6 @@ it('with migrationsRun: false the start fails on a missing schema, and the expor
   await ds.destroy();
   const app = await boot(schema, [], { migrationsRun: false });
   expect(app.get(JobQueue)).toBeDefined();
-});
-
-it('a schema made by the first release is upgraded in place, and its queued jobs still run', async () => {
-  const schema = uniqueSchema('upgrade');
-  schemas.push(schema);
-  @Job('upgrade-noop')
-  class UpgradeNoop implements JobHandler {
-    run() {
-      return 'after upgrade';
-    }
-  }
-  // The first release's schema, holding a queued job: migrate, then undo every later version.
-  const old = await boot(schema, [UpgradeNoop], { worker: { enabled: false } });
-  const { id } = await old.get(JobQueue).enqueue(UpgradeNoop, undefined);
-  await old.close();
-  apps.splice(apps.indexOf(old), 1);
-  for (const m of [...SCHEMA_MIGRATIONS].reverse().filter((m) => m.version > 1)) {
-    for (const statement of m.down(schema)) await sql(statement);
-    await sql(`DELETE FROM "${schema}".schema_version WHERE version = $1`, [m.version]);
-  }
-
-  const app = await boot(schema, [UpgradeNoop]);
-  const versions = await sql<{ version: number }>(`SELECT version FROM "${schema}".schema_version ORDER BY version`);
-  expect(versions.map((v) => v.version)).toEqual(ALL_VERSIONS);
-  await waitFor('the job to run', async () => (await app.get(JobQueue).get(id))?.state === 'succeeded');
-  expect((await app.get(JobQueue).get(id))!.result).toBe('after upgrade');
 });
 
 it('a schema written by a different build of the same version is refused with the fix', async () => {
@@ -258,8 +232,20 @@ it('a @Job class that no module registers fails the start, unless listed as exte
   await expect(boot(schema, [Present], { externalJobs: externals, unregisteredJobs: 'error' })).rejects.toThrow(
     /Orphan is marked @Job\('orphan'\) but is not registered as a provider in any module.*Potential fix: add Orphan to the "providers"/,
   );
-  const app = await boot(schema, [Present], { externalJobs: [...externals, 'orphan'], unregisteredJobs: 'error' });
-  // An external job may be enqueued here; another service runs it.
+  const byName = await boot(schema, [Present], { externalJobs: [...externals, 'orphan'], unregisteredJobs: 'error' });
+  // Listed by name only, its queue is unknown here: the enqueue must say where, or it could wait forever.
+  await expect(byName.get(JobQueue).enqueue('orphan', undefined)).rejects.toThrow(
+    /"orphan" is an external job listed by name only, so the queue its workers serve is unknown here.*Potential fix: externalJobs: \{ 'orphan': \{ queue: 'its-queue' \} \}/,
+  );
+  const placed = await byName.get(JobQueue).enqueue('orphan', undefined, { queue: 'elsewhere' });
+  expect((await byName.get(JobQueue).get(placed.id))!.queue).toBe('elsewhere');
+
+  // With its options, an external job is enqueued as the service that runs it declares.
+  const external = Object.fromEntries([
+    ...externals.map((n) => [n, {}]),
+    ['orphan', { queue: 'reports', maxAttempts: 5 }],
+  ]);
+  const app = await boot(schema, [Present], { externalJobs: external, unregisteredJobs: 'error' });
   const { id } = await app.get(JobQueue).enqueue(Orphan, undefined);
-  expect((await app.get(JobQueue).get(id))!.state).toBe('queued');
+  expect(await app.get(JobQueue).get(id)).toMatchObject({ state: 'queued', queue: 'reports', maxAttempts: 5 });
 });

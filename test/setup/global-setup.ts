@@ -3,12 +3,11 @@
  * 127.0.0.1:5432, else an embedded PostgreSQL kept in .jobs-data/test (stopped in globalTeardown).
  * JOBS_TEST_PG_PROBE=host:port moves the probe, e.g. to a closed port to exercise the embedded path.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import pg from 'pg';
 
-type EmbeddedModule = typeof import('../../lib/storage/embedded-postgres.js');
-export type GlobalWithEmbedded = typeof globalThis & {
-  __jobsEmbeddedPostgres?: Awaited<ReturnType<EmbeddedModule['startEmbeddedPostgres']>>;
-};
+export type GlobalWithEmbedded = typeof globalThis & { __jobsEmbeddedPostgres?: ChildProcess };
 
 export default async function globalSetup(): Promise<void> {
   if (process.env.DATABASE_URL) return;
@@ -18,15 +17,25 @@ export default async function globalSetup(): Promise<void> {
     process.env.DATABASE_URL = url;
     return;
   }
-  // Jest loads globalSetup as CommonJS through a require hook that skips moduleNameMapper, so the
-  // usual `.js` specifier would not find the source; the `.ts` path does, and stays typed above.
-  const specifier = '../../lib/storage/embedded-postgres.ts';
-  const { startEmbeddedPostgres } = (await import(specifier)) as EmbeddedModule;
-  const quiet = { log: () => undefined, warn: (msg: string) => console.warn(msg) };
-  const handle = await startEmbeddedPostgres({ dataDir: '.jobs-data/test', logger: quiet });
-  (globalThis as GlobalWithEmbedded).__jobsEmbeddedPostgres = handle;
-  process.env.DATABASE_URL = handle.url;
+  const child = spawn(
+    process.execPath,
+    ['--import', './test/support/register-swc.mjs', 'test/setup/embedded-server.ts'],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  (globalThis as GlobalWithEmbedded).__jobsEmbeddedPostgres = child;
+  process.env.DATABASE_URL = await readyUrl(child);
   console.log(`\nNo PostgreSQL on ${probe}: tests use an embedded one (data in .jobs-data/test)`);
+}
+
+/** The "url <url>" line the server process prints once it accepts connections. */
+function readyUrl(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      if (line.startsWith('url ')) resolve(line.slice(4));
+    });
+    child.once('exit', (code) => reject(new Error(`The embedded PostgreSQL for the tests exited (${code})`)));
+  });
 }
 
 async function answers(url: string): Promise<boolean> {

@@ -1,0 +1,53 @@
+import { DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+
+/** The queue of a job that names none. Workers serve every queue unless told otherwise. */
+export const DEFAULT_QUEUE = 'default';
+
+/** Options a job type declares (`@Job(name, options)`, or an entry of `externalJobs`); each may be left out. */
+export interface JobOptions {
+  /** Workers serve queues; default `default`. */
+  queue?: string;
+  /** Attempts in all, the first included; default 3. */
+  maxAttempts?: number;
+  backoff?: BackoffOptions;
+  /** Milliseconds one attempt may run before its signal aborts and it fails. */
+  timeout?: number;
+  /** Higher runs first; default 0. */
+  priority?: number;
+}
+
+/** JobsModule's `defaults`: for job types whose declaration leaves these out. */
+export interface JobDefaults {
+  maxAttempts?: number;
+  backoff?: BackoffOptions;
+  timeout?: number;
+}
+
+/** What a job type runs with once every default is applied. */
+export interface ResolvedJobOptions {
+  queue: string;
+  maxAttempts: number;
+  backoff: BackoffOptions;
+  timeout: number | null;
+  priority: number;
+}
+
+/** The library's own defaults: the one place they are spelled. */
+export const JOB_DEFAULTS: Readonly<ResolvedJobOptions> = Object.freeze({
+  queue: DEFAULT_QUEUE,
+  maxAttempts: 3,
+  backoff: DEFAULT_BACKOFF,
+  timeout: null,
+  priority: 0,
+});
+
+/** Per field: the declaration, else the module's defaults, else the library's. */
+export function resolveJobOptions(declared: JobOptions = {}, defaults: JobDefaults = {}): ResolvedJobOptions {
+  return {
+    queue: declared.queue ?? JOB_DEFAULTS.queue,
+    maxAttempts: declared.maxAttempts ?? defaults.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
+    backoff: declared.backoff ?? defaults.backoff ?? JOB_DEFAULTS.backoff,
+    timeout: declared.timeout ?? defaults.timeout ?? JOB_DEFAULTS.timeout,
+    priority: declared.priority ?? JOB_DEFAULTS.priority,
+  };
+}

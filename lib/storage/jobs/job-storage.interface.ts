@@ -1,0 +1,89 @@
+import type { ClaimedJob, FinishedAttempt, JobInfo, JobState, NewJob, SerializedError } from '../../model/index.js';
+import type { TxScope } from '../storage-tx.interface.js';
+
+export interface ClaimRequest {
+  workerId: string;
+  queue: string;
+  names: readonly string[];
+  limit: number;
+  now: Date;
+  leaseMs: number;
+}
+
+export interface HeldJob {
+  id: string;
+  attempt: number;
+}
+
+export interface LeaseRenewal {
+  /** Jobs this worker no longer owns: stop them, never write their outcome. */
+  lost: string[];
+  /** Jobs someone asked to cancel (a fallback for a missed notification). */
+  cancelRequested: string[];
+}
+
+export interface WorkerRegistration {
+  id: string;
+  host: string;
+  pid: number;
+  queues: readonly string[];
+  concurrency: number;
+  now: Date;
+}
+
+export type CancelResult =
+  | { outcome: 'cancelled' }
+  | { outcome: 'requested' }
+  | { outcome: 'not-found' }
+  | { outcome: 'finished'; state: JobState };
+export type RetryResult =
+  { outcome: 'requeued' } | { outcome: 'not-found' } | { outcome: 'not-retryable'; state: JobState };
+
+export interface RescueResult {
+  rescued: number;
+  exhausted: Array<{ job: ClaimedJob; error: SerializedError }>;
+}
+
+/**
+ * Everything the queue and the workers need of the job table. `tx` is a
+ * transaction a write joins: the caller's TypeORM EntityManager, or one
+ * storage opened.
+ */
+export interface JobStorage {
+  /** One statement: all of `jobs` are written or none. */
+  insertJobs(jobs: readonly NewJob[], now: Date, tx?: TxScope): Promise<void>;
+  /** One transaction, one statement per chunk; chunks are pulled from the iterator as the previous one is sent. */
+  insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: TxScope): Promise<void>;
+  claim(request: ClaimRequest): Promise<ClaimedJob[]>;
+  /** Records outcomes fenced by (id, attempt, worker, active); returns the ids that were applied. */
+  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date): Promise<Set<string>>;
+  renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal>;
+  /** Gives jobs back at shutdown without spending their attempt; `error` records an interrupted run. */
+  handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void>;
+  /**
+   * Requeues active jobs whose lease expired, or fails them when no attempt
+   * is left; returns how many, and the jobs failed for good (with their error).
+   */
+  rescueExpired(now: Date, limit: number): Promise<RescueResult>;
+  updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void>;
+  cancel(id: string, now: Date): Promise<CancelResult>;
+  retry(id: string, now: Date): Promise<RetryResult>;
+  getJob(id: string): Promise<JobInfo | null>;
+  registerWorker(worker: WorkerRegistration): Promise<void>;
+  /** False when the worker's row is gone (pruned): register again. */
+  heartbeatWorker(id: string, now: Date, active: number): Promise<boolean>;
+  unregisterWorker(id: string, now: Date): Promise<void>;
+  /** Queues that hold eligible work, for workers that serve every queue. */
+  queuesWithWork(): Promise<string[]>;
+  /** Deletes up to `limit` jobs in `states` that ended before `before`; returns how many. */
+  prune(states: readonly string[], before: Date, limit: number): Promise<number>;
+  pruneBatches(before: Date, limit: number): Promise<number>;
+  /** Deletes the rows of workers stopped, or silent, since before `before`. */
+  pruneWorkers(before: Date): Promise<number>;
+  /** Opens the worker's own connections before its first claim, so the first jobs do not wait for them. */
+  openWorkerConnections(): Promise<void>;
+  /** Closes the worker's own connections (after the worker stopped). */
+  closeWorkerConnections(): Promise<void>;
+}
+
+export const JOB_STORAGE = Symbol('JOB_STORAGE');

@@ -1,0 +1,44 @@
+import { quoteIdent } from '../connection/sql-identifiers.js';
+
+/**
+ * What operators read. Each part of the counts is served by an index that
+ * exists for the hot path, so counting never walks the history: queued jobs
+ * by the claim index, waiting ones by theirs, active ones by the lease index
+ * (a job holds a lease exactly while it is active), and finished ones by a
+ * primary-key range (UUIDv7 ids are creation-time ordered).
+ */
+export function monitoringStatements(schema: string) {
+  const s = quoteIdent(schema);
+  return {
+    // $1 now, $2 the smallest id of the finished-jobs window (null: skip them;
+    // the statement is unnamed, so its plan folds that branch away).
+    counts: `SELECT queue, CASE WHEN run_at <= $1 THEN 'queued' ELSE 'scheduled' END AS state, count(*)::int AS n
+        FROM ${s}.job WHERE state = 'queued' GROUP BY 1, 2
+      UNION ALL
+      SELECT queue, 'waiting', count(*)::int FROM ${s}.job WHERE state = 'waiting' GROUP BY 1
+      UNION ALL
+      SELECT queue, 'active', count(*)::int FROM ${s}.job
+       WHERE lease_expires_at IS NOT NULL AND state = 'active' GROUP BY 1
+      UNION ALL
+      SELECT queue, state, count(*)::int FROM ${s}.job
+       WHERE $2::uuid IS NOT NULL AND id >= $2::uuid AND state IN ('succeeded', 'failed', 'cancelled', 'skipped') GROUP BY 1, 2`,
+
+    // Running workers, and those stopped since $1.
+    workers: `SELECT id, host, pid, queues, concurrency, active, started_at, last_heartbeat, stopped_at
+      FROM ${s}.worker WHERE stopped_at IS NULL OR stopped_at >= $1
+      ORDER BY started_at DESC, id`,
+
+    // Newest first, by key; a null filter matches everything.
+    jobs: `SELECT id, name, queue, state, priority, attempt, max_attempts, run_at, created_at, started_at,
+             completed_at, progress, worker_id, batch_id, last_error
+        FROM ${s}.job
+       WHERE ($1::text[] IS NULL OR state = ANY($1::text[]))
+         AND ($2::text IS NULL OR queue = $2)
+         AND ($3::text IS NULL OR name = $3)
+         AND ($4::uuid IS NULL OR id < $4::uuid)
+       ORDER BY id DESC
+       LIMIT $5`,
+  };
+}
+
+export type MonitoringStatements = ReturnType<typeof monitoringStatements>;

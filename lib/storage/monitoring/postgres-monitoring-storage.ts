@@ -1,0 +1,43 @@
+import type { JobSummary } from '../../model/index.js';
+import { uuidv7Floor } from '../jobs/job-encoding.js';
+import { jobSummaryFromRow } from '../jobs/job-rows.js';
+import type { CountRow, JobQuery, MonitoringStorage, WorkerRow } from './monitoring-storage.interface.js';
+import { monitoringStatements, type MonitoringStatements } from './monitoring-statements.js';
+import { PoolExecutor } from '../connection/sql-executor.js';
+import type { StorageContext } from '../storage-context.js';
+
+type Row = Record<string, unknown>;
+
+export class PostgresMonitoringStorage implements MonitoringStorage {
+  private readonly sql: MonitoringStatements;
+  private readonly pool: PoolExecutor;
+
+  constructor(context: StorageContext) {
+    this.sql = monitoringStatements(context.schema);
+    this.pool = new PoolExecutor(context.dataSource);
+  }
+
+  async counts(now: Date, finishedSince: Date | null): Promise<CountRow[]> {
+    return this.pool.query<CountRow>(this.sql.counts, [now, finishedSince && uuidv7Floor(finishedSince)]);
+  }
+
+  async workers(stoppedSince: Date): Promise<WorkerRow[]> {
+    const rows = await this.pool.query<Row>(this.sql.workers, [stoppedSince]);
+    return rows.map((r) => ({
+      id: r.id as string,
+      host: r.host as string,
+      pid: r.pid as number,
+      queues: r.queues as string[],
+      concurrency: r.concurrency as number,
+      active: r.active as number,
+      startedAt: r.started_at as Date,
+      lastHeartbeat: r.last_heartbeat as Date,
+      stoppedAt: (r.stopped_at as Date | null) ?? null,
+    }));
+  }
+
+  async jobs(q: JobQuery): Promise<JobSummary[]> {
+    const rows = await this.pool.query<Row>(this.sql.jobs, [q.states, q.queue, q.name, q.before, q.limit]);
+    return rows.map(jobSummaryFromRow);
+  }
+}

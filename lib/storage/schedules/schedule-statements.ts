@@ -1,0 +1,173 @@
+import { JOB_DEFAULTS, LIVE_JOB_STATES } from '../../model/index.js';
+import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
+import { notifySql } from '../notifications/notification-topics.js';
+
+/** Columns of a schedule definition, as the JSON record set the writes take. */
+const DEFINITION_RECORD = `(name text, job_name text, cron text, time_zone text, payload jsonb, options jsonb,
+  catch_up text, overlap text, next_run_at timestamptz)`;
+
+/**
+ * Keeps the stored next tick unless the timing changed: a restart after
+ * downtime must still see the ticks it missed, or catch-up has nothing to do.
+ */
+const KEEP_NEXT_RUN = `CASE WHEN r.cron = EXCLUDED.cron AND r.time_zone = EXCLUDED.time_zone AND r.next_run_at IS NOT NULL
+            THEN r.next_run_at ELSE EXCLUDED.next_run_at END`;
+
+const SCHEDULE_COLUMNS = `r.name, r.job_name, r.cron, r.time_zone, r.payload, r.source, r.catch_up, r.overlap, r.paused,
+  r.next_run_at, r.last_run_at, r.last_job_id, r.skipped_count, r.last_skipped_at, r.updated_at`;
+
+/**
+ * The SQL of recurring schedules for one schema. Every write that changes
+ * what instances must arm sends `s:<name>` on the schema's channel, so the
+ * other instances re-read the table without waiting for their poll.
+ */
+export function scheduleStatements(schema: string) {
+  const s = quoteIdent(schema);
+  const sched = `${s}.recurring_schedule`;
+  return {
+    // Code-defined rows follow the deployed code: written, taken over from a
+    // dynamic row of the same name, or removed when their @Cron is gone.
+    // Rows of jobs in $4 (this app's externalJobs) belong to the code of the
+    // service that runs them, so this app leaves them alone.
+    syncCode: `WITH d AS (
+      SELECT * FROM jsonb_to_recordset($1::jsonb) AS d${DEFINITION_RECORD}
+    ), up AS (
+      INSERT INTO ${sched} AS r (name, job_name, cron, time_zone, payload, source, options, catch_up, overlap,
+                                 next_run_at, created_at, updated_at)
+      SELECT name, job_name, cron, time_zone, payload, 'code', options, catch_up, overlap, next_run_at, $2, $2 FROM d
+      ON CONFLICT (name) DO UPDATE
+        SET job_name = EXCLUDED.job_name, cron = EXCLUDED.cron, time_zone = EXCLUDED.time_zone,
+            payload = EXCLUDED.payload, source = 'code', options = EXCLUDED.options, catch_up = EXCLUDED.catch_up,
+            overlap = EXCLUDED.overlap, next_run_at = ${KEEP_NEXT_RUN}, updated_at = $2
+      RETURNING r.name
+    ), del AS (
+      DELETE FROM ${sched} r
+       WHERE r.source = 'code' AND NOT EXISTS (SELECT 1 FROM d WHERE d.name = r.name) AND NOT r.job_name = ANY($4::text[])
+      RETURNING r.name
+    ), n AS (
+      SELECT ${notifySql('schedules', '$3', "''")}
+    )
+    SELECT (SELECT count(*) FROM up)::int AS written,
+           (SELECT coalesce(array_agg(name ORDER BY name), '{}') FROM del) AS removed,
+           (SELECT count(*) FROM n)::int AS notified`,
+
+    // The DO UPDATE's WHERE leaves a code-defined row alone: no row comes back.
+    upsertDynamic: `WITH d AS (
+      SELECT * FROM jsonb_to_recordset($1::jsonb) AS d${DEFINITION_RECORD}
+    ), up AS (
+      INSERT INTO ${sched} AS r (name, job_name, cron, time_zone, payload, source, options, catch_up, overlap,
+                                 next_run_at, created_at, updated_at)
+      SELECT name, job_name, cron, time_zone, payload, 'dynamic', options, catch_up, overlap, next_run_at, $2, $2 FROM d
+      ON CONFLICT (name) DO UPDATE
+        SET job_name = EXCLUDED.job_name, cron = EXCLUDED.cron, time_zone = EXCLUDED.time_zone,
+            payload = EXCLUDED.payload, options = EXCLUDED.options, catch_up = EXCLUDED.catch_up,
+            overlap = EXCLUDED.overlap, next_run_at = ${KEEP_NEXT_RUN}, updated_at = $2
+        WHERE r.source = 'dynamic'
+      RETURNING r.name
+    ), n AS (
+      SELECT ${notifySql('schedules', '$3', 'name')} FROM up
+    )
+    SELECT (SELECT count(*) FROM up)::int AS written, (SELECT count(*) FROM n)::int AS notified`,
+
+    pause: `WITH u AS (
+      UPDATE ${sched} SET paused = true, updated_at = $2 WHERE name = $1 RETURNING name
+    ), n AS (
+      SELECT ${notifySql('schedules', '$3', 'name')} FROM u
+    )
+    SELECT (SELECT count(*) FROM u)::int AS updated, (SELECT count(*) FROM n)::int AS notified`,
+
+    // Resuming starts from now, not from the ticks that passed while paused.
+    // The cron/time-zone fence keeps a concurrent redefinition's next tick.
+    resume: `WITH u AS (
+      UPDATE ${sched} SET paused = false, next_run_at = $3, updated_at = $2
+       WHERE name = $1 AND paused AND cron = $4 AND time_zone = $5
+      RETURNING name
+    ), n AS (
+      SELECT ${notifySql('schedules', '$6', 'name')} FROM u
+    )
+    SELECT (SELECT count(*) FROM u)::int AS updated, (SELECT count(*) FROM n)::int AS notified`,
+
+    // The subselect reads the snapshot from before the DELETE: it tells a
+    // code-defined row (kept) from a missing one.
+    removeDynamic: `WITH d AS (
+      DELETE FROM ${sched} WHERE name = $1 AND source = 'dynamic' RETURNING name
+    ), n AS (
+      SELECT ${notifySql('schedules', '$2', 'name')} FROM d
+    )
+    SELECT (SELECT count(*) FROM d)::int AS removed, (SELECT count(*) FROM n)::int AS notified,
+           (SELECT source FROM ${sched} WHERE name = $1) AS source`,
+
+    list: `SELECT ${SCHEDULE_COLUMNS}, j.state AS last_job_state
+      FROM ${sched} r LEFT JOIN ${s}.job j ON j.id = r.last_job_id
+     ORDER BY r.name`,
+
+    get: `SELECT ${SCHEDULE_COLUMNS}, j.state AS last_job_state
+      FROM ${sched} r LEFT JOIN ${s}.job j ON j.id = r.last_job_id
+     WHERE r.name = $1`,
+
+    /** What the timers arm: small, read on every change notification and poll. */
+    timings: `SELECT name, cron, time_zone, paused FROM ${sched}`,
+
+    due: `SELECT name, cron, time_zone, catch_up, next_run_at FROM ${sched}
+     WHERE NOT paused AND next_run_at <= $1 ORDER BY next_run_at, name`,
+
+    /**
+     * Exactly once per tick (DESIGN rule 6): the compare-and-set on
+     * next_run_at and the job insert are one statement, so of any number of
+     * instances that saw the same due tick, one moves next_run_at and writes
+     * the job(s); the others match no row (after waiting on its lock, the
+     * re-check sees the new next_run_at) and write nothing.
+     *
+     * $1 name, $2 the next_run_at read as due, $3 the new next_run_at,
+     * $4 the ticks to run, $5 their job ids, $6 now, $7 the channel.
+     *
+     * With overlap 'skip', a tick whose previous run is still waiting, queued
+     * or active becomes a job row in state 'skipped', so the skip shows in the
+     * job history and in the schedule's counters.
+     */
+    fire: `WITH t AS (
+      SELECT x.tick, x.id, x.ord FROM unnest($4::timestamptz[], $5::uuid[]) WITH ORDINALITY AS x(tick, id, ord)
+    ), cur AS (
+      SELECT r.overlap,
+             coalesce((SELECT j.state IN (${sqlLiterals(LIVE_JOB_STATES)}) FROM ${s}.job j WHERE j.id = r.last_job_id), false) AS busy
+        FROM ${sched} r WHERE r.name = $1 AND r.next_run_at = $2 AND NOT r.paused
+    ), plan AS (
+      SELECT t.tick, t.id, t.ord,
+             CASE WHEN cur.overlap = 'skip' AND (cur.busy OR t.ord > 1) THEN 'skipped' ELSE 'queued' END AS state
+        FROM t CROSS JOIN cur
+    ), won AS (
+      UPDATE ${sched} r
+         SET next_run_at = $3,
+             last_run_at = coalesce((SELECT max(p.tick) FROM plan p WHERE p.state = 'queued'), r.last_run_at),
+             last_job_id = coalesce((SELECT p.id FROM plan p WHERE p.state = 'queued' ORDER BY p.ord DESC LIMIT 1), r.last_job_id),
+             skipped_count = r.skipped_count + (SELECT count(*) FROM plan p WHERE p.state = 'skipped'),
+             last_skipped_at = coalesce((SELECT max(p.tick) FROM plan p WHERE p.state = 'skipped'), r.last_skipped_at)
+       WHERE r.name = $1 AND r.next_run_at = $2 AND NOT r.paused
+      RETURNING r.name, r.job_name, r.payload, r.options
+    ), ins AS (
+      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, unique_key,
+                            created_at, completed_at, last_error)
+      SELECT p.id, w.job_name, coalesce(w.options->>'queue', ${sqlLiterals([JOB_DEFAULTS.queue])}), w.payload, p.state,
+             coalesce((w.options->>'priority')::int, ${JOB_DEFAULTS.priority}), p.tick,
+             coalesce((w.options->>'maxAttempts')::int, ${JOB_DEFAULTS.maxAttempts}),
+             (w.options->>'timeoutMs')::int,
+             'schedule:' || w.name || ':' || to_char(p.tick AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+             $6,
+             CASE WHEN p.state = 'skipped' THEN $6::timestamptz END,
+             CASE WHEN p.state = 'skipped' THEN jsonb_build_object(
+               'name', 'ScheduleOverlapSkipped',
+               'message', format('Schedule "%s" skipped this tick: its previous run was still queued or active (overlap: skip)', w.name))
+             END
+        FROM won w CROSS JOIN plan p
+      RETURNING id, state, queue
+    ), n AS (
+      SELECT ${notifySql('queue', '$7', 'queue')} FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued') q
+    )
+    SELECT (SELECT count(*) FROM won)::int AS won,
+           (SELECT count(*) FROM ins WHERE state = 'queued')::int AS queued,
+           (SELECT count(*) FROM ins WHERE state = 'skipped')::int AS skipped,
+           (SELECT count(*) FROM n)::int AS notified`,
+  };
+}
+
+export type ScheduleStatements = ReturnType<typeof scheduleStatements>;

@@ -1,0 +1,207 @@
+import type { EntityManager } from 'typeorm';
+import {
+  isUuid,
+  type BatchInfo,
+  type BatchState,
+  type FinishedAttempt,
+  type JobState,
+  type NewJob,
+} from '../../model/index.js';
+import { asStorageTx, executorFor, PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
+import { dueQueues, encodeFlags, encodeNewJobColumns } from '../jobs/job-encoding.js';
+import { jobSummaryFromRow } from '../jobs/job-rows.js';
+import type { PostgresJobStorage } from '../jobs/postgres-job-storage.js';
+import type { StorageContext } from '../storage-context.js';
+import type { StorageTx, TxScope } from '../storage-tx.interface.js';
+import type { BatchGraph, BatchMember, JobGraph, ParentStates, WorkflowStorage } from './workflow-storage.interface.js';
+import { workflowStatements, type WorkflowStatements } from './workflow-statements.js';
+
+type Row = Record<string, unknown>;
+
+export class PostgresWorkflowStorage implements WorkflowStorage {
+  private readonly sql: WorkflowStatements;
+  private readonly pool: PoolExecutor;
+  private readonly channel: string;
+
+  constructor(
+    context: StorageContext,
+    /** Outcomes with continuations are written here, in a transaction with the continuations. */
+    private readonly jobs: PostgresJobStorage,
+  ) {
+    this.sql = workflowStatements(context.schema);
+    this.pool = new PoolExecutor(context.dataSource);
+    this.channel = context.channel;
+  }
+
+  private run<T = Row>(key: keyof WorkflowStatements, values: unknown[], scope?: TxScope | SqlExecutor) {
+    return executorFor(scope as TxScope | undefined, this.pool).query<T>(this.sql[key], values);
+  }
+
+  transaction<T>(fn: (tx: StorageTx) => Promise<T>, outer?: EntityManager): Promise<T> {
+    return executorFor(outer, this.pool).transaction((tx) => fn(asStorageTx(tx)));
+  }
+
+  async insertGraph(graph: JobGraph, now: Date, tx?: TxScope): Promise<void> {
+    const batches = (graph.batches ?? []).map((b) => ({
+      id: b.id,
+      name: b.name,
+      state: b.state,
+      total: b.total,
+      pending: b.state === 'executing' ? b.total : 0,
+      succeeded: 0,
+      options: b.options,
+    }));
+    const deps = (graph.dependencies ?? []).map((d) => ({
+      child_id: d.childId,
+      parent_job_id: d.parentJobId ?? null,
+      parent_batch_id: d.parentBatchId ?? null,
+      trigger: d.trigger,
+      parent_outcome: d.parentOutcome ?? null,
+    }));
+    await this.run(
+      'insertGraph',
+      [
+        JSON.stringify(batches),
+        dueQueues(graph.jobs, now),
+        JSON.stringify(deps),
+        now,
+        this.channel,
+        ...encodeNewJobColumns(graph.jobs),
+        encodeFlags(graph.jobs, (j) => j.hasDependents ?? false),
+      ],
+      tx,
+    );
+  }
+
+  async lockParents(jobIds: string[], batchIds: string[], tx: StorageTx): Promise<ParentStates> {
+    const jobs = jobIds.length ? await this.run('lockParentJobs', [jobIds], tx) : [];
+    const batches = batchIds.length ? await this.run('lockParentBatches', [batchIds], tx) : [];
+    return {
+      jobs: new Map(jobs.map((r) => [r.id as string, r.state as JobState])),
+      batches: new Map(batches.map((r) => [r.id as string, { state: r.state as string, failed: r.failed as number }])),
+    };
+  }
+
+  async markParents(jobIds: string[], tx: StorageTx): Promise<void> {
+    if (jobIds.length) await this.run('markParents', [jobIds], tx);
+  }
+
+  async addToBatch(batchId: string, job: NewJob, now: Date): Promise<boolean> {
+    const rows = await this.run('addToBatch', [
+      batchId,
+      now,
+      this.channel,
+      job.runAt <= now,
+      job.id,
+      job.name,
+      job.queue,
+      job.payloadJson,
+      job.priority,
+      job.runAt,
+      job.maxAttempts,
+      job.timeoutMs ?? null,
+    ]);
+    return rows.length > 0;
+  }
+
+  async finishWithContinuations(
+    workerId: string,
+    attempt: FinishedAttempt,
+    continuations: NewJob[],
+    now: Date,
+  ): Promise<boolean> {
+    return this.pool.transaction(async (tx) => {
+      const applied = await this.jobs.finishOn(tx, workerId, [attempt], now);
+      if (!applied.has(attempt.job.id)) return false;
+      if (continuations.length) await this.insertGraph({ jobs: continuations }, now, asStorageTx(tx));
+      return true;
+    });
+  }
+
+  async batchStatus(id: string): Promise<BatchInfo | null> {
+    if (!isUuid(id)) return null;
+    const [row] = await this.run('batch', [id]);
+    return row ? toBatchInfo(row) : null;
+  }
+
+  async batchMembers(id: string, f: { state?: JobState; skip: number; take: number }): Promise<BatchMember[]> {
+    if (!isUuid(id)) return [];
+    const rows = await this.run('batchMembers', [id, f.state ?? null, f.skip, f.take]);
+    return rows.map(jobSummaryFromRow);
+  }
+
+  async batchGraph(id: string): Promise<BatchGraph | null> {
+    const batch = await this.batchStatus(id);
+    if (!batch) return null;
+    const [members, callbacks, memberEdges] = await Promise.all([
+      this.batchMembers(id, { skip: 0, take: 100_000 }),
+      this.run('batchCallbacks', [id]),
+      this.run('memberEdges', [id]),
+    ]);
+    const roles: Record<string, BatchGraph['nodes'][number]['role']> = {
+      success: 'then',
+      failure: 'catch',
+      always: 'finally',
+    };
+    return {
+      batch,
+      nodes: [
+        ...members.map((m) => ({ id: m.id, name: m.name, state: m.state, role: 'member' as const })),
+        ...callbacks.map((c) => ({
+          id: c.id as string,
+          name: c.name as string,
+          state: c.state as JobState,
+          role: roles[c.trigger as string] ?? 'callback',
+        })),
+      ],
+      edges: [
+        ...callbacks.map((c) => ({ from: id, to: c.id as string, on: c.trigger as 'success' })),
+        ...memberEdges.map((e) => ({
+          from: e.parent_job_id as string,
+          to: e.child_id as string,
+          on: e.trigger as 'success',
+        })),
+      ],
+    };
+  }
+
+  async cancelBatch(id: string, now: Date): Promise<'cancelled' | 'not-found' | 'finished'> {
+    if (!isUuid(id)) return 'not-found';
+    return this.pool.transaction(async (tx) => {
+      const flagged = await this.run('flagBatchCancelled', [id], tx);
+      if (!flagged.length) {
+        const [row] = await this.run('batchState', [id], tx);
+        return row ? 'finished' : 'not-found';
+      }
+      await this.run('requestCancelActiveMembers', [id, this.channel], tx);
+      await this.run('cancelBatchMembers', [id, now, this.channel], tx);
+      return 'cancelled';
+    });
+  }
+
+  async deleteBatch(id: string): Promise<'deleted' | 'not-found' | 'executing'> {
+    if (!isUuid(id)) return 'not-found';
+    if ((await this.run('deleteBatch', [id])).length) return 'deleted';
+    return (await this.run('batchState', [id])).length ? 'executing' : 'not-found';
+  }
+}
+
+function toBatchInfo(row: Row): BatchInfo {
+  const total = row.total as number;
+  const pending = row.pending as number;
+  return {
+    id: row.id as string,
+    name: (row.name as string | null) ?? null,
+    state: row.state as BatchState,
+    total,
+    pending,
+    succeeded: row.succeeded as number,
+    failed: row.failed as number,
+    cancelled: row.cancelled as number,
+    skipped: row.skipped as number,
+    progress: total === 0 ? 1 : (total - pending) / total,
+    createdAt: row.created_at as Date,
+    startedAt: (row.first_started_at as Date | null) ?? null,
+    completedAt: (row.completed_at as Date | null) ?? null,
+  };
+}

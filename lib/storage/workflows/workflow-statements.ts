@@ -1,0 +1,88 @@
+import { DEPENDENCY_NOT_MET, NOT_STARTED_STATES } from '../../model/index.js';
+import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
+import { notifySql } from '../notifications/notification-topics.js';
+
+/** The skipped job's last error, as a jsonb literal (release_children in migration 0001 writes the same). */
+const NOT_MET = `'${JSON.stringify(DEPENDENCY_NOT_MET).replace(/'/g, "''")}'::jsonb`;
+
+/** SQL of batches, dependencies and their queries for one schema. */
+export function workflowStatements(schema: string) {
+  const s = quoteIdent(schema);
+  return {
+    // A whole graph in one statement: batch rows, jobs and edges commit
+    // together. Batches and edges are few and go as JSON; jobs go as one
+    // array per column ($6..$20: encodeNewJobColumns, then has_dependents),
+    // like a bulk enqueue. $2: the queues that got work due now.
+    insertGraph: `WITH b AS (
+      INSERT INTO ${s}.job_batch (id, name, state, total, pending, succeeded, options, created_at, completed_at)
+      SELECT id, name, state, total, pending, succeeded, options, $4, CASE WHEN state <> 'executing' THEN $4::timestamptz END
+        FROM jsonb_to_recordset($1::jsonb)
+          AS t(id uuid, name text, state text, total int, pending int, succeeded int, options jsonb)
+    ), j AS (
+      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id,
+                            group_key, unique_key, remaining_dependencies, trace_context, has_dependents, created_at,
+                            completed_at, last_error)
+      SELECT t.*, $4,
+             CASE WHEN t.state = 'skipped' THEN $4::timestamptz END,
+             CASE WHEN t.state = 'skipped' THEN ${NOT_MET} END
+        FROM unnest($6::uuid[], $7::text[], $8::text[], $9::jsonb[], $10::text[], $11::int[], $12::timestamptz[],
+                    $13::int[], $14::int[], $15::uuid[], $16::text[], $17::text[], $18::int[], $19::jsonb[],
+                    $20::boolean[])
+          AS t(id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id, group_key,
+               unique_key, remaining_dependencies, trace_context, has_dependents)
+    ), d AS (
+      INSERT INTO ${s}.job_dependency (child_id, parent_job_id, parent_batch_id, trigger, parent_outcome)
+      SELECT child_id, parent_job_id, parent_batch_id, trigger, parent_outcome
+        FROM jsonb_to_recordset($3::jsonb)
+          AS t(child_id uuid, parent_job_id uuid, parent_batch_id uuid, trigger text, parent_outcome text)
+    )
+    SELECT ${notifySql('queue', '$5', 'q')} FROM unnest($2::text[]) q`,
+
+    // Parents are locked so none settles between our look and our edge.
+    lockParentJobs: `SELECT id, state FROM ${s}.job WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
+    lockParentBatches: `SELECT id, state, failed FROM ${s}.job_batch WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
+    markParents: `UPDATE ${s}.job SET has_dependents = true WHERE id = ANY($1::uuid[]) AND NOT has_dependents`,
+
+    // One job ($5..$11) joins a running batch ($1), or nothing happens.
+    addToBatch: `WITH b AS (
+      UPDATE ${s}.job_batch SET total = total + 1, pending = pending + 1
+       WHERE id = $1 AND state = 'executing' RETURNING id
+    ), j AS (
+      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id, created_at)
+      SELECT $5::uuid, $6::text, $7::text, $8::jsonb, 'queued', $9::int, $10::timestamptz, $11::int, $12::int, b.id, $2
+        FROM b
+      RETURNING id, queue
+    )
+    SELECT id, CASE WHEN $4::boolean THEN ${notifySql('queue', '$3', 'queue')} END FROM j`,
+
+    batch: `SELECT b.*, (SELECT min(started_at) FROM ${s}.job WHERE batch_id = b.id) AS first_started_at
+      FROM ${s}.job_batch b WHERE b.id = $1`,
+    batchMembers: `SELECT id, name, queue, state, priority, attempt, max_attempts, run_at, created_at, started_at,
+                          completed_at, progress, worker_id, batch_id, last_error
+      FROM ${s}.job WHERE batch_id = $1 AND ($2::text IS NULL OR state = $2)
+     ORDER BY created_at, id OFFSET $3 LIMIT $4`,
+    batchCallbacks: `SELECT d.child_id AS id, d.trigger, j.name, j.state FROM ${s}.job_dependency d
+      JOIN ${s}.job j ON j.id = d.child_id WHERE d.parent_batch_id = $1 ORDER BY j.created_at, j.id`,
+    memberEdges: `SELECT d.parent_job_id, d.child_id, d.trigger FROM ${s}.job_dependency d
+      JOIN ${s}.job p ON p.id = d.parent_job_id WHERE p.batch_id = $1`,
+
+    flagBatchCancelled: `UPDATE ${s}.job_batch SET options = options || '{"cancelRequested": true}'::jsonb
+      WHERE id = $1 AND state = 'executing' RETURNING id`,
+    cancelBatchMembers: `WITH u AS (
+      UPDATE ${s}.job SET state = 'cancelled', completed_at = $2, cancel_requested = true
+       WHERE batch_id = $1 AND state IN (${sqlLiterals(NOT_STARTED_STATES)}) RETURNING id, batch_id, has_dependents
+    ), w AS (
+      SELECT array_agg(id) AS ids FROM u
+    )
+    SELECT ${s}.settle_jobs(w.ids, array_fill('cancelled'::text, ARRAY[array_length(w.ids, 1)]), $2, $3)
+      FROM w WHERE w.ids IS NOT NULL`,
+    requestCancelActiveMembers: `WITH u AS (
+      UPDATE ${s}.job SET cancel_requested = true WHERE batch_id = $1 AND state = 'active' RETURNING id
+    )
+    SELECT id, ${notifySql('cancel', '$2', 'id')} FROM u`,
+    deleteBatch: `DELETE FROM ${s}.job_batch WHERE id = $1 AND state <> 'executing' RETURNING id`,
+    batchState: `SELECT state FROM ${s}.job_batch WHERE id = $1`,
+  };
+}
+
+export type WorkflowStatements = ReturnType<typeof workflowStatements>;

@@ -1,0 +1,70 @@
+import type { BatchInfo, DependencyOn, FinishedAttempt, JobState, JobSummary, NewJob } from '../../model/index.js';
+import type { EntityManager } from 'typeorm';
+import type { StorageTx, TxScope } from '../storage-tx.interface.js';
+
+export interface NewBatch {
+  id: string;
+  name: string | null;
+  state: 'executing' | 'succeeded';
+  total: number;
+  options: { allowFailures: boolean };
+}
+
+/** An edge to write: the child waits on a job or a batch. */
+export interface NewDependency {
+  childId: string;
+  parentJobId?: string;
+  parentBatchId?: string;
+  trigger: DependencyOn;
+  /** Set when the parent had already settled when the edge was made. */
+  parentOutcome?: string | null;
+}
+
+export interface JobGraph {
+  batches?: NewBatch[];
+  jobs: Array<NewJob & { hasDependents?: boolean }>;
+  dependencies?: NewDependency[];
+}
+
+export interface ParentStates {
+  jobs: Map<string, JobState>;
+  batches: Map<string, { state: string; failed: number }>;
+}
+
+/** A member of a batch, as lists show jobs. */
+export type BatchMember = JobSummary;
+
+export interface BatchGraph {
+  batch: BatchInfo;
+  nodes: Array<{
+    id: string;
+    name: string;
+    state: JobState;
+    role: 'member' | 'then' | 'catch' | 'finally' | 'callback';
+  }>;
+  edges: Array<{ from: string; to: string; on: DependencyOn }>;
+}
+
+export interface WorkflowStorage {
+  insertGraph(graph: JobGraph, now: Date, tx?: TxScope): Promise<void>;
+  /** Locks the parents (in `tx`) and reports their states; unknown ids are absent. */
+  lockParents(jobIds: string[], batchIds: string[], tx: StorageTx): Promise<ParentStates>;
+  markParents(jobIds: string[], tx: StorageTx): Promise<void>;
+  addToBatch(batchId: string, job: NewJob, now: Date): Promise<boolean>;
+  /** Records one outcome and, only if it applied, writes the staged continuations with it. */
+  finishWithContinuations(
+    workerId: string,
+    attempt: FinishedAttempt,
+    continuations: NewJob[],
+    now: Date,
+  ): Promise<boolean>;
+  batchStatus(id: string): Promise<BatchInfo | null>;
+  batchMembers(id: string, filter: { state?: JobState; skip: number; take: number }): Promise<BatchMember[]>;
+  batchGraph(id: string): Promise<BatchGraph | null>;
+  cancelBatch(id: string, now: Date): Promise<'cancelled' | 'not-found' | 'finished'>;
+  deleteBatch(id: string): Promise<'deleted' | 'not-found' | 'executing'>;
+  /** Runs `fn` in a transaction: the caller's (`outer`), or a new one. */
+  transaction<T>(fn: (tx: StorageTx) => Promise<T>, outer?: EntityManager): Promise<T>;
+}
+
+export const WORKFLOW_STORAGE = Symbol('WORKFLOW_STORAGE');

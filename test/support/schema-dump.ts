@@ -1,0 +1,50 @@
+import { sql } from './database.js';
+
+/**
+ * A schema's shape as text, from pg_catalog: tables and their columns (by
+ * name, so the order columns were added in does not matter), constraints,
+ * indexes and functions, each in a fixed order, with the schema's own name
+ * replaced by `<schema>`. Two schemas with the same text have the same shape.
+ */
+export async function dumpSchema(schema: string): Promise<string> {
+  const [ns] = await sql<{ oid: number }>(`SELECT oid FROM pg_namespace WHERE nspname = $1`, [schema]);
+  if (!ns) throw new Error(`no schema ${schema}`);
+  const columns = await sql<{ t: string; c: string; type: string; notnull: boolean; def: string | null }>(
+    `SELECT c.relname AS t, a.attname AS c, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS notnull,
+            pg_get_expr(d.adbin, d.adrelid) AS def
+       FROM pg_class c
+       JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+       LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+      WHERE c.relnamespace = $1 AND c.relkind = 'r'
+      ORDER BY c.relname, a.attname`,
+    [ns.oid],
+  );
+  const constraints = await sql<{ t: string; name: string; def: string }>(
+    `SELECT c.relname AS t, k.conname AS name, pg_get_constraintdef(k.oid) AS def
+       FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+      WHERE k.connamespace = $1 ORDER BY c.relname, k.conname`,
+    [ns.oid],
+  );
+  const indexes = await sql<{ name: string; def: string }>(
+    `SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`,
+    [schema],
+  );
+  const functions = await sql<{ name: string; args: string; def: string }>(
+    `SELECT p.proname AS name, pg_get_function_identity_arguments(p.oid) AS args, pg_get_functiondef(p.oid) AS def
+       FROM pg_proc p WHERE p.pronamespace = $1 ORDER BY p.proname, 2`,
+    [ns.oid],
+  );
+  const lines: string[] = [];
+  let table = '';
+  for (const c of columns) {
+    if (c.t !== table) lines.push(`\nTABLE ${(table = c.t)}`);
+    lines.push(`  ${c.c} ${c.type}${c.notnull ? ' NOT NULL' : ''}${c.def ? ` DEFAULT ${c.def}` : ''}`);
+  }
+  lines.push('\nCONSTRAINTS');
+  for (const k of constraints) lines.push(`  ${k.t}.${k.name}: ${k.def}`);
+  lines.push('\nINDEXES');
+  for (const i of indexes) lines.push(`  ${i.name}: ${i.def}`);
+  lines.push('\nFUNCTIONS');
+  for (const f of functions) lines.push(`-- ${f.name}(${f.args})\n${f.def.trim()}\n`);
+  return (lines.join('\n').trim() + '\n').replaceAll(`"${schema}"`, '<schema>').replaceAll(schema, '<schema>');
+}
