@@ -1,5 +1,75 @@
+import path from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+/**
+ * DESIGN.md's layer table: what each folder of lib/ may import. `storage`
+ * marked "interface" means its *.interface.ts files only: the layers above
+ * storage see its contracts, never its PostgreSQL classes. Top-level files
+ * (jobs.module.ts, index.ts) wire everything and are imported by nobody.
+ */
+const LAYERS = {
+  model: [],
+  storage: ['model'],
+  discovery: ['model'],
+  queue: ['model', 'storage:interface', 'discovery'],
+  worker: ['model', 'storage:interface', 'discovery'],
+  scheduler: ['model', 'storage:interface', 'discovery'],
+  monitoring: ['model', 'storage:interface'],
+  dashboard: ['model', 'queue', 'monitoring'],
+  testing: ['model', 'queue', 'monitoring', 'scheduler', 'discovery', 'worker', 'storage:interface', 'root'],
+};
+
+const lib = path.resolve('lib');
+
+function layerOf(file) {
+  const rel = path.relative(lib, file);
+  if (rel.startsWith('..')) return null;
+  const [first, ...rest] = rel.split(path.sep);
+  return rest.length === 0 ? 'root' : first;
+}
+
+const layers = {
+  meta: {
+    type: 'problem',
+    docs: { description: "Keeps lib/'s imports to DESIGN.md's layer table" },
+    messages: {
+      forbidden: '{{from}}/ may not import {{target}} ({{to}}/{{which}}); allowed: {{allowed}}. See DESIGN.md, "Layers".',
+    },
+    schema: [],
+  },
+  create(context) {
+    const from = layerOf(context.filename);
+    if (!from || from === 'root') return {};
+    const allowed = LAYERS[from] ?? [];
+    const check = (node) => {
+      const spec = node.source && node.source.value;
+      if (typeof spec !== 'string' || !spec.startsWith('.')) return;
+      const target = path.resolve(path.dirname(context.filename), spec).replace(/\.js$/, '.ts');
+      const to = layerOf(target);
+      if (!to || to === from) return;
+      const isInterface = target.endsWith('.interface.ts');
+      if (allowed.includes(to) || (isInterface && allowed.includes(`${to}:interface`))) return;
+      context.report({
+        node,
+        messageId: 'forbidden',
+        data: {
+          from,
+          to,
+          target: spec,
+          which: isInterface ? 'an interface' : 'an implementation',
+          allowed: allowed.join(', ') || 'nothing of ours',
+        },
+      });
+    };
+    return {
+      ImportDeclaration: check,
+      ExportNamedDeclaration: check,
+      ExportAllDeclaration: check,
+      ImportExpression: check,
+    };
+  },
+};
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'bench/**', 'coverage/**', '.jobs-data/**'] },
@@ -12,6 +82,11 @@ export default tseslint.config(
       // Nest modules are classes with only decorators; that is the framework's idiom.
       '@typescript-eslint/no-extraneous-class': 'off',
     },
+  },
+  {
+    files: ['lib/**/*.ts'],
+    plugins: { 'durable-jobs': { rules: { layers } } },
+    rules: { 'durable-jobs/layers': 'error' },
   },
   {
     files: ['test/**/*.ts'],

@@ -1,0 +1,37 @@
+import { ESLint } from 'eslint';
+
+/** The layer rule in eslint.config.js, on code it must refuse and code it must let through. */
+async function layerErrors(file: string, code: string): Promise<string[]> {
+  const eslint = new ESLint({ cwd: process.cwd() });
+  const [result] = await eslint.lintText(code, { filePath: file });
+  return result!.messages.filter((m) => m.ruleId === 'durable-jobs/layers').map((m) => m.message);
+}
+
+describe('the layer table, enforced by npm run lint', () => {
+  it('refuses an import across the table: the worker reaching into the queue or a PostgreSQL class', async () => {
+    const errors = await layerErrors(
+      'lib/worker/example.ts',
+      `import { JobQueue } from '../queue/job-queue.service.js';
+       import { PostgresJobStorage } from '../storage/jobs/postgres-job-storage.js';
+       export type X = [JobQueue, PostgresJobStorage];\n`,
+    );
+    expect(errors).toEqual([
+      expect.stringMatching(/^worker\/ may not import \.\.\/queue\/job-queue\.service\.js/),
+      expect.stringMatching(/^worker\/ may not import \.\.\/storage\/jobs\/postgres-job-storage\.js/),
+    ]);
+  });
+
+  it('refuses model/ anything of ours, and lets storage contracts through to the layers above', async () => {
+    expect(await layerErrors('lib/model/example.ts', `export * from '../discovery/job-registry.js';\n`)).toHaveLength(
+      1,
+    );
+    expect(
+      await layerErrors(
+        'lib/queue/example.ts',
+        `import type { JobStorage } from '../storage/jobs/job-storage.interface.js';
+         import { isUuid } from '../model/index.js';
+         export type X = [JobStorage, typeof isUuid];\n`,
+      ),
+    ).toEqual([]);
+  });
+});
