@@ -32,4 +32,20 @@ if wants_ours "$@"; then
   (cd "$ROOT" && npm run build --silent) || echo "bench: build failed; ours will be reported as failed" >&2
 fi
 
+# An A/B run: BENCH_BASE=<commit> builds that commit in a worktree of its own
+# (bench/.base/<sha>, git-ignored) whose node_modules is this checkout's, so both
+# builds load the same Nest and TypeORM; select it as the library "base".
+if [ -n "${BENCH_BASE:-}" ]; then
+  sha=$(git -C "$ROOT" rev-parse --verify "${BENCH_BASE}^{commit}")
+  export BENCH_BASE_DIR="$BENCH/.base/$sha"
+  if [ ! -f "$BENCH_BASE_DIR/dist/lib/index.js" ]; then
+    echo "bench: building base $BENCH_BASE ($sha) in $BENCH_BASE_DIR" >&2
+    rm -rf "$BENCH_BASE_DIR"
+    git -C "$ROOT" worktree prune
+    git -C "$ROOT" worktree add --detach --force "$BENCH_BASE_DIR" "$sha" >/dev/null
+    ln -s "$ROOT/node_modules" "$BENCH_BASE_DIR/node_modules"
+    (cd "$BENCH_BASE_DIR" && npm run build --silent)
+  fi
+fi
+
 exec "$NODE22" "$BENCH/src/main.mjs" "$@"

@@ -30,6 +30,7 @@ const LABELS = {
   graphile: ['graphile-worker', `${BENCH}/node_modules/graphile-worker/package.json`],
   pgboss: ['pg-boss', `${BENCH}/node_modules/pg-boss/package.json`],
   bullmq: ['BullMQ', `${BENCH}/node_modules/bullmq/package.json`, ' (Redis)'],
+  base: ['nestjs-durable-jobs', `${process.env.BENCH_BASE_DIR}/package.json`, ` base ${process.env.BENCH_BASE ?? ''}`],
 };
 
 function version(file) {
@@ -143,8 +144,11 @@ console.log();
 const storage = Object.fromEntries(Object.entries(adapters).map(([l, a]) => [l, a.storage]));
 console.log(table(rows, libs, labels, storage));
 console.log();
-if (libs.includes('ours') && libs.length > 1) {
+if (libs.some((l) => l !== 'ours' && l !== 'base') && libs.includes('ours')) {
   console.log('ours vs best peer: above 1× ours leads (throughput: ours ÷ best peer; latency and RSS: best peer ÷ ours)');
+}
+if (libs.includes('base') && libs.includes('ours')) {
+  console.log(`ours vs base: this checkout against ${process.env.BENCH_BASE}, the same way (above 1× this checkout is better)`);
 }
 const loadNote = `load avg ${loadAtStart.toFixed(1)} at start, ${os.loadavg()[0].toFixed(1)} at end`;
 console.log(`Node ${process.version} · PostgreSQL ${pgVersion} · ${machine} · ${runs} run(s), median (min–max) · scale ${scale} · ${minutes} min · ${loadNote}`);

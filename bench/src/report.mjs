@@ -104,7 +104,7 @@ function checkCell(v) {
 function versusPeers(row, libs, storage) {
   const ours = row.values.ours?.median;
   const peers = libs
-    .filter((l) => l !== 'ours' && (!row.versus || storage[l] === row.versus))
+    .filter((l) => l !== 'ours' && l !== 'base' && (!row.versus || storage[l] === row.versus))
     .map((l) => row.values[l]?.median)
     .filter(Number.isFinite);
   if (!Number.isFinite(ours) || !peers.length || !row.better || row.unit === 'check') return '';
@@ -113,13 +113,28 @@ function versusPeers(row, libs, storage) {
   return `${(Math.min(...peers) / ours).toFixed(2)}×${note}`;
 }
 
+// Ours against the base build (an A/B run): >1× means this checkout is better.
+function versusBase(row) {
+  const ours = row.values.ours?.median;
+  const base = row.values.base?.median;
+  if (!Number.isFinite(ours) || !Number.isFinite(base) || !row.better || row.unit === 'check') return '';
+  return `${(row.better === 'higher' ? ours / base : base / ours).toFixed(2)}×`;
+}
+
 export function table(rows, libs, labels, storage = {}) {
-  const withRatio = libs.includes('ours') && libs.length > 1;
-  const head = ['', ...libs.map((l) => labels[l]), ...(withRatio ? ['ours vs best peer'] : [])];
+  const withRatio = libs.includes('ours') && libs.some((l) => l !== 'ours' && l !== 'base');
+  const withBase = libs.includes('ours') && libs.includes('base');
+  const head = [
+    '',
+    ...libs.map((l) => labels[l]),
+    ...(withRatio ? ['ours vs best peer'] : []),
+    ...(withBase ? ['ours vs base'] : []),
+  ];
   const body = rows.map((row) => [
     row.title,
     ...libs.map((l) => (row.unit === 'check' ? checkCell(row.values[l]) : cell(row.values[l], row.unit))),
     ...(withRatio ? [versusPeers(row, libs, storage)] : []),
+    ...(withBase ? [versusBase(row)] : []),
   ]);
   const widths = head.map((_, c) => Math.max(...[head, ...body].map((r) => r[c].length)));
   const line = (r) => `| ${r.map((x, c) => (c === 0 ? x.padEnd(widths[c]) : x.padStart(widths[c]))).join(' | ')} |`;

@@ -16,7 +16,7 @@ import pg from 'pg';
 import { DATABASE_URL, checkpoint } from './common.mjs';
 import { load } from './adapters/index.mjs';
 
-const { jobStatements } = await import('../../dist/lib/storage/job-statements.js');
+const { jobStatements } = await import('../../dist/lib/storage/jobs/job-statements.js');
 
 const [finish = 'succeed', size = '500', total = '40000', kept = '0'] = process.argv.slice(2);
 const batch = Number(size);

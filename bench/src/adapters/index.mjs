@@ -5,6 +5,8 @@ const modules = {
   graphile: () => import('./graphile.mjs'),
   pgboss: () => import('./pgboss.mjs'),
   bullmq: () => import('./bullmq.mjs'),
+  // Another commit of ours, for A/B runs: only when asked for (BENCH_BASE).
+  base: () => import('./ours-base.mjs'),
 };
 
 const aliases = {
@@ -12,9 +14,11 @@ const aliases = {
   'graphile-worker': 'graphile',
   'pg-boss': 'pgboss',
   bull: 'bullmq',
+  'ours-base': 'base',
 };
 
-export const ALL = Object.keys(modules);
+/** The default selection: this library and its peers. */
+export const ALL = Object.keys(modules).filter((m) => m !== 'base');
 
 export function canonical(name) {
   const n = name.trim().toLowerCase();

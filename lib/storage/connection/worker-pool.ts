@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { pgPoolOf } from './pg-driver.js';
 import { PoolExecutor } from './sql-executor.js';
 
 /**
@@ -15,7 +16,8 @@ export class WorkerPool {
   readonly executor: PoolExecutor;
 
   constructor(dataSource: DataSource, size: number, relaxedCommit: boolean) {
-    const base = (dataSource.driver as unknown as { master: { options: pg.PoolConfig } }).master.options;
+    // pg keeps a pool's settings as `options`; its typings leave them out.
+    const base = (pgPoolOf(dataSource) as unknown as { options: pg.PoolConfig }).options;
     const options = [base.options, relaxedCommit ? '-c synchronous_commit=off' : null].filter(Boolean).join(' ');
     this.pool = new pg.Pool({
       ...base,

@@ -1,0 +1,153 @@
+// nestjs-durable-jobs, imported from a build output (dist/lib) as an app
+// would, inside a real Nest application context. Plain JS, so decorators are
+// applied by hand with Reflect.decorate. `ours.mjs` measures this checkout's
+// build; `ours-base.mjs` another commit's (an A/B run, see run.sh).
+//
+// Bare imports here (reflect-metadata, @nestjs/*) resolve past bench/ to the
+// repository's node_modules: the same copies dist/lib itself loads, which Nest's
+// DI needs (two copies of @nestjs/common would not share metadata). A base
+// checkout links its node_modules to the same folder for that reason.
+import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DATABASE_URL, analyzeSchema, dropSchema, sql } from '../common.mjs';
+
+const JOB = 'noop';
+
+/** An adapter over the build at `dist` (a file URL of its lib/index.js), in its own schema. */
+export async function oursAdapter({ name, label, dist, schema: SCHEMA }) {
+  const { JobsModule, Job, JobQueue, BatchBuilder } = await import(dist);
+
+  const POLL_MS = 500; // the same idle-poll backstop pg-boss gets
+
+  const settings = (c) => ({
+    'worker.concurrency': c,
+    'worker.prefetch': 500,
+    'worker.pollInterval': POLL_MS,
+    connection: 'TypeORM pg pool, default size',
+  });
+
+  // One handler class per process: the library remembers every class that
+  // carried @Job and refuses to start while one of them is not a provider, so a
+  // fresh class per app would trip that check on the second app of a process.
+  let onJobHook = () => {};
+  class Noop {
+    async run(payload) {
+      onJobHook(payload);
+    }
+  }
+  const NoopJob = Reflect.decorate([Job(JOB, { queue: 'default' })], Noop);
+
+  // Builds the app: a producer (worker disabled) or a worker running onJob.
+  async function boot({ worker, onJob }) {
+    if (onJob) onJobHook = onJob;
+    class BenchModule {}
+    const AppModule = Reflect.decorate(
+      [
+        Module({
+          imports: [JobsModule.forRoot({ connection: DATABASE_URL, schema: SCHEMA, worker })],
+          providers: [NoopJob],
+        }),
+      ],
+      BenchModule,
+    );
+    const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+    return { app, queue: app.get(JobQueue), Noop: NoopJob };
+  }
+
+  function create() {
+    let producer = null;
+    let worker = null;
+
+    const client = async () => (producer ??= await boot({ worker: { enabled: false } }));
+
+    return {
+      name,
+      label,
+      storage: 'postgres',
+
+      async open() {
+        await client();
+      },
+
+      // The module creates and migrates its schema on start.
+      async reset() {
+        await this.close();
+        await dropSchema(SCHEMA);
+        await client();
+      },
+
+      async cleanup() {
+        await this.close();
+        await dropSchema(SCHEMA);
+      },
+
+      async enqueueBulk(n, offset = 0) {
+        const { queue, Noop } = await client();
+        const items = new Array(n);
+        for (let k = 0; k < n; k++) items[k] = { job: Noop, payload: { i: offset + k } };
+        await queue.enqueueMany(items);
+      },
+
+      // One batch of n - 1 members, each counting in the same batch row, and
+      // its callback as job n - 1: the exactly-once check covers the callback.
+      async enqueueBatch(n) {
+        const { app, Noop } = await client();
+        const draft = app.get(BatchBuilder).create('bench');
+        for (let k = 0; k < n - 1; k++) draft.add(Noop, { i: k });
+        await draft.then(Noop, { i: n - 1 }).dispatch();
+      },
+
+      async enqueueOne(i) {
+        const { queue, Noop } = await client();
+        await queue.enqueue(Noop, { i });
+      },
+
+      // Rows shaped like the ones the library leaves after a first attempt that
+      // succeeded: no execution row, and UUIDv7 ids from the past (the library
+      // makes time-ordered ids, so finished jobs sit at the old end of the key
+      // range and new jobs at the hot edge; random v4 ids would scatter them).
+      // This follows the library's current schema: change it if that changes.
+      async prefillFinished(n) {
+        await client();
+        await sql(
+          `INSERT INTO ${SCHEMA}.job (id, name, queue, payload, state, priority, run_at, attempt, max_attempts,
+                                   created_at, started_at, completed_at)
+         SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(r, 1, 3) || '-8' || substr(r, 4, 3)
+                 || '-' || substr(r, 7, 12))::uuid,
+                $2, 'default', jsonb_build_object('i', -g), 'succeeded', 0, now(), 1, 3, now(), now(), now()
+           FROM generate_series(1, $1::int) g,
+                LATERAL (SELECT lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint - 86400000 + g), 12, '0') AS h,
+                                md5(g::text) AS r) x`,
+          [n, JOB],
+        );
+      },
+
+      analyze: () => analyzeSchema(SCHEMA),
+
+      // Unfinished jobs, each count served by a partial index: queued (the claim
+      // index), active (an active job is exactly one holding a lease: the lease
+      // index), waiting (the batch scenario's callback).
+      async pendingCount() {
+        const { rows } = await sql(
+          `SELECT (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'queued')
+              + (SELECT count(*) FROM ${SCHEMA}.job WHERE lease_expires_at IS NOT NULL)
+              + (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'waiting') AS n`,
+        );
+        return Number(rows[0].n);
+      },
+
+      async startWorker({ concurrency, onJob }) {
+        // A fixed local buffer of 500, as graphile-worker's localQueue.size here; the default adapts to the rate.
+        worker = await boot({ worker: { enabled: true, concurrency, pollInterval: POLL_MS, prefetch: 500 }, onJob });
+      },
+
+      async close() {
+        for (const x of [worker, producer]) if (x) await x.app.close();
+        worker = producer = null;
+      },
+    };
+  }
+
+  return { create, settings };
+}
