@@ -3,6 +3,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { JOBS_DISCOVERY_OPTIONS, type JobsDiscoveryOptions } from './discovery/discovery-options.js';
 import { JobRegistry } from './discovery/job-registry.js';
 import { JobsExplorer } from './discovery/jobs.explorer.js';
+import { JobsLifecycle } from './jobs-lifecycle.js';
 import {
   JOBS_DATA_SOURCE,
   JOBS_MODULE_OPTIONS,
@@ -45,6 +46,7 @@ import { StorageContext } from './storage/storage-context.js';
 import { PostgresWorkflowStorage } from './storage/workflows/postgres-workflow-storage.js';
 import { WORKFLOW_STORAGE } from './storage/workflows/workflow-storage.interface.js';
 import { AttemptRunner } from './worker/attempt-runner.service.js';
+import { FailureHooks } from './worker/failure-hooks.service.js';
 import { JobRescuer } from './worker/job-rescuer.service.js';
 import { JobWorker } from './worker/job-worker.service.js';
 import { LeaseKeeper } from './worker/lease-keeper.service.js';
@@ -159,6 +161,7 @@ function coreProviders(): Provider[] {
     JobQueue,
     BatchBuilder,
     AttemptRunner,
+    FailureHooks,
     LeaseKeeper,
     JobRescuer,
     JobWorker,
@@ -168,6 +171,7 @@ function coreProviders(): Provider[] {
     RecurringSchedules,
     JobsMonitor,
     JobEvents,
+    JobsLifecycle,
   ];
 }
 

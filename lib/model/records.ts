@@ -19,7 +19,8 @@ export interface ClaimedJob {
 export type AttemptOutcome =
   | { kind: 'succeeded'; result: unknown }
   | { kind: 'retry'; error: SerializedError; retryAt: Date }
-  | { kind: 'failed'; error: SerializedError }
+  /** `hook`: the handler has an onFailure, which this worker runs once the outcome is written. */
+  | { kind: 'failed'; error: SerializedError; hook: boolean }
   | { kind: 'cancelled'; error: SerializedError };
 
 export interface FinishedAttempt {

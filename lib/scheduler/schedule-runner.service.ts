@@ -1,11 +1,4 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  Optional,
-  type BeforeApplicationShutdown,
-  type OnApplicationBootstrap,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { JobRegistry } from '../discovery/job-registry.js';
@@ -35,7 +28,7 @@ import { SchedulesExplorer } from './schedules.explorer.js';
  * of our own (see `timers`).
  */
 @Injectable()
-export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class ScheduleRunner {
   private readonly logger = new Logger('JobScheduler');
   /**
    * Importing ScheduleModule.forRoot() ourselves would be wrong whenever the
@@ -68,7 +61,12 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
     this.timers = appTimers ?? new SchedulerRegistry();
   }
 
-  async onApplicationBootstrap(): Promise<void> {
+  /**
+   * Writes the code-defined schedules and starts turning ticks into jobs
+   * (JobsLifecycle calls it once the whole app has bootstrapped).
+   */
+  async start(): Promise<void> {
+    if (this.state !== 'idle') return;
     const now = this.clock.now();
     const definitions = this.explorer.schedules.map((s) =>
       defineSchedule(
@@ -246,7 +244,7 @@ export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplication
     this.logger.warn(`Schedule "${schedule}" (${key.replace('\u0000', ' ')}): ${message}`);
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
+  async stop(): Promise<void> {
     if (this.state !== 'running') {
       this.state = 'stopped';
       return;

@@ -1,15 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { JobRegistry } from '../discovery/job-registry.js';
-import {
-  Clock,
-  JOB_ROW_BUILDER,
-  JobEvents,
-  JobTracing,
-  type ClaimedJob,
-  type JobRowBuilder,
-  type SerializedError,
-} from '../model/index.js';
+import { Clock, JOB_ROW_BUILDER, JobEvents, JobTracing, type ClaimedJob, type JobRowBuilder } from '../model/index.js';
 import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { ProgressWriter } from './progress-writer.js';
@@ -79,18 +71,6 @@ export class AttemptRunner {
     }
     this.progress!.forget(job.id);
     return result;
-  }
-
-  /** onFailure of a job that crashes failed for good (see JobRescuer); once, on this instance. */
-  async crashFailure(job: ClaimedJob, error: SerializedError): Promise<void> {
-    const registered = this.registry.get(job.name);
-    if (!registered) {
-      this.logger.warn(`onFailure of job ${job.name} ${job.id} did not run: no handler for "${job.name}" in this app`);
-      return;
-    }
-    await new RunningJob(job, registered, this.deps!).reportCrashFailure(
-      Object.assign(new Error(error.message), { name: error.name }),
-    );
   }
 
   /** Writes the progress reports still pending (before outcomes are drained at shutdown). */

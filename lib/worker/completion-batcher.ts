@@ -6,7 +6,7 @@ import type { RowLock } from './row-lock.js';
 
 interface Pending {
   attempt: FinishedAttempt;
-  resolve(applied: boolean): void;
+  resolve(applied: boolean | null): void;
 }
 
 /**
@@ -36,12 +36,17 @@ export class CompletionBatcher {
     private readonly clock: Clock,
     /** Shared with lease renewal, which must not overlap a write of the same rows. */
     private readonly rowLock: RowLock,
+    /** The worker's lease: a failure's onFailure hook is held that long (see JobStorage.finish). */
+    private readonly leaseMs: number,
     private readonly maxInFlight = 3,
     private readonly maxBatch = 1000,
   ) {}
 
-  /** Resolves true when written, false when the fence refused it (the job was no longer ours). */
-  add(attempt: FinishedAttempt): Promise<boolean> {
+  /**
+   * Resolves true when written, false when the fence refused it (the job was
+   * no longer ours), null when shutdown came before it could be written.
+   */
+  add(attempt: FinishedAttempt): Promise<boolean | null> {
     return new Promise((resolve) => {
       this.queue.push({ attempt, resolve });
       // Outcomes that arrive in the same turn of the event loop share one statement.
@@ -79,6 +84,7 @@ export class CompletionBatcher {
               this.workerId,
               plain.map((p) => p.attempt),
               now,
+              this.leaseMs,
             ),
           )
         : new Set<string>();
@@ -86,7 +92,7 @@ export class CompletionBatcher {
         if (!p.attempt.continuations?.length) continue;
         const { continuations, ...attempt } = p.attempt;
         const written = await this.rowLock.runShared(() =>
-          this.workflows.finishWithContinuations(this.workerId, attempt, continuations, now),
+          this.workflows.finishWithContinuations(this.workerId, attempt, continuations, now, this.leaseMs),
         );
         if (written) applied.add(attempt.job.id);
       }
@@ -134,7 +140,7 @@ export class CompletionBatcher {
     const left = this.queue.length + this.inFlight;
     this.stopped = true;
     if (this.resumeTimer) clearTimeout(this.resumeTimer);
-    for (const p of this.queue.splice(0)) p.resolve(false);
+    for (const p of this.queue.splice(0)) p.resolve(null);
     return left;
   }
 }

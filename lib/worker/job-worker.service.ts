@@ -1,12 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type BeforeApplicationShutdown,
-  type OnApplicationBootstrap,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { Clock, serializeError, WorkerShutdownError, type ClaimedJob } from '../model/index.js';
 import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/jobs/job-storage.interface.js';
@@ -15,6 +9,7 @@ import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/wor
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { AttemptRunner } from './attempt-runner.service.js';
 import { CompletionBatcher } from './completion-batcher.js';
+import { FailureHooks } from './failure-hooks.service.js';
 import { JobRescuer } from './job-rescuer.service.js';
 import { LeaseKeeper, type LeaseHolder } from './lease-keeper.service.js';
 import { logOutcome } from './outcome-log.js';
@@ -28,7 +23,7 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js'
  * and every write about a running job is fenced in storage.
  */
 @Injectable()
-export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutdown, LeaseHolder {
+export class JobWorker implements LeaseHolder {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private readonly logger = new Logger('JobWorker');
   private readonly buffer: ClaimedJob[] = [];
@@ -58,15 +53,37 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     private readonly leases: LeaseKeeper,
     private readonly rescuer: JobRescuer,
     private readonly attempts: AttemptRunner,
+    private readonly hooks: FailureHooks,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    if (!this.options.enabled || this.registry.names().length === 0) return;
+  /**
+   * Starts claiming (JobsLifecycle calls it once the whole app has
+   * bootstrapped). A start that fails half-way stops what it started.
+   */
+  async start(): Promise<void> {
+    if (!this.options.enabled || this.registry.names().length === 0 || this.state !== 'idle') return;
     for (const job of this.registry.all()) this.knownQueues.add(job.options.queue);
     this.attempts.prepare(this.id);
     this.adaptive = new AdaptivePrefetch(this.options.concurrency);
-    this.batcher = new CompletionBatcher(this.storage, this.workflows, this.id, this.clock, this.leases.rowLock);
+    this.batcher = new CompletionBatcher(
+      this.storage,
+      this.workflows,
+      this.id,
+      this.clock,
+      this.leases.rowLock,
+      this.options.lease,
+    );
+    this.hooks.start(this.id);
     this.state = 'running';
+    try {
+      await this.connect();
+    } catch (error) {
+      await this.stop();
+      throw error;
+    }
+  }
+
+  private async connect(): Promise<void> {
     await this.leases.start(this);
     await this.storage.openWorkerConnections();
     this.unsubscribe.push(
@@ -81,7 +98,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     const poll = setInterval(() => void this.poll(), this.options.pollInterval);
     poll.unref();
     this.timers.push(poll);
-    await this.rescuer.start((job, error) => this.attempts.crashFailure(job, error));
+    await this.rescuer.start();
     await this.refreshQueues();
     this.poke();
   }
@@ -194,11 +211,11 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
 
   private startBuffered(): void {
     while (this.state === 'running' && this.running.size < this.options.concurrency && this.buffer.length) {
-      this.start(this.buffer.shift()!);
+      this.startJob(this.buffer.shift()!);
     }
   }
 
-  private start(job: ClaimedJob): void {
+  private startJob(job: ClaimedJob): void {
     const run = this.attempts.create(job);
     this.running.set(job.id, run);
     void this.attempts.run(run).then(async (result) => {
@@ -208,8 +225,16 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
         logOutcome(this.logger, job, result.outcome, this.clock);
         this.finishing.set(job.id, job.attempt);
         this.fill();
-        await this.batcher.add({ job, outcome: result.outcome, continuations: result.continuations });
+        const { outcome } = result;
+        const applied = await this.batcher.add({ job, outcome, continuations: result.continuations });
         this.finishing.delete(job.id);
+        if (applied === false) {
+          this.logger.warn(
+            `Job ${job.name} ${job.id} attempt ${job.attempt}: its ${outcome.kind} outcome was not recorded, the job is no longer this worker's (its lease was taken)`,
+          );
+        } else if (outcome.kind === 'failed' && outcome.hook) {
+          this.hooks.runLocal(run);
+        }
       } else if (result.reason === 'lost-lease') {
         this.logger.warn(`Job ${job.name} ${job.id} lost its lease; its outcome was discarded`);
       }
@@ -262,9 +287,10 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
    * started, let running jobs finish within the grace period, then abort the
    * rest and hand their leases back so another instance takes them at once.
    */
-  async beforeApplicationShutdown(): Promise<void> {
+  async stop(): Promise<void> {
     if (this.state !== 'running') return;
     this.state = 'stopping';
+    const deadline = Date.now() + this.options.shutdownGrace;
     for (const off of this.unsubscribe.splice(0)) off();
     for (const t of this.timers.splice(0)) clearInterval(t);
     await this.rescuer.stop();
@@ -300,6 +326,8 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
         `Shutting down with ${unrecorded} job outcome(s) not recorded (database unreachable); those jobs run again once their lease expires`,
       );
     }
+    // Hooks started by outcomes written during the grace period share what is left of it.
+    await this.hooks.stop(Math.max(0, deadline - Date.now()));
     await this.leases.stop();
     await this.storage.closeWorkerConnections();
     this.state = 'stopped';

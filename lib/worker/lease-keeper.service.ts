@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../model/index.js';
 import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { FailureHooks } from './failure-hooks.service.js';
 import { RowLock } from './row-lock.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
@@ -41,6 +42,7 @@ export class LeaseKeeper {
     @Inject(JOB_STORAGE) private readonly storage: JobStorage,
     private readonly clock: Clock,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
+    private readonly hooks: FailureHooks,
   ) {}
 
   /** Registers the worker's row and starts renewing. */
@@ -72,6 +74,11 @@ export class LeaseKeeper {
       );
       if (lost.length) holder.leasesLost(lost);
       if (cancelRequested.length) holder.cancelRequested(cancelRequested);
+      const hooks = this.hooks.held();
+      if (hooks.length) {
+        const kept = await this.storage.renewFailureHooks(holder.id, hooks, now, this.options.lease);
+        this.hooks.lost(hooks.filter((id) => !kept.has(id)));
+      }
       if (!(await this.storage.heartbeatWorker(holder.id, now, holder.runningCount()))) await this.register();
     } catch (error) {
       this.logger.error(`Renewing leases failed: ${(error as Error).message}`);

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../model/index.js';
 import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
@@ -25,7 +25,7 @@ const CHUNK = 2_000;
  * with a worker; several instances prune side by side (SKIP LOCKED).
  */
 @Injectable()
-export class RetentionService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class RetentionService {
   private readonly logger = new Logger('JobRetention');
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
@@ -37,14 +37,16 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
     @Inject(WORKER_OPTIONS) private readonly worker: ResolvedWorkerOptions,
   ) {}
 
-  onApplicationBootstrap(): void {
-    if (!this.worker.enabled) return;
+  /** Prunes every `interval` from now on (JobsLifecycle starts it with the worker). */
+  start(): void {
+    if (!this.worker.enabled || this.timer) return;
     this.timer = setInterval(() => void this.prune(), this.options.interval ?? 60_000);
     this.timer.unref();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    this.timer = null;
     await this.running;
   }
 

@@ -44,8 +44,12 @@ export class RunningJob {
   /** Rejects the wait on a running handler; set only while one is awaited. */
   private rejectWait: ((reason: unknown) => void) | null = null;
   private readonly staged: Array<{ on: DependencyOn; row: NewJob }> = [];
-  /** Set for a hook run after the attempt already ended (see reportCrashFailure). */
+  /** Set for a hook run after the attempt already ended (see runFailureHook). */
   private ended = false;
+  /** The handler this attempt ran with (a scoped one is made per run), for its onFailure. */
+  private handler: JobHandler | undefined;
+  /** Why the attempt failed for good, as the handler threw it. */
+  private failedWith: Error | undefined;
 
   constructor(
     readonly job: ClaimedJob,
@@ -83,9 +87,8 @@ export class RunningJob {
     const ctx = this.context();
     const timer =
       job.timeoutMs && job.timeoutMs > 0 ? setTimeout(() => this.stop('timeout'), job.timeoutMs) : undefined;
-    let handler: JobHandler | undefined;
     try {
-      handler = this.registered.instance ?? (await this.resolveScoped(ctx));
+      const handler = (this.handler = this.registered.instance ?? (await this.resolveScoped(ctx)));
       const result = await this.waitFor(handler, ctx);
       if (this.stopReason === 'cancel') return this.cancelled();
       return {
@@ -93,7 +96,7 @@ export class RunningJob {
         continuations: this.release('success'),
       };
     } catch (error) {
-      return this.failure(error, handler, ctx);
+      return this.failure(error);
     } finally {
       if (timer) clearTimeout(timer);
     }
@@ -117,17 +120,20 @@ export class RunningJob {
   }
 
   /**
-   * For a job whose attempts were used up by crashes: the lease rescue on
-   * this instance recorded it failed, and its onFailure runs here, once.
-   * The attempt is over, so ctx.signal is already aborted (with the error),
-   * and a continuation cannot be staged: it would have no outcome to ride on.
+   * onFailure, once the failure is recorded: on this attempt's worker right
+   * after its outcome (with the error as thrown), or from the sweep for a
+   * job whose hook its instance never ran (crashes used its attempts up, or
+   * the instance died first; the error is then rebuilt from the record).
+   * The attempt is over, so a continuation cannot be staged: it would have
+   * no outcome to ride on. ctx.signal aborts if this worker shuts down or
+   * loses the hook.
    */
-  async reportCrashFailure(error: Error): Promise<void> {
+  async runFailureHook(recorded?: Error): Promise<void> {
     this.ended = true;
-    this.abortReason = error;
+    const error = this.failedWith ?? recorded ?? new Error(`Job ${this.job.id} failed`);
     const ctx = this.context();
     try {
-      const handler = this.registered.instance ?? (await this.resolveScoped(ctx));
+      const handler = this.handler ?? this.registered.instance ?? (await this.resolveScoped(ctx));
       await handler.onFailure?.(this.job.payload, error, ctx);
     } catch (hookError) {
       ctx.logger.error(
@@ -190,7 +196,7 @@ export class RunningJob {
     };
   }
 
-  private async failure(error: unknown, handler: JobHandler | undefined, ctx: JobContext): Promise<RunResult> {
+  private failure(error: unknown): RunResult {
     const { job } = this;
     if (this.stopReason === 'lost-lease') return { outcome: null, reason: 'lost-lease' };
     if (this.stopReason === 'shutdown') return { outcome: null, reason: 'shutdown' };
@@ -207,18 +213,10 @@ export class RunningJob {
         },
       };
     }
-    // Failed for good: onFailure runs now, while this worker still holds the lease.
-    if (handler?.onFailure) {
-      try {
-        await handler.onFailure(job.payload, err, ctx);
-      } catch (hookError) {
-        ctx.logger.error(
-          `onFailure of job ${job.id} threw: ${(hookError as Error).message}`,
-          (hookError as Error).stack,
-        );
-      }
-    }
-    return { outcome: { kind: 'failed', error: serializeError(err) }, continuations: this.release('failure') };
+    // Failed for good: the outcome is written first, with the hook recorded; then runFailureHook.
+    this.failedWith = err;
+    const hook = typeof (this.registered.metatype.prototype as JobHandler).onFailure === 'function';
+    return { outcome: { kind: 'failed', error: serializeError(err), hook }, continuations: this.release('failure') };
   }
 
   private cancelled(): RunResult {

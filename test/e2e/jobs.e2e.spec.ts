@@ -20,6 +20,15 @@ let app: INestApplication;
 let jobs: JobQueue;
 
 const stateOf = async (id: string) => (await jobs.get(id))?.state;
+/** The job's onFailure hook ran and its record says so (it runs once the failed outcome is written). */
+const hookDone = (id: string) =>
+  waitFor(`the onFailure hook of ${id} to be done`, async () => {
+    const [row] = await sql<{ failure_hook: string | null }>(
+      `SELECT failure_hook FROM "${schema}_jobs".job WHERE id = $1`,
+      [id],
+    );
+    return row?.failure_hook === 'done';
+  });
 const until = (id: string, state: string) =>
   waitFor(`job ${id} to be ${state}`, async () => (await stateOf(id)) === state);
 
@@ -143,8 +152,10 @@ describe('retries and failures', () => {
     expect(job.attempt).toBe(1);
     expect(job.lastError).toMatchObject({ name: 'PermanentJobError', message: 'the record is gone' });
     expect(job.executions.map((e) => e.state)).toEqual(['failed']);
-    await sleep(300);
+    await hookDone(id);
     expect(recorder.failures.get(id)).toBe(1);
+    // Run by the worker that failed it, right after the outcome: with the error as thrown.
+    expect(recorder.failureSeen.get(id)).toEqual({ error: 'PermanentJobError', aborted: false });
   });
 
   it('used-up attempts fail the job; onFailure runs exactly once', async () => {
@@ -159,7 +170,7 @@ describe('retries and failures', () => {
       [3, 'failed'],
     ]);
     expect(recorder.attempts.get(id)).toEqual([1, 2, 3]);
-    await sleep(300);
+    await hookDone(id);
     expect(recorder.failures.get(id)).toBe(1);
   });
 

@@ -101,3 +101,39 @@ describe('JobRescuer', () => {
     expect(failures).toEqual([`${spent.id}:LeaseLostError`]);
   });
 });
+
+describe('FailureHooks', () => {
+  it("runs a hook its worker held but never ran (it died after the outcome), once, and leaves other services' hooks", async () => {
+    const app = apps[1]!;
+    const jobs = app.get(JobQueue);
+    const orphaned = await jobs.enqueue(Held, {}, { delay: 3_600_000 });
+    const foreign = await jobs.enqueue(Held, {}, { delay: 3_600_000 });
+    await sql(
+      `UPDATE "${schema}".job SET state = 'failed', attempt = 1, completed_at = now(), failure_hook = 'running',
+              hook_worker_id = 'vanished', hook_lease_expires_at = now() - interval '1 second',
+              last_error = '{"name": "PermanentJobError", "message": "gone", "stack": "PermanentJobError: gone"}'
+        WHERE id = $1`,
+      [orphaned.id],
+    );
+    // A job of a name no instance here handles: another service's sweep runs its hook.
+    await sql(
+      `UPDATE "${schema}".job SET name = 'svc-elsewhere', state = 'failed', completed_at = now(), failure_hook = 'pending'
+        WHERE id = $1`,
+      [foreign.id],
+    );
+    failures.length = 0;
+    await Promise.all([app.get(JobRescuer).rescue(), apps[0]!.get(JobRescuer).rescue()]);
+    await waitFor('the hook to be recorded done', async () => {
+      const [row] = await sql<{ failure_hook: string }>(`SELECT failure_hook FROM "${schema}".job WHERE id = $1`, [
+        orphaned.id,
+      ]);
+      return row?.failure_hook === 'done';
+    });
+    await Promise.all([app.get(JobRescuer).rescue(), apps[0]!.get(JobRescuer).rescue()]);
+    expect(failures).toEqual([`${orphaned.id}:PermanentJobError`]);
+    const [other] = await sql<{ failure_hook: string }>(`SELECT failure_hook FROM "${schema}".job WHERE id = $1`, [
+      foreign.id,
+    ]);
+    expect(other!.failure_hook).toBe('pending');
+  });
+});

@@ -95,7 +95,11 @@ export function jobStatements(schema: string) {
          SET state = ${failed('state')}, run_at = coalesce((${failed('run_at')})::timestamptz, j.run_at),
              last_error = ${failure} -> 'error', lease_expires_at = NULL,
              worker_id = CASE WHEN ${failed('state')} = 'queued' THEN NULL ELSE j.worker_id END,
-             completed_at = CASE WHEN ${failed('state')} = 'queued' THEN NULL ELSE $3::timestamptz END
+             completed_at = CASE WHEN ${failed('state')} = 'queued' THEN NULL ELSE $3::timestamptz END,
+             failure_hook = CASE WHEN ${failed('state')} = 'failed' THEN ${failed('hook')} END,
+             hook_worker_id = CASE WHEN ${failed('hook')} = 'running' THEN $2 END,
+             hook_lease_expires_at = CASE WHEN ${failed('hook')} = 'running'
+                                          THEN $3::timestamptz + make_interval(secs => $6::float8 / 1000) END
        WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
          AND j.attempt = (${failed('attempt')})::int
       RETURNING j.id, j.attempt, j.started_at, ${failed('exec_state')} AS exec_state,
@@ -112,20 +116,27 @@ export function jobStatements(schema: string) {
        AND j.attempt = ($5::jsonb ->> (j.id::text))::int
     RETURNING j.id, j.cancel_requested`,
 
-    // Shutdown hand-back: the attempt did not fail, so it is not spent. Without
-    // an error ($4) the jobs never started and leave no history.
+    // Shutdown hand-back. Jobs that never started ($4 null) give their claim
+    // back as if it had not happened: attempt unspent, no history. A running
+    // job's attempt was real: it stays in the history as interrupted, and the
+    // job gets one more attempt in return, so a deploy never uses its attempts up.
     handBack: `WITH u AS (
       UPDATE ${s}.job j
-         SET state = 'queued', attempt = j.attempt - 1, run_at = $3, worker_id = NULL, lease_expires_at = NULL
+         SET state = 'queued', run_at = $3, worker_id = NULL, lease_expires_at = NULL,
+             attempt = CASE WHEN $4::jsonb IS NULL THEN j.attempt - 1 ELSE j.attempt END,
+             max_attempts = CASE WHEN $4::jsonb IS NULL THEN j.max_attempts ELSE j.max_attempts + 1 END
        WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
          AND j.attempt = ($5::jsonb ->> (j.id::text))::int
-      RETURNING j.id, j.attempt + 1 AS attempt, j.started_at, j.queue
+      RETURNING j.id, j.attempt, j.started_at, j.queue
     ), ex AS (
       INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
       SELECT id, attempt, $2, 'interrupted', started_at, $3, $4::jsonb FROM u WHERE $4::jsonb IS NOT NULL
     )
     SELECT ${notifySql('queue', '$6', 'queue')} FROM (SELECT DISTINCT queue FROM u) q`,
 
+    // A rescued job keeps its run_at: it was due before the jobs queued since,
+    // so it goes back to the front of its queue rather than behind a backlog.
+    // One failed for good gets its onFailure hook recorded, for the sweep.
     rescue: `WITH x AS (
       SELECT id, worker_id FROM ${s}.job
        WHERE state = 'active' AND lease_expires_at < $1
@@ -134,16 +145,16 @@ export function jobStatements(schema: string) {
     ), u AS (
       UPDATE ${s}.job j
          SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'queued' END,
-             run_at = $1, lease_expires_at = NULL, worker_id = NULL,
+             lease_expires_at = NULL, worker_id = NULL,
              completed_at = CASE WHEN j.attempt >= j.max_attempts THEN $1::timestamptz END,
+             failure_hook = CASE WHEN j.attempt >= j.max_attempts THEN 'pending' END,
              last_error = CASE WHEN j.attempt >= j.max_attempts THEN jsonb_build_object(
                'name', '${LEASE_LOST}',
                'message', format('Attempt %s of %s was interrupted (worker %s stopped renewing its lease) and no attempts remain',
                                  j.attempt, j.max_attempts, x.worker_id))
              ELSE j.last_error END
         FROM x WHERE j.id = x.id
-      RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue, j.batch_id, j.has_dependents,
-                j.name, j.payload, j.max_attempts, j.timeout_ms, j.last_error
+      RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue, j.batch_id, j.has_dependents
     ), ${settle(`(SELECT * FROM u WHERE state = 'failed')`, 'state', '$1', '$3')}, ex AS (
       INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
       SELECT id, attempt, worker_id, 'interrupted', started_at, $1,
@@ -153,13 +164,35 @@ export function jobStatements(schema: string) {
     ), n AS (
       SELECT ${notifySql('queue', '$3', 'queue')} FROM (SELECT DISTINCT queue FROM u WHERE state = 'queued') q
     )
-    -- Jobs failed for good come back whole, so this instance can run their onFailure hooks.
-    SELECT (SELECT count(*) FROM u)::int AS rescued, (SELECT count(*) FROM n)::int AS notified,
-           (SELECT count(*) FROM settled)::int AS settled,
-           (SELECT coalesce(jsonb_agg(jsonb_build_object(
-              'id', id, 'name', name, 'queue', queue, 'payload', payload, 'attempt', attempt,
-              'maxAttempts', max_attempts, 'timeoutMs', timeout_ms, 'batchId', batch_id, 'error', last_error)), '[]')
-              FROM u WHERE state = 'failed') AS exhausted`,
+    SELECT (SELECT count(*) FROM u)::int AS rescued, (SELECT count(*) FROM u WHERE state = 'failed')::int AS failed,
+           (SELECT count(*) FROM n)::int AS notified, (SELECT count(*) FROM settled)::int AS settled`,
+
+    // onFailure hooks to run: pending ones, and running ones whose instance
+    // stopped renewing them. Only names this instance has a handler for.
+    claimHooks: `WITH c AS (
+      SELECT id FROM ${s}.job
+       WHERE failure_hook IN ('pending', 'running')
+         AND (failure_hook = 'pending' OR hook_lease_expires_at < $2)
+         AND name = ANY($3::text[])
+       ORDER BY id LIMIT $4
+       FOR UPDATE SKIP LOCKED
+    )
+    UPDATE ${s}.job j
+       SET failure_hook = 'running', hook_worker_id = $1,
+           hook_lease_expires_at = $2::timestamptz + make_interval(secs => $5::float8 / 1000)
+      FROM c WHERE j.id = c.id
+    RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts AS "maxAttempts", j.timeout_ms AS "timeoutMs",
+              j.batch_id AS "batchId", j.last_error AS error`,
+
+    renewHooks: `UPDATE ${s}.job
+       SET hook_lease_expires_at = $3::timestamptz + make_interval(secs => $4::float8 / 1000)
+     WHERE id = ANY($1::uuid[]) AND failure_hook = 'running' AND hook_worker_id = $2
+    RETURNING id`,
+
+    // 'done' after the hook ran; back to 'pending' when this instance stops before it could.
+    settleHooks: `UPDATE ${s}.job SET failure_hook = $3, hook_worker_id = NULL, hook_lease_expires_at = NULL
+     WHERE id = ANY($1::uuid[]) AND failure_hook = 'running' AND hook_worker_id = $2
+    RETURNING id`,
 
     progress: `UPDATE ${s}.job SET progress = $4, progress_message = $5
      WHERE id = $1 AND attempt = $2 AND worker_id = $3 AND state = 'active'`,
@@ -181,7 +214,8 @@ export function jobStatements(schema: string) {
     ), u AS (
       UPDATE ${s}.job j
          SET state = 'queued', max_attempts = j.attempt + j.max_attempts, run_at = $2, completed_at = NULL,
-             worker_id = NULL, cancel_requested = false, result = NULL, progress = NULL, progress_message = NULL
+             worker_id = NULL, cancel_requested = false, result = NULL, progress = NULL, progress_message = NULL,
+             failure_hook = NULL, hook_worker_id = NULL, hook_lease_expires_at = NULL
         FROM prev WHERE j.id = prev.id RETURNING j.id, j.queue
     ), r AS (
       SELECT ${s}.reopen_job(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents

@@ -41,7 +41,13 @@ export type RetryResult =
 
 export interface RescueResult {
   rescued: number;
-  exhausted: Array<{ job: ClaimedJob; error: SerializedError }>;
+  /** Of those, failed for good (no attempt left): their onFailure hooks now wait for the sweep. */
+  failed: number;
+}
+
+/** A job failed for good whose onFailure hook this instance claimed. */
+export interface FailedJob extends ClaimedJob {
+  error: SerializedError;
 }
 
 /**
@@ -55,16 +61,32 @@ export interface JobStorage {
   /** One transaction, one statement per chunk; chunks are pulled from the iterator as the previous one is sent. */
   insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: TxScope): Promise<void>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
-  /** Records outcomes fenced by (id, attempt, worker, active); returns the ids that were applied. */
-  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date): Promise<Set<string>>;
+  /**
+   * Records outcomes fenced by (id, attempt, worker, active); returns the ids
+   * that were applied. A failure whose handler has onFailure is written with
+   * its hook held by this worker for `leaseMs`.
+   */
+  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date, leaseMs: number): Promise<Set<string>>;
   renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal>;
   /** Gives jobs back at shutdown without spending their attempt; `error` records an interrupted run. */
   handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void>;
   /**
-   * Requeues active jobs whose lease expired, or fails them when no attempt
-   * is left; returns how many, and the jobs failed for good (with their error).
+   * Requeues active jobs whose lease expired (keeping their place), or fails
+   * them when no attempt is left, recording their onFailure hook.
    */
   rescueExpired(now: Date, limit: number): Promise<RescueResult>;
+  /** Claims up to `limit` onFailure hooks (pending, or abandoned by their instance) of jobs named `names`. */
+  claimFailureHooks(
+    workerId: string,
+    names: readonly string[],
+    limit: number,
+    now: Date,
+    leaseMs: number,
+  ): Promise<FailedJob[]>;
+  /** Extends the leases of hooks this worker runs; returns the ids it still holds. */
+  renewFailureHooks(workerId: string, ids: readonly string[], now: Date, leaseMs: number): Promise<Set<string>>;
+  /** Marks hooks this worker holds done (they ran) or pending again (it stops before running them). */
+  settleFailureHooks(workerId: string, ids: readonly string[], outcome: 'done' | 'pending'): Promise<void>;
   updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void>;
   cancel(id: string, now: Date): Promise<CancelResult>;
   retry(id: string, now: Date): Promise<RetryResult>;

@@ -14,6 +14,7 @@ import { RETRYABLE_STATES } from '../../model/index.js';
 import type {
   CancelResult,
   ClaimRequest,
+  FailedJob,
   HeldJob,
   JobStorage,
   LeaseRenewal,
@@ -143,8 +144,8 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     return this.runWorker<ClaimedJob>('claim', [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs]);
   }
 
-  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date): Promise<Set<string>> {
-    return this.finishOn(undefined, workerId, attempts, now);
+  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date, leaseMs: number): Promise<Set<string>> {
+    return this.finishOn(undefined, workerId, attempts, now, leaseMs);
   }
 
   /** The outcome writes, on `tx` when they must commit with something else (continuations). */
@@ -153,6 +154,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     workerId: string,
     attempts: readonly FinishedAttempt[],
     now: Date,
+    leaseMs: number,
   ): Promise<Set<string>> {
     // Per-row values travel as JSON objects keyed by job id (see jobStatements).
     const succeededIds: string[] = [];
@@ -173,6 +175,8 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
           exec_state: outcome.kind === 'retry' ? 'failed' : outcome.kind,
           error: outcome.error,
           run_at: outcome.kind === 'retry' ? outcome.retryAt.toISOString() : null,
+          // The worker runs the hook itself right after this write, holding it like a lease.
+          hook: outcome.kind === 'failed' ? (outcome.hook ? 'running' : 'done') : null,
         };
       }
     }
@@ -188,7 +192,8 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
       );
     }
     if (failedIds.length) {
-      writes.push(this.runWorker('fail', [failedIds, workerId, now, this.channel, JSON.stringify(failures)], tx));
+      const values = [failedIds, workerId, now, this.channel, JSON.stringify(failures), leaseMs];
+      writes.push(this.runWorker('fail', values, tx));
     }
     for (const rows of await Promise.all(writes)) for (const row of rows) if (row.id) applied.add(row.id as string);
     return applied;
@@ -217,14 +222,28 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
   }
 
   async rescueExpired(now: Date, limit: number): Promise<RescueResult> {
-    const [row] = await this.run<{ rescued: number; exhausted: Array<ClaimedJob & { error: SerializedError }> }>(
-      'rescue',
-      [now, limit, this.channel],
-    );
-    return {
-      rescued: row?.rescued ?? 0,
-      exhausted: (row?.exhausted ?? []).map(({ error, ...job }) => ({ job, error })),
-    };
+    const [row] = await this.run<RescueResult>('rescue', [now, limit, this.channel]);
+    return { rescued: row?.rescued ?? 0, failed: row?.failed ?? 0 };
+  }
+
+  claimFailureHooks(
+    workerId: string,
+    names: readonly string[],
+    limit: number,
+    now: Date,
+    leaseMs: number,
+  ): Promise<FailedJob[]> {
+    return this.run<FailedJob>('claimHooks', [workerId, now, names, limit, leaseMs]);
+  }
+
+  async renewFailureHooks(workerId: string, ids: readonly string[], now: Date, leaseMs: number): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.run('renewHooks', [ids, workerId, now, leaseMs]);
+    return new Set(rows.map((r) => r.id as string));
+  }
+
+  async settleFailureHooks(workerId: string, ids: readonly string[], outcome: 'done' | 'pending'): Promise<void> {
+    if (ids.length) await this.run('settleHooks', [ids, workerId, outcome]);
   }
 
   async updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void> {

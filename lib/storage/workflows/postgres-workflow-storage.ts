@@ -109,9 +109,10 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     attempt: FinishedAttempt,
     continuations: NewJob[],
     now: Date,
+    leaseMs: number,
   ): Promise<boolean> {
     return this.pool.transaction(async (tx) => {
-      const applied = await this.jobs.finishOn(tx, workerId, [attempt], now);
+      const applied = await this.jobs.finishOn(tx, workerId, [attempt], now, leaseMs);
       if (!applied.has(attempt.job.id)) return false;
       if (continuations.length) await this.insertGraph({ jobs: continuations }, now, asStorageTx(tx));
       return true;

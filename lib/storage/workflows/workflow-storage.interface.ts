@@ -57,6 +57,7 @@ export interface WorkflowStorage {
     attempt: FinishedAttempt,
     continuations: NewJob[],
     now: Date,
+    leaseMs: number,
   ): Promise<boolean>;
   batchStatus(id: string): Promise<BatchInfo | null>;
   batchMembers(id: string, filter: { state?: JobState; skip: number; take: number }): Promise<BatchMember[]>;
