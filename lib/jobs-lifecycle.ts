@@ -1,5 +1,8 @@
 import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker/worker-options.js';
+import { settlesWithin } from './model/index.js';
 import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
 import { JobWorker } from './worker/job-worker.service.js';
 import { RetentionService } from './worker/retention.service.js';
@@ -16,6 +19,9 @@ import { RetentionService } from './worker/retention.service.js';
  * module's (its distance below the root's 0): when they run, every other
  * hook has succeeded. A start that fails half-way stops what it started.
  */
+/** Beyond the grace period: what handing back, recording outcomes and closing may take. */
+const SHUTDOWN_MARGIN_MS = 10_000;
+
 @Injectable()
 export class JobsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('JobsModule');
@@ -26,6 +32,7 @@ export class JobsLifecycle implements OnApplicationBootstrap, BeforeApplicationS
     private readonly worker: JobWorker,
     private readonly scheduler: ScheduleRunner,
     private readonly retention: RetentionService,
+    @Inject(WORKER_OPTIONS) private readonly workerOptions: ResolvedWorkerOptions,
   ) {
     // Constructors run before Nest orders the modules for the hooks.
     for (const wrapper of discovery.getProviders()) {
@@ -47,9 +54,21 @@ export class JobsLifecycle implements OnApplicationBootstrap, BeforeApplicationS
     }
   }
 
-  /** No new ticks first, then the worker hands back or finishes its jobs, then retention. */
+  /**
+   * No new ticks first, then the worker hands back or finishes its jobs,
+   * then retention. Bounded whatever the database does: past the grace
+   * period and a margin, shutdown goes on and what is left (outcomes not
+   * written, leases not given back) is settled by lease expiry elsewhere.
+   */
   async beforeApplicationShutdown(): Promise<void> {
-    await this.stopAll();
+    const bound = this.workerOptions.shutdownGrace + SHUTDOWN_MARGIN_MS;
+    const timedOut = !(await settlesWithin(this.stopAll(), bound));
+    if (timedOut) {
+      this.logger.error(
+        `Stopping the jobs worker took longer than ${bound} ms (is the database answering?); shutting down anyway. ` +
+          `Jobs it still held run again elsewhere once their lease expires.`,
+      );
+    }
   }
 
   private async stopAll(): Promise<void> {

@@ -4,6 +4,7 @@ import type { ExternalJobs, JobDefaults } from './discovery/job-registry.js';
 import type { Clock } from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
 import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
+import type { DatabaseTimeouts } from './storage/connection/timeouts.js';
 import type { RetentionOptions } from './worker/retention.service.js';
 import type { WorkerOptions } from './worker/worker-options.js';
 
@@ -21,6 +22,8 @@ export interface JobsModuleOptions {
   schema?: string;
   /** Create and migrate the schema at start (default true); false when the app runs `createJobsMigrations()` itself. */
   migrationsRun?: boolean;
+  /** How long to wait on the database before a call fails instead of hanging (ms). */
+  timeouts?: DatabaseTimeouts;
   worker?: WorkerOptions;
   /** How long finished jobs stay queryable before they are pruned. */
   retention?: RetentionOptions;

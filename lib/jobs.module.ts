@@ -34,6 +34,7 @@ import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
 import { resolveSchedulerOptions, SCHEDULER_OPTIONS } from './scheduler/scheduler-options.js';
 import { SchedulesExplorer } from './scheduler/schedules.explorer.js';
 import { JobsConnection } from './storage/connection/jobs-connection.js';
+import { resolveTimeouts } from './storage/connection/timeouts.js';
 import { JOB_STORAGE } from './storage/jobs/job-storage.interface.js';
 import { PostgresJobStorage } from './storage/jobs/postgres-job-storage.js';
 import { MONITORING_STORAGE } from './storage/monitoring/monitoring-storage.interface.js';
@@ -71,12 +72,13 @@ function coreProviders(): Provider[] {
           embedded: o.embedded,
           schema: schemaOf(o),
           migrationsRun: o.migrationsRun ?? true,
+          timeouts: resolveTimeouts(o.timeouts),
         }),
     },
     {
       provide: StorageContext,
-      inject: [JobsConnection, JOBS_MODULE_OPTIONS],
-      useFactory: (c: JobsConnection, o: JobsModuleOptions) => new StorageContext(c.dataSource, schemaOf(o)),
+      inject: [JobsConnection],
+      useFactory: (c: JobsConnection) => new StorageContext(c.dataSource, c.schema, c.timeouts),
     },
     { provide: JOBS_DATA_SOURCE, inject: [StorageContext], useFactory: (c: StorageContext) => c.dataSource },
     {
@@ -104,7 +106,7 @@ function coreProviders(): Provider[] {
     {
       provide: JobNotifications,
       inject: [StorageContext],
-      useFactory: (c: StorageContext) => new NotificationListener(c.dataSource, c.channel),
+      useFactory: (c: StorageContext) => new NotificationListener(c),
     },
     {
       provide: Clock,

@@ -1,5 +1,13 @@
 import { Injectable, type Type } from '@nestjs/common';
-import { JobsError, type JobOptions } from '../model/index.js';
+import {
+  checkInteger,
+  checkName,
+  checkOptions,
+  describeValue,
+  INT4_MAX,
+  JobsError,
+  type JobOptions,
+} from '../model/index.js';
 
 export type { JobOptions };
 
@@ -22,11 +30,10 @@ export const DECORATED_JOB_CLASSES = new Set<Type>();
 export function Job(name: string, options: JobOptions = {}): ClassDecorator {
   return (target) => {
     const cls = target as unknown as Type;
-    if (typeof name !== 'string' || name.trim() === '') {
-      throw new JobsError(
-        `@Job() on class ${cls.name} needs a non-empty name. Potential fix: @Job('send-receipt') — the name is what is stored in the database, so keep it stable across deploys.`,
-      );
-    }
+    const where = `@Job() on class ${cls.name}`;
+    // The name is stored with every job and matched by every claim: it must be one PostgreSQL can store.
+    checkName(where, 'name', name, 'send-receipt');
+    checkOptions(where, options, "@Job('send-receipt', { queue: 'emails' })");
     validateJobOptions(`@Job('${name}') on ${cls.name}`, options);
     Reflect.defineMetadata(JOB_METADATA, { name, options } satisfies JobMetadata, cls);
     DECORATED_JOB_CLASSES.add(cls);
@@ -40,30 +47,29 @@ export function getJobMetadata(target: unknown): JobMetadata | undefined {
   return Reflect.getOwnMetadata(JOB_METADATA, target) as JobMetadata | undefined;
 }
 
-/** Checks the numbers a job runs with, naming where they came from. */
-export function validateJobOptions(where: string, o: JobOptions & { delay?: unknown }): void {
-  const positiveInt = (field: string, v: unknown, min: number) => {
-    if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < min)) {
-      throw new JobsError(
-        `${where}: "${field}" must be an integer >= ${min}, got ${String(v)}. Potential fix: pass a whole number such as ${Math.max(min, 1) * (field === 'timeout' ? 30_000 : 5)}.`,
-      );
-    }
-  };
-  positiveInt('maxAttempts', o.maxAttempts, 1);
-  positiveInt('timeout', o.timeout, 1);
-  if (o.priority !== undefined && (typeof o.priority !== 'number' || !Number.isInteger(o.priority))) {
-    throw new JobsError(
-      `${where}: "priority" must be an integer, got ${String(o.priority)}. Potential fix: priority: 10 (higher runs first).`,
-    );
-  }
-  if (o.queue !== undefined && (typeof o.queue !== 'string' || o.queue.trim() === '')) {
-    throw new JobsError(`${where}: "queue" must be a non-empty string. Potential fix: queue: 'emails'.`);
-  }
+/** The most attempts a job may have: far beyond any sane retry policy, and far from int4's limit after retry(). */
+export const MAX_ATTEMPTS = 1_000_000;
+
+/** Checks the options a job runs with, naming where they came from. */
+export function validateJobOptions(where: string, o: JobOptions): void {
+  if (o.maxAttempts !== undefined) checkInteger(where, 'maxAttempts', o.maxAttempts, 1, MAX_ATTEMPTS, 5);
+  // An attempt's timer is a setTimeout, which holds at most 2^31 - 1 ms (about 24.8 days).
+  if (o.timeout !== undefined) checkInteger(where, 'timeout', o.timeout, 1, INT4_MAX, 30_000);
+  if (o.priority !== undefined) checkInteger(where, 'priority', o.priority, -INT4_MAX, INT4_MAX, 10);
+  if (o.queue !== undefined) checkName(where, 'queue', o.queue, 'emails');
   const b = o.backoff;
   if (b !== undefined && typeof b !== 'function') {
-    if (!b || (b.type !== 'fixed' && b.type !== 'exponential') || typeof b.delay !== 'number' || b.delay < 0) {
+    const ok =
+      b !== null &&
+      typeof b === 'object' &&
+      (b.type === 'fixed' || b.type === 'exponential') &&
+      typeof b.delay === 'number' &&
+      Number.isFinite(b.delay) &&
+      b.delay >= 0 &&
+      (b.type !== 'exponential' || b.maxDelay === undefined || (typeof b.maxDelay === 'number' && b.maxDelay >= 0));
+    if (!ok) {
       throw new JobsError(
-        `${where}: "backoff" must be { type: 'fixed' | 'exponential', delay: ms >= 0 } or a function (attempt, error) => ms. Potential fix: backoff: { type: 'exponential', delay: 1000, jitter: true }.`,
+        `${where}: "backoff" must be { type: 'fixed' | 'exponential', delay: ms >= 0 } or a function (attempt, error) => ms, got ${describeValue(b)}. Potential fix: backoff: { type: 'exponential', delay: 1000, jitter: true }.`,
       );
     }
   }

@@ -72,3 +72,31 @@ function safeString(value: unknown): string {
     return String(value);
   }
 }
+
+/**
+ * A public call that failed below the call-site checks: the database did not
+ * answer in time, refused the connection, or rejected the statement. The
+ * driver's error is the `cause`.
+ */
+export class JobsDatabaseError extends JobsError {
+  constructor(where: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `${where}: the database call failed (${reason}). ` +
+        `Potential fix: check that PostgreSQL is reachable and answering (the error's cause has the driver's details); ` +
+        `nothing was written unless the call says otherwise.`,
+    );
+    this.name = 'JobsDatabaseError';
+    (this as { cause?: unknown }).cause = cause;
+  }
+}
+
+/** Runs a public call's storage work, turning anything but a JobsError into a JobsDatabaseError. */
+export async function databaseCall<T>(where: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof JobsError) throw error;
+    throw new JobsDatabaseError(where, error);
+  }
+}

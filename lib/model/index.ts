@@ -11,3 +11,5 @@ export * from './monitoring.js';
 export * from './job-events.js';
 export * from './job-tracing.js';
 export * from './job-options.js';
+export * from './validation.js';
+export * from './deadline.js';

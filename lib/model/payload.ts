@@ -1,19 +1,36 @@
 import { JobsError } from './errors.js';
 
+/** Deeper than this is a data structure gone wrong, not a job's input (and JSON itself recurses). */
+export const MAX_PAYLOAD_DEPTH = 64;
+
+/** In JSON text: NUL, which jsonb refuses, and \u-escaped surrogates without their other half. */
+const JSONB_REFUSES =
+  /\\u0000|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}/i;
+
 /**
- * Serialises a payload once, refusing what JSON would silently change:
- * functions and undefined vanish, BigInt throws, Dates become strings the
- * handler did not expect, cycles throw. Returns the JSON text for storage.
+ * Serialises a payload once, refusing what JSON would silently change
+ * (functions and undefined vanish, holes become null, BigInt throws, Dates
+ * become strings the handler did not expect, cycles throw) and what
+ * PostgreSQL's jsonb refuses (NUL, lone surrogates). Returns the JSON text.
  */
 export function serializePayload(jobName: string, payload: unknown, maxBytes: number): string {
-  const problem = findUnserialisable(payload, '$', new Set());
-  if (problem) {
-    throw new JobsError(
-      `Job "${jobName}": the payload is not JSON-serialisable at ${problem.path} (${problem.reason}). ` +
+  const refuse = (path: string, reason: string) =>
+    new JobsError(
+      `Job "${jobName}": the payload is not JSON-serialisable at ${path} (${reason}). ` +
         `Potential fix: pass plain data (objects, arrays, strings, finite numbers, booleans, null); send ids instead of class instances and convert BigInt/Date to strings.`,
     );
+  const problem = findUnserialisable(payload);
+  if (problem) throw refuse(problem.path, problem.reason);
+  let json: string | undefined;
+  try {
+    json = payload === undefined ? 'null' : JSON.stringify(payload);
+  } catch (error) {
+    // Only a toJSON() can get here: the scan refused everything else that throws.
+    throw refuse('$', `JSON.stringify threw: ${(error as Error)?.message ?? String(error)}`);
   }
-  const json = payload === undefined ? 'null' : JSON.stringify(payload);
+  if (json === undefined) throw refuse('$', 'its toJSON() returned nothing');
+  // What toJSON() returned was not scanned: look at the text for what jsonb refuses.
+  if (JSONB_REFUSES.test(json)) throw refuse('$', 'a toJSON() result holds NUL or a lone surrogate');
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > maxBytes) {
     throw new JobsError(
@@ -24,9 +41,61 @@ export function serializePayload(jobName: string, payload: unknown, maxBytes: nu
   return json;
 }
 
-function findUnserialisable(value: unknown, path: string, seen: Set<object>): { path: string; reason: string } | null {
+type Problem = { path: string; reason: string };
+
+/**
+ * Walks the value without recursion (a payload nested thousands deep must be
+ * refused, not overflow the stack), reading each property once inside a
+ * try: a getter or a proxy that throws is a refusal, not a crash.
+ */
+function findUnserialisable(root: unknown): Problem | null {
+  // `exit` frames take a container off the current path once its children are done.
+  const stack: Array<{ value: unknown; path: string; depth: number } | { exit: object }> = [
+    { value: root, path: '$', depth: 0 },
+  ];
+  const onPath = new Set<object>();
+  while (stack.length) {
+    const frame = stack.pop()!;
+    if ('exit' in frame) {
+      onPath.delete(frame.exit);
+      continue;
+    }
+    const { value, path, depth } = frame;
+    const leaf = checkLeaf(value, path);
+    if (leaf !== undefined) {
+      if (leaf) return leaf;
+      continue;
+    }
+    const obj = value as object;
+    if (onPath.has(obj)) return { path, reason: 'a circular reference' };
+    if (depth >= MAX_PAYLOAD_DEPTH) return { path, reason: `nested deeper than ${MAX_PAYLOAD_DEPTH} levels` };
+    const kind = containerKind(obj, path);
+    if (kind === 'opaque') continue;
+    if (typeof kind !== 'string') return kind;
+    let children: Array<[string, unknown]>;
+    try {
+      children = kind === 'array' ? arrayChildren(obj as unknown[], path) : objectChildren(obj, path);
+    } catch (error) {
+      if (isProblem(error)) return error;
+      return { path, reason: `reading it threw: ${(error as Error)?.message ?? String(error)}` };
+    }
+    onPath.add(obj);
+    stack.push({ exit: obj });
+    for (let i = children.length - 1; i >= 0; i--) {
+      const [key, child] = children[i]!;
+      stack.push({ value: child, path: path + key, depth: depth + 1 });
+    }
+  }
+  return null;
+}
+
+/** A problem with a non-container value; null when it is fine; undefined for a container. */
+function checkLeaf(value: unknown, path: string): Problem | null | undefined {
   switch (typeof value) {
-    case 'string':
+    case 'string': {
+      const bad = jsonbRefuses(value);
+      return bad ? { path, reason: bad } : null;
+    }
     case 'boolean':
       return null;
     case 'number':
@@ -39,30 +108,74 @@ function findUnserialisable(value: unknown, path: string, seen: Set<object>): { 
       return { path, reason: 'a symbol' };
     case 'undefined':
       return path === '$' ? null : { path, reason: 'undefined' };
-    case 'object':
-      break;
+    default:
+      return value === null ? null : undefined;
   }
-  if (value === null) return null;
-  const obj = value as object;
-  if (seen.has(obj)) return { path, reason: 'a circular reference' };
-  if (typeof (obj as { toJSON?: unknown }).toJSON === 'function' && !(obj instanceof Date)) return null;
-  if (obj instanceof Date) return { path, reason: 'a Date (it would arrive as a string)' };
-  if (obj instanceof Map || obj instanceof Set)
-    return { path, reason: `a ${obj.constructor.name} (it would arrive as {})` };
-  const proto = Object.getPrototypeOf(obj) as object | null;
-  if (!Array.isArray(obj) && proto !== Object.prototype && proto !== null) {
-    return { path, reason: `an instance of ${obj.constructor?.name ?? 'a class'}` };
+}
+
+function containerKind(obj: object, path: string): 'array' | 'object' | 'opaque' | Problem {
+  try {
+    if (obj instanceof Date) return { path, reason: 'a Date (it would arrive as a string)' };
+    // The object decides its own JSON; its result is checked as text afterwards.
+    if (typeof (obj as { toJSON?: unknown }).toJSON === 'function') return 'opaque';
+    if (obj instanceof Map || obj instanceof Set)
+      return { path, reason: `a ${obj.constructor.name} (it would arrive as {})` };
+    if (Array.isArray(obj)) return 'array';
+    const proto = Object.getPrototypeOf(obj) as object | null;
+    if (proto !== Object.prototype && proto !== null) {
+      return {
+        path,
+        reason: `an instance of ${(obj.constructor as { name?: string } | undefined)?.name ?? 'a class'}`,
+      };
+    }
+    return 'object';
+  } catch (error) {
+    return { path, reason: `reading it threw: ${(error as Error)?.message ?? String(error)}` };
   }
-  seen.add(obj);
-  const entries: Array<[string, unknown]> = Array.isArray(obj)
-    ? obj.map((v, i) => [`[${i}]`, v])
-    : Object.entries(obj).map(([k, v]) => [`.${k}`, v]);
-  for (const [key, v] of entries) {
-    const found = findUnserialisable(v, path + key, seen);
-    if (found) return found;
+}
+
+function arrayChildren(arr: unknown[], path: string): Array<[string, unknown]> {
+  const out: Array<[string, unknown]> = [];
+  for (let i = 0; i < arr.length; i++) {
+    if (!(i in arr)) throw problem(`${path}[${i}]`, 'a hole in a sparse array (it would arrive as null)');
+    out.push([`[${i}]`, arr[i]]);
   }
-  seen.delete(obj);
-  return null;
+  return out;
+}
+
+function objectChildren(obj: object, path: string): Array<[string, unknown]> {
+  if (Object.getOwnPropertySymbols(obj).some((s) => Object.prototype.propertyIsEnumerable.call(obj, s))) {
+    throw problem(path, 'a symbol key (it would be dropped)');
+  }
+  const out: Array<[string, unknown]> = [];
+  for (const key of Object.keys(obj)) {
+    const bad = jsonbRefuses(key);
+    if (bad) throw problem(`${path}[${JSON.stringify(key)}]`, `its key holds ${bad}`);
+    let value: unknown;
+    try {
+      value = (obj as Record<string, unknown>)[key];
+    } catch (error) {
+      throw problem(`${path}.${key}`, `reading it threw: ${(error as Error)?.message ?? String(error)}`);
+    }
+    out.push([`.${key}`, value]);
+  }
+  return out;
+}
+
+/** NUL and lone surrogates: the two things jsonb refuses in a string. */
+function jsonbRefuses(text: string): string | null {
+  // eslint-disable-next-line no-control-regex
+  const m = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.exec(text);
+  if (!m) return null;
+  return m[0] === '\u0000' ? `a NUL character at index ${m.index}` : `a lone UTF-16 surrogate at index ${m.index}`;
+}
+
+const PROBLEM = Symbol('problem');
+function problem(path: string, reason: string): Problem {
+  return Object.assign({ path, reason }, { [PROBLEM]: true });
+}
+function isProblem(value: unknown): value is Problem {
+  return typeof value === 'object' && value !== null && PROBLEM in value;
 }
 
 /** Limits on what a job may carry, from JobsModule's options. */

@@ -1,6 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
+  checkName,
+  checkOptions,
   Clock,
+  databaseCall,
+  describeValue,
   JOB_STATES,
   isUuid,
   JobsError,
@@ -50,16 +54,19 @@ export class JobsMonitor {
    * checks and frequent polls).
    */
   async counts(options: { since?: Date; finished?: boolean } = {}): Promise<JobCounts> {
+    options = checkOptions('JobsMonitor.counts()', options, '{ since: new Date(Date.now() - 3_600_000) }') ?? {};
     const now = this.clock.now();
     const since = options.since ?? new Date(now.getTime() - DAY);
     if (!(since instanceof Date) || Number.isNaN(since.getTime())) {
       throw new JobsError(
-        `JobsMonitor.counts(): "since" must be a valid Date, got ${String(options.since)}. Potential fix: pass new Date(...) or leave it out for the last 24 hours.`,
+        `JobsMonitor.counts(): "since" must be a valid Date, got ${describeValue(options.since)}. Potential fix: pass new Date(...) or leave it out for the last 24 hours.`,
       );
     }
     const total = emptyCounts();
     const queues: Record<string, StateCounts> = {};
-    for (const { queue, state, n } of await this.storage.counts(now, options.finished === false ? null : since)) {
+    const finishedSince = options.finished === false ? null : since;
+    const rows = await databaseCall('JobsMonitor.counts()', () => this.storage.counts(now, finishedSince));
+    for (const { queue, state, n } of rows) {
       const byQueue = (queues[queue] ??= emptyCounts());
       byQueue[state] += n;
       total[state] += n;
@@ -74,14 +81,15 @@ export class JobsMonitor {
    * stalled; its leases expire and its jobs run elsewhere).
    */
   async workers(options: { stoppedWithin?: number } = {}): Promise<WorkerInfo[]> {
+    options = checkOptions('JobsMonitor.workers()', options, '{ stoppedWithin: 3_600_000 }') ?? {};
     const now = this.clock.now().getTime();
     const within = options.stoppedWithin ?? HOUR;
-    if (!Number.isFinite(within) || within < 0) {
+    if (typeof within !== 'number' || !Number.isFinite(within) || within < 0) {
       throw new JobsError(
-        `JobsMonitor.workers(): "stoppedWithin" must be a duration in ms (>= 0), got ${String(within)}. Potential fix: pass e.g. 3_600_000 for an hour.`,
+        `JobsMonitor.workers(): "stoppedWithin" must be a duration in ms (>= 0), got ${describeValue(within)}. Potential fix: pass e.g. 3_600_000 for an hour.`,
       );
     }
-    const rows = await this.storage.workers(new Date(now - within));
+    const rows = await databaseCall('JobsMonitor.workers()', () => this.storage.workers(new Date(now - within)));
     return rows.map((w) => ({
       ...w,
       alive: w.stoppedAt === null && now - w.lastHeartbeat.getTime() <= this.options.staleAfter,
@@ -90,41 +98,41 @@ export class JobsMonitor {
 
   /** Jobs newest first, filtered by state(s), queue and name; page with `before: page.next`. */
   async jobs(filter: JobListFilter = {}): Promise<JobPage> {
+    filter = checkOptions('JobsMonitor.jobs()', filter, "{ state: 'failed' }") ?? {};
     const states = filter.state === undefined ? null : [filter.state].flat();
     for (const state of states ?? []) {
       if (!(JOB_STATES as readonly string[]).includes(state)) {
         throw new JobsError(
-          `JobsMonitor.jobs(): unknown state "${String(state)}". Potential fix: one of ${JOB_STATES.join(', ')}.`,
+          `JobsMonitor.jobs(): unknown state ${typeof state === 'string' ? JSON.stringify(state) : describeValue(state)}. Potential fix: one of ${JOB_STATES.join(', ')}.`,
         );
       }
     }
     const limit = filter.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
       throw new JobsError(
-        `JobsMonitor.jobs(): "limit" must be an integer from 1 to ${MAX_PAGE}, got ${String(limit)}. Potential fix: page with "before" instead of asking for more.`,
+        `JobsMonitor.jobs(): "limit" must be an integer from 1 to ${MAX_PAGE}, got ${describeValue(limit)}. Potential fix: page with "before" instead of asking for more.`,
       );
     }
     if (filter.before !== undefined && !isUuid(filter.before)) {
       throw new JobsError(
-        `JobsMonitor.jobs(): "before" must be a job id (a UUID), got "${String(filter.before)}". Potential fix: pass the "next" of the previous page.`,
+        `JobsMonitor.jobs(): "before" must be a job id (a UUID), got ${describeValue(filter.before)}. Potential fix: pass the "next" of the previous page.`,
       );
     }
     for (const field of ['queue', 'name'] as const) {
       const value = filter[field];
-      if (value !== undefined && (typeof value !== 'string' || value === '')) {
-        throw new JobsError(
-          `JobsMonitor.jobs(): "${field}" must be a non-empty string, got ${JSON.stringify(value)}. Potential fix: leave it out to match every ${field}.`,
-        );
-      }
+      if (value !== undefined)
+        checkName('JobsMonitor.jobs()', field, value, field === 'queue' ? 'emails' : 'send-receipt');
     }
     // One more than asked tells whether a next page exists.
-    const rows = await this.storage.jobs({
-      states: states as JobState[] | null,
-      queue: filter.queue ?? null,
-      name: filter.name ?? null,
-      before: filter.before ?? null,
-      limit: limit + 1,
-    });
+    const rows = await databaseCall('JobsMonitor.jobs()', () =>
+      this.storage.jobs({
+        states: states as JobState[] | null,
+        queue: filter.queue ?? null,
+        name: filter.name ?? null,
+        before: filter.before ?? null,
+        limit: limit + 1,
+      }),
+    );
     const jobs = rows.slice(0, limit);
     return { jobs, next: rows.length > limit ? jobs[jobs.length - 1]!.id : null };
   }

@@ -1,6 +1,7 @@
 import { Injectable, type Type } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { JobsError, type JobHandler, type PayloadOf } from '../model/index.js';
+import { checkName, checkOptions, JobsError, type JobHandler, type PayloadOf } from '../model/index.js';
+import { checkManager } from './manager.js';
 import type { DependencyOn } from './queue-options.js';
 import { WorkflowWriter, type BatchPlan, type StepOptions } from './workflow-writer.js';
 
@@ -51,8 +52,10 @@ export class BatchDraft {
         `Batch${this.plan.name ? ` "${this.plan.name}"` : ''} was already dispatched. Potential fix: call batches.create() again for another batch.`,
       );
     }
+    const where = `batch${this.plan.name ? ` "${this.plan.name}"` : ''}.dispatch()`;
+    const manager = checkManager(where, checkOptions(where, options, '{ manager }')?.manager);
     this.dispatched = true;
-    return this.writer.dispatchBatch(this.plan, options.manager);
+    return this.writer.dispatchBatch(this.plan, manager);
   }
 
   private callback(on: DependencyOn, job: Type | string, payload: unknown, options: StepOptions): this {
@@ -67,11 +70,7 @@ export class BatchBuilder {
   constructor(private readonly writer: WorkflowWriter) {}
 
   create(name?: string): BatchDraft {
-    if (name !== undefined && (typeof name !== 'string' || name.length > 200)) {
-      throw new JobsError(
-        `batches.create(): the name must be a string of at most 200 characters. Potential fix: create('import-october').`,
-      );
-    }
+    if (name !== undefined) checkName('batches.create()', 'name', name, 'import-october');
     return new BatchDraft(this.writer, name ?? null);
   }
 }

@@ -1,6 +1,14 @@
 import type { Type } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { JobsError, type JobHandler, type PayloadOf } from '../model/index.js';
+import {
+  checkOptions,
+  describeValue,
+  isDependencyTrigger,
+  JobsError,
+  type JobHandler,
+  type PayloadOf,
+} from '../model/index.js';
+import { checkManager } from './manager.js';
 import type { DependencyOn } from './queue-options.js';
 import type { FlowNode, StepOptions, WorkflowWriter } from './workflow-writer.js';
 
@@ -23,17 +31,33 @@ export class FlowDraft {
         `flow().add(): every step needs a non-empty string key. Potential fix: add('resize', Resize, payload).`,
       );
     }
-    const { after = [], ...rest } = options;
-    const edges = after.map((e) =>
-      typeof e === 'string' ? { key: e, on: 'success' as const } : { key: e.key, on: e.on ?? 'success' },
-    );
+    const { after = [], ...rest } = checkOptions(`flow().add('${key}')`, options, '{ after: [...] }') ?? {};
+    if (!Array.isArray(after)) {
+      throw new JobsError(
+        `flow().add('${key}'): "after" must be an array of step keys, got ${describeValue(after)}. Potential fix: { after: ['resize'] }.`,
+      );
+    }
+    const edges = after.map((e) => {
+      const edge =
+        typeof e === 'string' ? { key: e, on: 'success' as const } : e && { key: e.key, on: e.on ?? 'success' };
+      if (!edge || typeof edge.key !== 'string' || !isDependencyTrigger(edge.on)) {
+        throw new JobsError(
+          `flow().add('${key}'): each "after" entry is a step key or { key, on: 'success' | 'failure' | 'always' }, got ${describeValue(e)}. Potential fix: { after: ['resize', { key: 'scan', on: 'always' }] }.`,
+        );
+      }
+      return edge;
+    });
     this.nodes.push({ key, job, payload, options: rest, after: edges });
     return this;
   }
 
   /** Returns the id of each step by its key. */
   async dispatch(options: { manager?: EntityManager } = {}): Promise<{ ids: Record<string, string> }> {
-    return { ids: await this.writer.dispatchFlow(this.nodes, 'flow()', options.manager) };
+    const manager = checkManager(
+      'flow().dispatch()',
+      checkOptions('flow().dispatch()', options, '{ manager }')?.manager,
+    );
+    return { ids: await this.writer.dispatchFlow(this.nodes, 'flow()', manager) };
   }
 }
 
@@ -56,7 +80,11 @@ export class ChainDraft {
       options: s.options,
       after: i === 0 ? [] : [{ key: String(i - 1), on: 'success' }],
     }));
-    const ids = await this.writer.dispatchFlow(nodes, 'chain()', options.manager);
+    const manager = checkManager(
+      'chain().dispatch()',
+      checkOptions('chain().dispatch()', options, '{ manager }')?.manager,
+    );
+    const ids = await this.writer.dispatchFlow(nodes, 'chain()', manager);
     return { ids: nodes.map((n) => ids[n.key]!) };
   }
 }

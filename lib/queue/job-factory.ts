@@ -1,7 +1,18 @@
 import { Inject, Injectable, type Type } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { validateJobOptions } from '../discovery/job.decorator.js';
-import { Clock, JobsError, JobTracing, uuidv7, type JobHandler, type NewJob } from '../model/index.js';
+import {
+  checkDate,
+  checkOptions,
+  Clock,
+  describeValue,
+  JobsError,
+  JobTracing,
+  LATEST_TIME,
+  uuidv7,
+  type JobHandler,
+  type NewJob,
+} from '../model/index.js';
 import { QUEUE_SETTINGS, serializePayload, type QueueSettings } from '../model/index.js';
 import type { EnqueueOptions } from './queue-options.js';
 
@@ -21,9 +32,10 @@ export class JobFactory {
     private readonly tracing: JobTracing,
   ) {}
 
-  build(job: JobRef, payload: unknown, options: Omit<EnqueueOptions, 'manager' | 'after'>, now: Date): NewJob {
+  build(job: JobRef, payload: unknown, given: Omit<EnqueueOptions, 'manager' | 'after'>, now: Date): NewJob {
     const name = this.resolveName(job);
     const where = `enqueue('${name}')`;
+    const options = checkOptions(where, given, '{ delay: 5000 }') ?? {};
     validateJobOptions(where, options);
     const defaults = this.registry.optionsOf(name);
     if (options.queue === undefined && !defaults.queueKnown) {
@@ -35,25 +47,21 @@ export class JobFactory {
     }
     let runAt = now;
     if (options.delay !== undefined) {
-      if (typeof options.delay !== 'number' || !Number.isFinite(options.delay) || options.delay < 0) {
+      const delay = options.delay;
+      if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0 || now.getTime() + delay > LATEST_TIME) {
         throw new JobsError(
-          `${where}: "delay" must be a number of milliseconds >= 0, got ${String(options.delay)}. Potential fix: delay: 5000, or runAt: new Date(...) for an absolute time.`,
+          `${where}: "delay" must be a number of milliseconds >= 0 that ends before the year 10000, got ${describeValue(delay)}. Potential fix: delay: 5000, or runAt: new Date(...) for an absolute time.`,
         );
       }
-      runAt = new Date(now.getTime() + options.delay);
+      runAt = new Date(now.getTime() + delay);
     }
     if (options.runAt !== undefined) {
-      if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
-        throw new JobsError(
-          `${where}: "runAt" must be a valid Date, got ${String(options.runAt)}. Potential fix: runAt: new Date('2026-12-01T09:00:00Z').`,
-        );
-      }
+      runAt = checkDate(where, 'runAt', options.runAt, "new Date('2026-12-01T09:00:00Z')");
       if (options.delay !== undefined) {
         throw new JobsError(
           `${where}: pass either "delay" or "runAt", not both. Potential fix: keep the one you mean.`,
         );
       }
-      runAt = options.runAt;
     }
     return {
       id: uuidv7(now.getTime()),

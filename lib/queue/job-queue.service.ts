@@ -1,6 +1,13 @@
 import { Inject, Injectable, type Type } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import {
+  checkId,
+  checkInteger,
+  checkOptions,
+  databaseCall,
+  describeValue,
+  INT4_MAX,
+  JOB_STATES,
   JobsError,
   type BatchInfo,
   type JobHandler,
@@ -19,6 +26,7 @@ import {
 import { ChainDraft, FlowDraft } from './flow-drafts.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import type { EnqueueOptions } from './queue-options.js';
+import { checkManager } from './manager.js';
 import { WorkflowWriter } from './workflow-writer.js';
 
 export type { JobRef } from './job-factory.js';
@@ -52,11 +60,13 @@ export class JobQueue {
     payload: PayloadOf<H>,
     options: EnqueueOptions = {},
   ): Promise<{ id: string }> {
-    if (options.after !== undefined) return this.writer.enqueueAfter(job, payload, options);
+    const given = checkOptions('enqueue()', options, '{ delay: 5000 }') ?? {};
+    const manager = checkManager('enqueue()', given.manager);
+    if (given.after !== undefined) return this.writer.enqueueAfter(job, payload, given);
     const now = this.factory.clock.now();
-    const { manager, ...rest } = options;
+    const { manager: _manager, ...rest } = given;
     const row = this.factory.build(job, payload, rest, now);
-    await this.storage.insertJobs([row], now, manager);
+    await databaseCall(`enqueue('${row.name}')`, () => this.storage.insertJobs([row], now, manager));
     return { id: row.id };
   }
 
@@ -65,14 +75,19 @@ export class JobQueue {
     items: ReadonlyArray<EnqueueItem>,
     options: { manager?: EntityManager } = {},
   ): Promise<Array<{ id: string }>> {
+    if (!Array.isArray(items)) {
+      throw new JobsError(
+        `enqueueMany(): the items must be an array, got ${describeValue(items)}. Potential fix: enqueueMany([{ job: SendReceipt, payload }]).`,
+      );
+    }
+    const tx = checkManager('enqueueMany()', checkOptions('enqueueMany()', options, '{ manager }')?.manager);
     const now = this.factory.clock.now();
-    const tx = options.manager;
     const ids: Array<{ id: string }> = [];
     const build = (from: number, to: number): NewJob[] => {
       const rows = items.slice(from, to).map((item, k) => {
-        if (!item || (typeof item.job !== 'function' && typeof item.job !== 'string')) {
+        if (!item || typeof item !== 'object' || (typeof item.job !== 'function' && typeof item.job !== 'string')) {
           throw new JobsError(
-            `enqueueMany: item ${from + k} has no "job". Potential fix: pass { job: HandlerClass, payload }.`,
+            `enqueueMany(): item ${from + k} has no "job" (got ${describeValue(item)}). Nothing was written. Potential fix: pass { job: HandlerClass, payload }.`,
           );
         }
         return this.factory.build(item.job, item.payload, item.options ?? {}, now);
@@ -81,14 +96,15 @@ export class JobQueue {
       return rows;
     };
     if (items.length <= ENQUEUE_CHUNK) {
-      await this.storage.insertJobs(build(0, items.length), now, tx);
+      const rows = build(0, items.length);
+      await databaseCall('enqueueMany()', () => this.storage.insertJobs(rows, now, tx));
       return ids;
     }
     // Built chunk by chunk while earlier chunks are being inserted, all in one transaction.
     function* chunks(): Generator<NewJob[]> {
       for (let i = 0; i < items.length; i += ENQUEUE_CHUNK) yield build(i, i + ENQUEUE_CHUNK);
     }
-    await this.storage.insertJobChunks(chunks(), now, tx);
+    await databaseCall('enqueueMany()', () => this.storage.insertJobChunks(chunks(), now, tx));
     return ids;
   }
 
@@ -102,13 +118,16 @@ export class JobQueue {
     return new FlowDraft(this.writer);
   }
 
-  get(id: string): Promise<JobInfo | null> {
-    return this.storage.getJob(id);
+  /** The job with its history; null when no job has this id. */
+  async get(id: string): Promise<JobInfo | null> {
+    const jobId = checkId('get()', id);
+    return databaseCall(`get(${jobId})`, () => this.storage.getJob(jobId));
   }
 
   /** Queued or waiting → cancelled now; active → its signal aborts and it ends cancelled. */
   async cancel(id: string): Promise<void> {
-    const result = await this.storage.cancel(id, this.factory.clock.now());
+    id = checkId('cancel()', id);
+    const result = await databaseCall(`cancel(${id})`, () => this.storage.cancel(id, this.factory.clock.now()));
     if (result.outcome === 'not-found') {
       throw new JobsError(`cancel(${id}): no such job. Potential fix: check the id returned by enqueue().`);
     }
@@ -121,7 +140,8 @@ export class JobQueue {
 
   /** Failed, cancelled or skipped → queued again with fresh attempts; reopens its batch and skipped dependents. */
   async retry(id: string): Promise<void> {
-    const result = await this.storage.retry(id, this.factory.clock.now());
+    id = checkId('retry()', id);
+    const result = await databaseCall(`retry(${id})`, () => this.storage.retry(id, this.factory.clock.now()));
     if (result.outcome === 'not-found') {
       throw new JobsError(`retry(${id}): no such job. Potential fix: check the id returned by enqueue().`);
     }
@@ -132,28 +152,39 @@ export class JobQueue {
     }
   }
 
-  batchStatus(id: string): Promise<BatchInfo | null> {
-    return this.workflows.batchStatus(id);
+  async batchStatus(id: string): Promise<BatchInfo | null> {
+    const batchId = checkId('batchStatus()', id, 'batch');
+    return databaseCall(`batchStatus(${batchId})`, () => this.workflows.batchStatus(batchId));
   }
 
-  batchMembers(id: string, options: { state?: JobState; skip?: number; take?: number } = {}): Promise<BatchMember[]> {
-    const take = options.take ?? 100;
-    const skip = options.skip ?? 0;
-    if (!Number.isInteger(take) || take < 1 || take > 10_000 || !Number.isInteger(skip) || skip < 0) {
+  async batchMembers(
+    id: string,
+    options: { state?: JobState; skip?: number; take?: number } = {},
+  ): Promise<BatchMember[]> {
+    const batchId = checkId('batchMembers()', id, 'batch');
+    const where = `batchMembers(${batchId})`;
+    const o = checkOptions(where, options, '{ skip: 0, take: 100 }') ?? {};
+    const take = o.take === undefined ? 100 : checkInteger(where, 'take', o.take, 1, 10_000, 100);
+    const skip = o.skip === undefined ? 0 : checkInteger(where, 'skip', o.skip, 0, INT4_MAX, 0);
+    if (o.state !== undefined && !(JOB_STATES as readonly unknown[]).includes(o.state)) {
       throw new JobsError(
-        `batchMembers(${id}): "take" must be 1..10000 and "skip" >= 0. Potential fix: { skip: 0, take: 100 }.`,
+        `${where}: "state" must be one of ${JOB_STATES.join(', ')}, got ${describeValue(o.state)}. Potential fix: { state: 'failed' }.`,
       );
     }
-    return this.workflows.batchMembers(id, { state: options.state, skip, take });
+    return databaseCall(where, () => this.workflows.batchMembers(batchId, { state: o.state, skip, take }));
   }
 
-  batchGraph(id: string): Promise<BatchGraph | null> {
-    return this.workflows.batchGraph(id);
+  async batchGraph(id: string): Promise<BatchGraph | null> {
+    const batchId = checkId('batchGraph()', id, 'batch');
+    return databaseCall(`batchGraph(${batchId})`, () => this.workflows.batchGraph(batchId));
   }
 
   /** Members not started → cancelled; running ones have their signal aborted; `finally` still runs. */
   async cancelBatch(id: string): Promise<void> {
-    const result = await this.workflows.cancelBatch(id, this.factory.clock.now());
+    id = checkId('cancelBatch()', id, 'batch');
+    const result = await databaseCall(`cancelBatch(${id})`, () =>
+      this.workflows.cancelBatch(id, this.factory.clock.now()),
+    );
     if (result === 'not-found')
       throw new JobsError(`cancelBatch(${id}): no such batch. Potential fix: check the id returned by dispatch().`);
     if (result === 'finished')
@@ -164,7 +195,8 @@ export class JobQueue {
 
   /** Deletes a settled batch and its members (the callbacks stay, as ordinary jobs). */
   async deleteBatch(id: string): Promise<void> {
-    const result = await this.workflows.deleteBatch(id);
+    id = checkId('deleteBatch()', id, 'batch');
+    const result = await databaseCall(`deleteBatch(${id})`, () => this.workflows.deleteBatch(id));
     if (result === 'not-found')
       throw new JobsError(`deleteBatch(${id}): no such batch. Potential fix: check the id returned by dispatch().`);
     if (result === 'executing') {

@@ -3,6 +3,7 @@ import type { EntityManager } from 'typeorm';
 import {
   isDependencyTrigger,
   isTerminal,
+  databaseCall,
   isUuid,
   JobsError,
   triggerMet,
@@ -49,38 +50,41 @@ export class WorkflowWriter {
     const { manager, after, ...rest } = options;
     const row = this.factory.build(job, payload, rest, now);
     const parents = normalizeParents(row.name, after!);
-    await this.storage.transaction(async (tx) => {
-      const jobIds = parents.flatMap((p) => ('job' in p ? [p.job] : []));
-      const batchIds = parents.flatMap((p) => ('batch' in p ? [p.batch] : []));
-      const states = await this.storage.lockParents(jobIds, batchIds, tx);
-      const deps: NewDependency[] = [];
-      let remaining = 0;
-      for (const parent of parents) {
-        const on = parent.on ?? 'success';
-        let outcome: string | null;
-        if ('job' in parent) {
-          const state = states.jobs.get(parent.job);
-          if (!state) throw unknownParent(row.name, 'job', parent.job);
-          outcome = isTerminal(state) ? state : null;
-          deps.push({ childId: row.id, parentJobId: parent.job, trigger: on, parentOutcome: outcome });
-        } else {
-          const batch = states.batches.get(parent.batch);
-          if (!batch) throw unknownParent(row.name, 'batch', parent.batch);
-          // A batch's failure edges close at its first failure, which may be past.
-          outcome = batch.state !== 'executing' ? batch.state : on === 'failure' && batch.failed > 0 ? 'failed' : null;
-          deps.push({ childId: row.id, parentBatchId: parent.batch, trigger: on, parentOutcome: outcome });
+    await databaseCall(`enqueue('${row.name}')`, () =>
+      this.storage.transaction(async (tx) => {
+        const jobIds = parents.flatMap((p) => ('job' in p ? [p.job] : []));
+        const batchIds = parents.flatMap((p) => ('batch' in p ? [p.batch] : []));
+        const states = await this.storage.lockParents(jobIds, batchIds, tx);
+        const deps: NewDependency[] = [];
+        let remaining = 0;
+        for (const parent of parents) {
+          const on = parent.on ?? 'success';
+          let outcome: string | null;
+          if ('job' in parent) {
+            const state = states.jobs.get(parent.job);
+            if (!state) throw unknownParent(row.name, 'job', parent.job);
+            outcome = isTerminal(state) ? state : null;
+            deps.push({ childId: row.id, parentJobId: parent.job, trigger: on, parentOutcome: outcome });
+          } else {
+            const batch = states.batches.get(parent.batch);
+            if (!batch) throw unknownParent(row.name, 'batch', parent.batch);
+            // A batch's failure edges close at its first failure, which may be past.
+            outcome =
+              batch.state !== 'executing' ? batch.state : on === 'failure' && batch.failed > 0 ? 'failed' : null;
+            deps.push({ childId: row.id, parentBatchId: parent.batch, trigger: on, parentOutcome: outcome });
+          }
+          if (outcome === null) remaining++;
         }
-        if (outcome === null) remaining++;
-      }
-      const ready = deps.every((d) => triggerMet(d.trigger, d.parentOutcome!));
-      const state = remaining > 0 ? 'waiting' : ready ? 'queued' : 'skipped';
-      await this.storage.insertGraph(
-        { jobs: [{ ...row, state: state as NewJob['state'], remainingDependencies: remaining }], dependencies: deps },
-        now,
-        tx,
-      );
-      await this.storage.markParents(jobIds, tx);
-    }, manager);
+        const ready = deps.every((d) => triggerMet(d.trigger, d.parentOutcome!));
+        const state = remaining > 0 ? 'waiting' : ready ? 'queued' : 'skipped';
+        await this.storage.insertGraph(
+          { jobs: [{ ...row, state: state as NewJob['state'], remainingDependencies: remaining }], dependencies: deps },
+          now,
+          tx,
+        );
+        await this.storage.markParents(jobIds, tx);
+      }, manager),
+    );
     return { id: row.id };
   }
 
@@ -116,7 +120,7 @@ export class WorkflowWriter {
     const dependencies: NewDependency[] = nodes.flatMap((n) =>
       n.after.map((e) => ({ childId: rows.get(n.key)!.id, parentJobId: rows.get(e.key)!.id, trigger: e.on })),
     );
-    await this.storage.insertGraph({ jobs, dependencies }, now, manager);
+    await databaseCall(`${where}.dispatch()`, () => this.storage.insertGraph({ jobs, dependencies }, now, manager));
     return Object.fromEntries([...rows].map(([key, row]) => [key, row.id]));
   }
 
@@ -134,27 +138,29 @@ export class WorkflowWriter {
       const state: NewJob['state'] = empty ? (triggerMet(c.on, 'succeeded') ? 'queued' : 'skipped') : 'waiting';
       return { row: { ...row, state, remainingDependencies: empty ? 0 : 1 }, on: c.on };
     });
-    await this.storage.insertGraph(
-      {
-        batches: [
-          {
-            id: batchId,
-            name: plan.name,
-            state: empty ? 'succeeded' : 'executing',
-            total: members.length,
-            options: { allowFailures: plan.allowFailures },
-          },
-        ],
-        jobs: [...members, ...callbacks.map((c) => c.row)],
-        dependencies: callbacks.map((c) => ({
-          childId: c.row.id,
-          parentBatchId: batchId,
-          trigger: c.on,
-          parentOutcome: empty ? 'succeeded' : null,
-        })),
-      },
-      now,
-      manager,
+    await databaseCall(`batch${plan.name ? ` "${plan.name}"` : ''}.dispatch()`, () =>
+      this.storage.insertGraph(
+        {
+          batches: [
+            {
+              id: batchId,
+              name: plan.name,
+              state: empty ? 'succeeded' : 'executing',
+              total: members.length,
+              options: { allowFailures: plan.allowFailures },
+            },
+          ],
+          jobs: [...members, ...callbacks.map((c) => c.row)],
+          dependencies: callbacks.map((c) => ({
+            childId: c.row.id,
+            parentBatchId: batchId,
+            trigger: c.on,
+            parentOutcome: empty ? 'succeeded' : null,
+          })),
+        },
+        now,
+        manager,
+      ),
     );
     return { id: batchId };
   }

@@ -1,7 +1,11 @@
 import { Inject, Injectable, type Type } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import {
+  checkName,
+  checkOptions,
   Clock,
+  databaseCall,
+  describeValue,
   JobsError,
   type CatchUpMode,
   type JobHandler,
@@ -51,12 +55,8 @@ export class RecurringSchedules {
     cron: string,
     options: DynamicScheduleOptions<PayloadOf<H>> = {},
   ): Promise<ScheduleInfo> {
-    const where = `RecurringSchedules.upsert('${String(name)}')`;
-    if (options === null || typeof options !== 'object') {
-      throw new JobsError(
-        `${where}: options must be an object. Potential fix: upsert(name, Job, '0 * * * *', { timeZone: 'Europe/Berlin' }).`,
-      );
-    }
+    const where = `RecurringSchedules.upsert(${typeof name === 'string' ? `'${name}'` : describeValue(name)})`;
+    checkOptions(where, options, "upsert(name, Job, '0 * * * *', { timeZone: 'Europe/Berlin' })");
     const jobName = this.registry.resolveName(job);
     const now = this.clock.now();
     const definition = defineSchedule(
@@ -74,32 +74,36 @@ export class RecurringSchedules {
       this.settings.maxPayloadBytes,
       now,
     );
-    if (!(await this.storage.upsertDynamic(definition, now))) {
+    if (!(await databaseCall(where, () => this.storage.upsertDynamic(definition, now)))) {
       throw new JobsError(
         `${where}: a code-defined schedule (@Cron) has this name, and a dynamic schedule cannot replace it. ` +
           `Potential fix: pick another name, or change the @Cron in the code and deploy; pause('${name}') stops it meanwhile.`,
       );
     }
     await this.runner.refresh();
-    return (await this.storage.get(name))!;
+    return (await databaseCall(where, () => this.storage.get(name)))!;
   }
 
   /** Stops ticks until resume(); works on code-defined schedules too, and survives restarts. */
   async pause(name: string): Promise<void> {
-    if (!(await this.storage.pause(name, this.clock.now()))) throw this.notFound('pause', name);
+    const where = this.where('pause', name);
+    if (!(await databaseCall(where, () => this.storage.pause(name, this.clock.now())))) {
+      throw this.notFound('pause', name);
+    }
     await this.runner.refresh();
   }
 
   /** Ticks again from the next one after now; ticks that passed while paused are not caught up. */
   async resume(name: string): Promise<void> {
+    const where = this.where('resume', name);
     for (let attempt = 0; attempt < 3; attempt++) {
-      const current = await this.storage.get(name);
+      const current = await databaseCall(where, () => this.storage.get(name));
       if (!current) throw this.notFound('resume', name);
       if (!current.paused) return;
       const now = this.clock.now();
       const next = CronSchedule.parse(current.cron, current.timeZone).next(now);
       // Lost only to a concurrent redefinition of the timing: read it again.
-      if (await this.storage.resume(name, next, current, now)) {
+      if (await databaseCall(where, () => this.storage.resume(name, next, current, now))) {
         await this.runner.refresh();
         return;
       }
@@ -111,7 +115,8 @@ export class RecurringSchedules {
 
   /** Removes a dynamic schedule; false when there was none. Its jobs already written stay. */
   async remove(name: string): Promise<boolean> {
-    const result = await this.storage.removeDynamic(name);
+    const where = this.where('remove', name);
+    const result = await databaseCall(where, () => this.storage.removeDynamic(name));
     if (result === 'code-defined') {
       throw new JobsError(
         `RecurringSchedules.remove('${name}'): "${name}" is code-defined (@Cron), and a dynamic call cannot remove it. ` +
@@ -124,11 +129,19 @@ export class RecurringSchedules {
 
   /** Every schedule, code-defined and dynamic, with its last run, next run and paused state. */
   list(): Promise<ScheduleInfo[]> {
-    return this.storage.list();
+    return databaseCall('RecurringSchedules.list()', () => this.storage.list());
   }
 
-  get(name: string): Promise<ScheduleInfo | null> {
-    return this.storage.get(name);
+  async get(name: string): Promise<ScheduleInfo | null> {
+    const where = this.where('get', name);
+    return databaseCall(where, () => this.storage.get(name));
+  }
+
+  /** The call's name for messages, once the schedule name is known to be a name. */
+  private where(call: string, name: unknown): string {
+    const where = `RecurringSchedules.${call}()`;
+    checkName(where, 'name', name, 'nightly-report');
+    return `RecurringSchedules.${call}('${name as string}')`;
   }
 
   /**

@@ -1,6 +1,10 @@
 import type { JobRegistry } from '../discovery/job-registry.js';
 import {
   CATCH_UP_MODES,
+  checkName,
+  describeValue,
+  MAX_NAME_LENGTH,
+  unstorableText,
   JobsError,
   OVERLAP_MODES,
   type CatchUpMode,
@@ -33,14 +37,15 @@ export function defineSchedule(
   maxPayloadBytes: number,
   now: Date,
 ): ScheduleDefinition {
-  if (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 200) {
+  checkName(where, 'name', input.name, 'nightly-report');
+  if (
+    typeof input.cron !== 'string' ||
+    input.cron.trim() === '' ||
+    input.cron.length > MAX_NAME_LENGTH ||
+    unstorableText(input.cron)
+  ) {
     throw new JobsError(
-      `${where}: the schedule name must be a non-empty string of at most 200 characters. Potential fix: name: 'nightly-report'.`,
-    );
-  }
-  if (typeof input.cron !== 'string' || input.cron.trim() === '') {
-    throw new JobsError(
-      `${where}: the cron expression must be a non-empty string. Potential fix: '0 3 * * *' (03:00 daily) or '*/10 * * * * *' (every 10 seconds).`,
+      `${where}: the cron expression must be a printable non-empty string, got ${describeValue(input.cron)}. Potential fix: '0 3 * * *' (03:00 daily) or '*/10 * * * * *' (every 10 seconds).`,
     );
   }
   const requestedZone = input.timeZone ?? 'UTC';

@@ -69,9 +69,13 @@ describe('sample app over HTTP', () => {
     expect(app.get(Mailer).sent).toContainEqual({ orderId, email: 'ada@example.com' });
   });
 
-  it('GET /jobs/:id of an unknown job is 404', async () => {
+  it('GET /jobs/:id of an unknown job is 404; of something that is no job id, a 400 naming the fix', async () => {
     await request(app.getHttpServer()).get('/jobs/00000000-0000-7000-8000-000000000000').expect(404);
-    await request(app.getHttpServer()).get('/jobs/not-a-uuid').expect(404);
+    const bad = await request(app.getHttpServer()).get('/jobs/not-a-uuid').expect(400);
+    expect(bad.body.message).toMatch(
+      /get\(\): the string "not-a-uuid" is not a job id .*Potential fix: pass the id enqueue\(\) returned/,
+    );
+    await request(app.getHttpServer()).delete('/jobs/not-a-uuid').expect(400);
   });
 });
 

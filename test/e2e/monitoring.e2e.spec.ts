@@ -182,7 +182,7 @@ describe('JobsMonitor', () => {
       [{ state: 'done' as never }, /unknown state "done".*Potential fix: one of waiting, queued/],
       [{ limit: 0 }, /"limit" must be an integer from 1 to 500, got 0/],
       [{ limit: 501 }, /"limit" must be an integer from 1 to 500, got 501/],
-      [{ before: 'x' }, /"before" must be a job id \(a UUID\), got "x"/],
+      [{ before: 'x' }, /"before" must be a job id \(a UUID\), got the string "x"/],
       [{ queue: '' }, /"queue" must be a non-empty string/],
     ];
     for (const [filter, message] of bad) {

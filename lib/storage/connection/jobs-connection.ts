@@ -1,12 +1,13 @@
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { JobsError } from '../../model/index.js';
+import { describeValue, JobsError, settlesWithin } from '../../model/index.js';
+import { migrateSchema, pendingSchemaVersions } from '../migrations/schema-migrator.js';
 import {
   startEmbeddedPostgres,
   type EmbeddedPostgresHandle,
   type EmbeddedPostgresOptions,
 } from './embedded-postgres.js';
-import { migrateSchema, pendingSchemaVersions } from '../migrations/schema-migrator.js';
+import { pgSessionSettings, type ResolvedTimeouts } from './timeouts.js';
 
 export interface JobsConnectionSettings {
   dataSource?: DataSource;
@@ -14,7 +15,11 @@ export interface JobsConnectionSettings {
   embedded?: EmbeddedPostgresOptions;
   schema: string;
   migrationsRun: boolean;
+  timeouts: ResolvedTimeouts;
 }
+
+/** How long closing the connection may take: a database that stopped answering must not hold shutdown. */
+const CLOSE_WITHIN_MS = 5_000;
 
 /**
  * The database the module works on: the app's DataSource, one it owns, or
@@ -26,17 +31,16 @@ export class JobsConnection implements OnApplicationShutdown {
 
   private constructor(
     readonly dataSource: DataSource,
+    readonly schema: string,
+    readonly timeouts: ResolvedTimeouts,
     private readonly owned: boolean,
     private readonly embedded: EmbeddedPostgresHandle | null,
   ) {}
 
   static async open(settings: JobsConnectionSettings): Promise<JobsConnection> {
-    const { schema } = settings;
-    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
-      throw new JobsError(
-        `JobsModule: schema "${schema}" is not a plain identifier. Potential fix: schema: 'jobs' (letters, digits, underscores).`,
-      );
-    }
+    const { schema, timeouts } = settings;
+    checkSchemaName(schema);
+    const owned = (options: Record<string, unknown>) => ownedDataSource(options, timeouts);
     let connection: JobsConnection;
     if (settings.dataSource) {
       const ds = settings.dataSource;
@@ -46,24 +50,22 @@ export class JobsConnection implements OnApplicationShutdown {
         );
       }
       if (!ds.isInitialized) await ds.initialize();
-      connection = new JobsConnection(ds, false, null);
+      connection = new JobsConnection(ds, schema, timeouts, false, null);
     } else if (settings.connection !== undefined) {
-      const ds = new DataSource({
-        ...toPostgresOptions(settings.connection),
-        type: 'postgres',
-        entities: [],
-        synchronize: false,
-      });
+      const ds = owned(toPostgresOptions(settings.connection));
       await ds.initialize();
-      connection = new JobsConnection(ds, true, null);
+      connection = new JobsConnection(ds, schema, timeouts, true, null);
     } else {
       const embedded = await startEmbeddedPostgres(settings.embedded);
       JobsConnection.logger.warn(
         'No "connection" or "dataSource" given: using an embedded PostgreSQL (a development default). Point "connection" at your own server in production.',
       );
-      const ds = new DataSource({ type: 'postgres', url: embedded.url, entities: [], synchronize: false });
-      await ds.initialize();
-      connection = new JobsConnection(ds, true, embedded);
+      const ds = owned({ url: embedded.url });
+      await ds.initialize().catch(async (error: unknown) => {
+        await embedded.stop();
+        throw error;
+      });
+      connection = new JobsConnection(ds, schema, timeouts, true, embedded);
     }
     try {
       if (settings.migrationsRun) {
@@ -85,8 +87,54 @@ export class JobsConnection implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (this.owned && this.dataSource.isInitialized) await this.dataSource.destroy();
+    const close = async () => {
+      if (this.owned && this.dataSource.isInitialized) await this.dataSource.destroy();
+    };
+    const gaveUp = !(await settlesWithin(close(), CLOSE_WITHIN_MS));
+    if (gaveUp) {
+      JobsConnection.logger.warn(
+        `Closing the database connection did not finish within ${CLOSE_WITHIN_MS} ms; going on`,
+      );
+    }
     if (this.embedded) await this.embedded.stop();
+  }
+}
+
+/**
+ * A DataSource of the module's own: its sessions carry the library's name
+ * and timeouts (the user's own `extra` settings win where they set them).
+ * No connection-wide query timeout: the library's queries carry their own,
+ * and a migration (TypeORM's runner) may rightly take long.
+ */
+function ownedDataSource(options: Record<string, unknown>, timeouts: ResolvedTimeouts): DataSource {
+  const session = pgSessionSettings(timeouts, '');
+  const { application_name, connectionTimeoutMillis, query_timeout: _perQuery, ...extra } = session;
+  return new DataSource({
+    applicationName: application_name,
+    connectTimeoutMS: connectionTimeoutMillis,
+    ...options,
+    extra: { ...extra, ...((options.extra as object | undefined) ?? {}) },
+    type: 'postgres',
+    entities: [],
+    synchronize: false,
+  } as never);
+}
+
+/**
+ * What PostgreSQL accepts as a schema the library may create: a plain
+ * identifier of at most 63 bytes (longer ones are truncated, so two names
+ * would meet in one schema), and not `pg_`, which is reserved.
+ */
+function checkSchemaName(schema: unknown): void {
+  if (typeof schema !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
+    throw new JobsError(
+      `JobsModule: "schema" must be a plain identifier of 1 to 63 letters, digits and underscores, not starting with a digit; got ${describeValue(schema)}. Potential fix: schema: 'jobs'.`,
+    );
+  }
+  if (schema.toLowerCase().startsWith('pg_')) {
+    throw new JobsError(
+      `JobsModule: schema "${schema}" starts with "pg_", which PostgreSQL reserves for its own schemas. Potential fix: schema: 'jobs'.`,
+    );
   }
 }
 
@@ -97,6 +145,11 @@ function toPostgresOptions(connection: string | Record<string, unknown>): Record
         'JobsModule: "connection" is an empty string. Potential fix: connection: process.env.DATABASE_URL, after checking it is set.',
       );
     return { url: connection };
+  }
+  if (connection === null || typeof connection !== 'object') {
+    throw new JobsError(
+      `JobsModule: "connection" must be a postgres URL or TypeORM postgres options, got ${describeValue(connection)}. Potential fix: connection: process.env.DATABASE_URL.`,
+    );
   }
   if ('url' in connection && !connection.url && !connection.host) {
     throw new JobsError(

@@ -8,7 +8,34 @@ interface PgQueryable {
     text: string;
     values?: unknown[];
     name?: string;
+    query_timeout?: number;
   }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+}
+
+/** Client-side limits on waiting for PostgreSQL (0: none). */
+export interface ExecutorLimits {
+  queryMs: number;
+  connectMs: number;
+}
+
+const NO_LIMITS: ExecutorLimits = { queryMs: 0, connectMs: 0 };
+
+/**
+ * An error after which a connection cannot be trusted: anything but an
+ * error response from the server (which has a SQLSTATE code). A timed-out
+ * query may still be running on it, and its answer would reach the next one.
+ */
+function breaksConnection(error: unknown): boolean {
+  return !(
+    typeof (error as { code?: unknown })?.code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code)
+  );
+}
+
+function config(text: string, values: unknown[] | undefined, name: string | undefined, limits: ExecutorLimits) {
+  const c: { text: string; values?: unknown[]; name?: string; query_timeout?: number } = { text, values };
+  if (name) c.name = name;
+  if (limits.queryMs) c.query_timeout = limits.queryMs;
+  return c;
 }
 
 /**
@@ -27,9 +54,12 @@ interface PgPoolClient extends PgQueryable {
 }
 
 class ClientExecutor implements SqlExecutor {
-  constructor(private readonly client: PgQueryable) {}
+  constructor(
+    private readonly client: PgQueryable,
+    private readonly limits: ExecutorLimits = NO_LIMITS,
+  ) {}
   async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
-    const res = await this.client.query(name ? { text, values, name } : { text, values });
+    const res = await this.client.query(config(text, values, name, this.limits));
     return res.rows as T[];
   }
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
@@ -42,29 +72,77 @@ type PgPool = PgQueryable & { connect(): Promise<PgPoolClient> };
 export class PoolExecutor implements SqlExecutor {
   private readonly pool: PgPool;
 
-  /** TypeORM's own pool of a DataSource, or a pool of ours. */
-  constructor(source: DataSource | PgPool) {
+  /**
+   * TypeORM's own pool of a DataSource, or a pool of ours. `limits` bound
+   * the wait for a connection and for each answer on pools whose own
+   * settings may not (the app's DataSource is configured by the app).
+   */
+  constructor(
+    source: DataSource | PgPool,
+    private readonly limits: ExecutorLimits = NO_LIMITS,
+  ) {
     this.pool = 'driver' in source ? (pgPoolOf(source) as unknown as PgPool) : source;
   }
 
+  get executorLimits(): ExecutorLimits {
+    return this.limits;
+  }
+
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.connect();
+    const tx = new ClientExecutor(client, this.limits);
     try {
-      await client.query({ text: 'BEGIN' });
-      const result = await fn(new ClientExecutor(client));
-      await client.query({ text: 'COMMIT' });
+      await tx.query('BEGIN');
+      const result = await fn(tx);
+      await tx.query('COMMIT');
       client.release();
       return result;
     } catch (error) {
-      await client.query({ text: 'ROLLBACK' }).catch(() => undefined);
-      client.release();
+      const rolledBack = await tx.query('ROLLBACK').then(
+        () => true,
+        () => false,
+      );
+      client.release(rolledBack && !breaksConnection(error) ? undefined : (error as Error));
       throw error;
     }
   }
 
   async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
-    const res = await this.pool.query(name ? { text, values, name } : { text, values });
-    return res.rows as T[];
+    const client = await this.connect();
+    try {
+      const res = await client.query(config(text, values, name, this.limits));
+      client.release();
+      return res.rows as T[];
+    } catch (error) {
+      // Destroyed rather than pooled: a query that timed out may still be running on it.
+      client.release(breaksConnection(error) ? (error as Error) : undefined);
+      throw error;
+    }
+  }
+
+  /** A pooled client, or an error once `connectMs` has passed (the pool's own limit may be none). */
+  private connect(): Promise<PgPoolClient> {
+    const ms = this.limits.connectMs;
+    if (!ms) return this.pool.connect();
+    return new Promise((resolve, reject) => {
+      let late = false;
+      const timer = setTimeout(() => {
+        late = true;
+        reject(new Error(`no database connection within ${ms} ms`));
+      }, ms);
+      this.pool.connect().then(
+        (client) => {
+          clearTimeout(timer);
+          // Arrived after we gave up: back to the pool, not leaked.
+          if (late) client.release();
+          else resolve(client);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          if (!late) reject(error as Error);
+        },
+      );
+    });
   }
 }
 
@@ -74,35 +152,41 @@ export class PoolExecutor implements SqlExecutor {
  * statement kind; TypeORM 1.x returns `[rows, count]` for UPDATE … RETURNING.
  */
 class ManagerExecutor implements SqlExecutor {
-  constructor(private readonly manager: EntityManager) {}
+  constructor(
+    private readonly manager: EntityManager,
+    private readonly limits: ExecutorLimits,
+  ) {}
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const runner = this.manager.queryRunner;
     // Inside the caller's transaction already: join it rather than nest.
     if (runner && !runner.isReleased && runner.isTransactionActive) return fn(this);
-    return new PoolExecutor(this.manager.dataSource).transaction(fn);
+    return new PoolExecutor(this.manager.dataSource, this.limits).transaction(fn);
   }
 
   async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
     const runner = this.manager.queryRunner;
     if (!runner || runner.isReleased) {
       // A manager outside a transaction has nothing to join: use the pool.
-      return new PoolExecutor(this.manager.dataSource).query<T>(text, values, name);
+      return new PoolExecutor(this.manager.dataSource, this.limits).query<T>(text, values, name);
     }
     const client = (await runner.connect()) as PgQueryable;
-    const res = await client.query(name ? { text, values, name } : { text, values });
+    const res = await client.query(config(text, values, name, this.limits));
     return res.rows as T[];
   }
 }
 
-/** The executor a write runs on: the scope's transaction, or `fallback` (a pool) outside one. */
-export function executorFor(scope: TxScope | undefined, fallback: SqlExecutor): SqlExecutor {
+/**
+ * The executor a write runs on: the scope's transaction, or `fallback` (a
+ * pool) outside one; a caller's manager gets the fallback's limits.
+ */
+export function executorFor(scope: TxScope | undefined, fallback: PoolExecutor): SqlExecutor {
   if (!scope) return fallback;
-  // A StorageTx is one of our executors handed out by transactionScope(); anything else is a manager.
+  // A StorageTx is one of our executors handed out by transaction(); anything else is a manager.
   if (scope instanceof ClientExecutor || scope instanceof ManagerExecutor || scope instanceof PoolExecutor) {
     return scope;
   }
-  return new ManagerExecutor(scope as EntityManager);
+  return new ManagerExecutor(scope as EntityManager, fallback.executorLimits);
 }
 
 /** Hands an executor to code outside storage as the opaque handle it passes back. */

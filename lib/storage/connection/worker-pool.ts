@@ -1,7 +1,9 @@
 import pg from 'pg';
-import type { DataSource } from 'typeorm';
+import { settlesWithin } from '../../model/index.js';
+import type { StorageContext } from '../storage-context.js';
 import { pgPoolOf } from './pg-driver.js';
 import { PoolExecutor } from './sql-executor.js';
+import { pgSessionSettings } from './timeouts.js';
 
 /**
  * The connections of a worker's hot path (claims, outcomes, renewals): a
@@ -15,21 +17,22 @@ export class WorkerPool {
   private readonly pool: pg.Pool;
   readonly executor: PoolExecutor;
 
-  constructor(dataSource: DataSource, size: number, relaxedCommit: boolean) {
+  constructor(context: StorageContext, size: number, relaxedCommit: boolean) {
     // pg keeps a pool's settings as `options`; its typings leave them out.
-    const base = (pgPoolOf(dataSource) as unknown as { options: pg.PoolConfig }).options;
+    const base = (pgPoolOf(context.dataSource) as unknown as { options: pg.PoolConfig }).options;
     const options = [base.options, relaxedCommit ? '-c synchronous_commit=off' : null].filter(Boolean).join(' ');
     this.pool = new pg.Pool({
       ...base,
+      ...pgSessionSettings(context.timeouts, 'worker'),
       max: size,
       options: options || undefined,
-      application_name: 'nestjs-durable-jobs worker',
       // A worker lives as long as the app: an idle spell must not cost the
       // next job a new connection (several ms, measured) on its way to start.
       idleTimeoutMillis: 0,
     });
     // An idle connection that breaks must not crash the process; the next query reconnects.
     this.pool.on('error', () => undefined);
+    // The pool's own settings bound connects and queries: no timer of ours on the hot path.
     this.executor = new PoolExecutor(this.pool as never);
   }
 
@@ -39,7 +42,14 @@ export class WorkerPool {
     for (const c of clients) c.release();
   }
 
-  async close(): Promise<void> {
-    await this.pool.end();
+  /** Ends the pool; past `withinMs` (a silent database) the sockets are dropped instead. */
+  async close(withinMs: number): Promise<void> {
+    const ended = await settlesWithin(this.pool.end(), withinMs);
+    if (!ended) {
+      // pg keeps its clients as `_clients`; each holds its socket as `connection.stream`.
+      const clients = (this.pool as unknown as { _clients?: Array<{ connection?: { stream?: { destroy(): void } } }> })
+        ._clients;
+      for (const c of clients ?? []) c.connection?.stream?.destroy();
+    }
   }
 }

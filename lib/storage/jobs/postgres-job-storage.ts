@@ -43,6 +43,9 @@ import type { TxScope } from '../storage-tx.interface.js';
  */
 const PREPARED: ReadonlySet<keyof JobStatements> = new Set(['insert', 'insertUniform', 'claim', 'succeed']);
 
+/** How long closing the worker's pool may wait for its sessions to end. */
+const CLOSE_WITHIN_MS = 5_000;
+
 /** Claims, up to three outcome writes and a renewal can be in flight at once. */
 const WORKER_CONNECTIONS = 5;
 
@@ -74,7 +77,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
         `durable_jobs_${key}_${createHash('sha1').update(this.sql[key]).digest('hex').slice(0, 12)}`,
       ]),
     );
-    this.pool = new PoolExecutor(context.dataSource);
+    this.pool = context.executor;
     this.channel = context.channel;
   }
 
@@ -88,7 +91,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
   }
 
   private workerConnections(): WorkerPool {
-    return (this.workerPool ??= new WorkerPool(this.context.dataSource, WORKER_CONNECTIONS, this.relaxedCommit));
+    return (this.workerPool ??= new WorkerPool(this.context, WORKER_CONNECTIONS, this.relaxedCommit));
   }
 
   async openWorkerConnections(): Promise<void> {
@@ -103,7 +106,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
   async closeWorkerConnections(): Promise<void> {
     const pool = this.workerPool;
     this.workerPool = null;
-    await pool?.close();
+    await pool?.close(CLOSE_WITHIN_MS);
   }
 
   insertJobs(jobs: readonly NewJob[], now: Date, tx?: TxScope): Promise<void> {

@@ -57,6 +57,8 @@ export async function migrateSchema(dataSource: DataSource, schema: string): Pro
   try {
     await runner.connect();
     await runner.startTransaction();
+    // A new index on a big table may take long: the sessions' statement timeout is not for migrations.
+    await runner.query(`SET LOCAL statement_timeout = 0`);
     await runner.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`nestjs-durable-jobs:${schema}`]);
     await runner.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
     for (const statement of versionTable(s)) await runner.query(statement);

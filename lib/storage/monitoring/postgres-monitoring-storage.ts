@@ -14,7 +14,7 @@ export class PostgresMonitoringStorage implements MonitoringStorage {
 
   constructor(context: StorageContext) {
     this.sql = monitoringStatements(context.schema);
-    this.pool = new PoolExecutor(context.dataSource);
+    this.pool = context.executor;
   }
 
   async counts(now: Date, finishedSince: Date | null): Promise<CountRow[]> {

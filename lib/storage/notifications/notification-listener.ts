@@ -1,30 +1,26 @@
 import { Logger } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
+import pg from 'pg';
+import { settlesWithin } from '../../model/index.js';
 import { pgPoolOf } from '../connection/pg-driver.js';
 import { quoteIdent } from '../connection/sql-identifiers.js';
+import { pgSessionSettings } from '../connection/timeouts.js';
+import type { StorageContext } from '../storage-context.js';
 import { JobNotifications, type NotificationSubscriber } from './job-notifications.interface.js';
 import { decodeNotification } from './notification-topics.js';
 
-interface PgNotification {
-  channel: string;
-  payload?: string;
-}
-interface PgListenClient {
-  query(text: string): Promise<unknown>;
-  on(event: 'notification', cb: (msg: PgNotification) => void): void;
-  on(event: 'error', cb: (err: Error) => void): void;
-  removeAllListeners(): void;
-  release(err?: Error | boolean): void;
-}
+/** How long stopping may wait for the database to acknowledge UNLISTEN before the socket is dropped. */
+const STOP_WITHIN_MS = 2_000;
 
 /**
- * One pooled connection per instance that LISTENs on the schema's channel.
- * The connection is re-made after errors; polling covers the gap, and
- * subscribers hear of the reconnect so they can look for what they missed.
+ * One connection per instance that LISTENs on the schema's channel: a
+ * client of its own (made from the settings of TypeORM's pool) rather than
+ * one borrowed from the app's pool for the app's whole life. It is re-made
+ * after errors; polling covers the gap, and subscribers hear of the
+ * reconnect so they can look for what they missed.
  */
 export class NotificationListener extends JobNotifications {
   private readonly logger = new Logger('JobNotifications');
-  private client: PgListenClient | null = null;
+  private client: pg.Client | null = null;
   private stopped = false;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private readonly subscribers = new Set<NotificationSubscriber>();
@@ -34,10 +30,7 @@ export class NotificationListener extends JobNotifications {
   /** Set when a connection failed or was lost: what was sent meanwhile never arrived. */
   private gap = false;
 
-  constructor(
-    private readonly dataSource: DataSource,
-    private readonly channel: string,
-  ) {
+  constructor(private readonly context: StorageContext) {
     super();
   }
 
@@ -55,34 +48,47 @@ export class NotificationListener extends JobNotifications {
     await this.starting;
   }
 
+  private newClient(): pg.Client {
+    // pg keeps a pool's settings as `options`; its typings leave them out.
+    const base = (pgPoolOf(this.context.dataSource) as unknown as { options: pg.ClientConfig }).options;
+    return new pg.Client({ ...base, ...pgSessionSettings(this.context.timeouts, 'listener') });
+  }
+
   private async connect(): Promise<void> {
+    const client = this.newClient();
+    // Errors after connect (a dropped socket) arrive here; before it, connect() rejects.
+    client.on('error', (err) => this.lost(client, err));
     try {
-      const client = (await pgPoolOf(this.dataSource).connect()) as unknown as PgListenClient;
+      await client.connect();
       client.on('notification', (msg) => {
-        if (msg.channel !== this.channel || msg.payload === undefined) return;
+        if (msg.channel !== this.context.channel || msg.payload === undefined) return;
         const event = decodeNotification(msg.payload);
         if (!event) return;
         for (const s of this.subscribers) s.onNotification?.(event);
       });
-      client.on('error', (err) => this.lost(client, err));
-      await client.query(`LISTEN ${quoteIdent(this.channel)}`);
+      await client.query(`LISTEN ${quoteIdent(this.context.channel)}`);
+      if (this.stopped) {
+        await this.close(client);
+        return;
+      }
       this.client = client;
       // Anything sent while we were away is lost: let subscribers look for themselves.
       if (this.gap) for (const s of this.subscribers) s.onReconnect?.();
       this.gap = false;
     } catch (error) {
       this.gap = true;
+      this.destroy(client);
+      if (this.stopped) return;
       this.logger.warn(`LISTEN failed (${(error as Error).message}); retrying in 1 s, polling meanwhile`);
       this.scheduleReconnect();
     }
   }
 
-  private lost(client: PgListenClient, err: Error): void {
+  private lost(client: pg.Client, err: Error): void {
     if (this.client !== client) return;
     this.client = null;
     this.gap = true;
-    client.removeAllListeners();
-    client.release(err);
+    this.destroy(client);
     if (!this.stopped) {
       this.logger.warn(`LISTEN connection lost (${err.message}); reconnecting`);
       this.scheduleReconnect();
@@ -100,18 +106,27 @@ export class NotificationListener extends JobNotifications {
 
   async stop(): Promise<void> {
     if (this.users === 0 || --this.users > 0) return;
-    this.starting = null;
     this.stopped = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    // A connect under way closes itself when it sees `stopped`; waiting for it could wait on a silent database.
+    this.starting = null;
     const client = this.client;
     this.client = null;
-    if (!client) return;
-    try {
-      await client.query('UNLISTEN *');
-      client.removeAllListeners();
-      client.release();
-    } catch (error) {
-      client.release(error as Error);
-    }
+    if (client) await this.close(client);
+  }
+
+  /** Ends the session politely if the database answers in time, otherwise drops the socket. */
+  private async close(client: pg.Client): Promise<void> {
+    client.removeAllListeners('notification');
+    client.on('error', () => undefined);
+    const ended = await settlesWithin(client.end(), STOP_WITHIN_MS);
+    if (!ended) this.destroy(client);
+  }
+
+  /** Drops the socket; the client's later errors (its socket closing) are expected and ignored. */
+  private destroy(client: pg.Client): void {
+    client.removeAllListeners();
+    client.on('error', () => undefined);
+    (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
   }
 }

@@ -16,7 +16,7 @@ import type {
   ScheduleTiming,
 } from './schedule-storage.interface.js';
 import { scheduleStatements, type ScheduleStatements } from './schedule-statements.js';
-import { PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
+import type { SqlExecutor } from '../connection/sql-executor.js';
 import type { StorageContext } from '../storage-context.js';
 
 type Row = Record<string, unknown>;
@@ -30,7 +30,7 @@ export class PostgresScheduleStorage implements ScheduleStorage {
 
   constructor(context: StorageContext) {
     this.sql = scheduleStatements(context.schema);
-    this.pool = new PoolExecutor(context.dataSource);
+    this.pool = context.executor;
     this.channel = context.channel;
     this.prefix = `djs_${createHash('sha1').update(context.schema).digest('hex').slice(0, 8)}_`;
   }

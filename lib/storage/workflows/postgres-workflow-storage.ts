@@ -29,7 +29,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     private readonly jobs: PostgresJobStorage,
   ) {
     this.sql = workflowStatements(context.schema);
-    this.pool = new PoolExecutor(context.dataSource);
+    this.pool = context.executor;
     this.channel = context.channel;
   }
 
