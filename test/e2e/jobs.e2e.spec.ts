@@ -36,7 +36,9 @@ beforeAll(async () => {
   app = await startSampleApp({
     schema,
     clock,
-    worker: { concurrency: 5, pollInterval: 200 },
+    // Heartbeats come every third of the lease: every second, so a test that waits for one
+    // waits a second. The ManualClock keeps so short a lease from running out on its own.
+    worker: { concurrency: 5, pollInterval: 200, lease: 3_000 },
     providers: probeProviders(),
   });
   jobs = app.get(JobQueue);

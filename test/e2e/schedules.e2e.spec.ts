@@ -5,7 +5,7 @@ import { ManualClock } from 'nestjs-durable-jobs/testing';
 import { ScheduleRunner } from '../../lib/scheduler/schedule-runner.service.js';
 import { SCHEDULE_STORAGE, type ScheduleStorage } from '../../lib/storage/schedules/schedule-storage.interface.js';
 import { uuidv7 } from '../../lib/model/uuid.js';
-import { uniqueSchema } from '../support/database.js';
+import { sql, uniqueSchema } from '../support/database.js';
 import { Work, boot, close, closeScheduleApps, jobsOf, trackSchema } from '../support/schedule-apps.js';
 import { waitFor } from '../support/wait.js';
 
@@ -77,19 +77,30 @@ describe('three instances on one schema', () => {
     await a.get(RecurringSchedules).pause('every-second');
   });
 
-  it('the compare-and-set lets exactly one of three concurrent writers win each tick', async () => {
+  it('the compare-and-set lets exactly one of three concurrent writers win each tick, and no late writer after it', async () => {
     await a.get(RecurringSchedules).upsert('race', Work, '0 0 * * * *', { payload: { n: 0 } });
     const storages = cluster.map((app) => app.get<ScheduleStorage>(SCHEDULE_STORAGE));
     let due = (await a.get(RecurringSchedules).get('race'))!.nextRunAt!;
     for (let round = 0; round < 20; round++) {
       const next = new Date(due.getTime() + 3_600_000);
-      const results = await Promise.all(
-        storages.map((s) => s.fire({ name: 'race', due, next, ticks: [due], jobIds: [uuidv7()], now: clock.now() })),
-      );
+      const fire = (s: ScheduleStorage) =>
+        s.fire({ name: 'race', due, next, ticks: [due], jobIds: [uuidv7()], now: clock.now() });
+      const results = await Promise.all(storages.map(fire));
       expect(results.filter((r) => r.won)).toHaveLength(1);
+      // The tick's job finishes, as a worker would finish it. The unique index covers live jobs
+      // only, so from here the compare-and-set alone stops a writer that read this tick as due.
+      await sql(
+        `UPDATE "${schema}".job SET state = 'succeeded', completed_at = $2
+          WHERE unique_key LIKE 'schedule:race:%' AND run_at = $1`,
+        [due, clock.now()],
+      );
+      for (const storage of storages) expect((await fire(storage)).won).toBe(false);
       due = next;
     }
-    expect(await jobsOf(schema, 'race')).toHaveLength(20);
+    const perTick = await sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM "${schema}".job WHERE unique_key LIKE 'schedule:race:%' GROUP BY run_at`,
+    );
+    expect(perTick).toEqual(Array.from({ length: 20 }, () => ({ n: 1 })));
     expect(await a.get(RecurringSchedules).remove('race')).toBe(true);
   });
 
@@ -163,6 +174,27 @@ describe('three instances on one schema', () => {
     info = (await schedules.get('ov'))!;
     expect(info).toMatchObject({ skippedCount: 2, lastRunAt: jobs[3]!.run_at });
     await schedules.remove('ov');
+  });
+
+  it("overlap 'skip' with catch-up 'all': after a gap only the first missed tick is queued, the rest are skipped", async () => {
+    const schedules = c.get(RecurringSchedules);
+    await schedules.upsert('gap', Work, '0 * * * * *', { catchUp: 'all', overlap: 'skip' });
+    const first = (await schedules.get('gap'))!.nextRunAt!;
+    // Five ticks pass in one jump of the clock, as while every instance was down.
+    clock.set(first.getTime() + 4 * MINUTE);
+    await settle();
+    const jobs = await jobsOf(schema, 'gap');
+    expect(jobs.map((j) => (j.run_at.getTime() - first.getTime()) / MINUTE)).toEqual([0, 1, 2, 3, 4]);
+    expect(jobs[0]!.state).not.toBe('skipped');
+    expect(jobs.slice(1).map((j) => [j.state, j.last_error?.name])).toEqual(
+      Array.from({ length: 4 }, () => ['skipped', 'ScheduleOverlapSkipped']),
+    );
+    expect(await schedules.get('gap')).toMatchObject({
+      skippedCount: 4,
+      lastRunAt: first,
+      lastSkippedAt: jobs[4]!.run_at,
+    });
+    await schedules.remove('gap');
   });
 
   it('a daily 02:30 in Europe/Berlin runs exactly once on both DST change days', async () => {

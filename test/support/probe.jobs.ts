@@ -1,4 +1,4 @@
-import { Inject, Injectable, Scope } from '@nestjs/common';
+import { Inject, Injectable, Optional, Scope } from '@nestjs/common';
 import { REQUEST } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { Job, PermanentJobError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
@@ -48,14 +48,34 @@ export class DoomedProbe implements JobHandler<{ permanent?: boolean }> {
   }
 }
 
-/** Records each run in a table, with the instance that ran it. */
+/**
+ * A meeting point for runs on several app instances of this process: the
+ * first `size` runs wait until `size` of them are running at once; later
+ * runs pass straight through.
+ */
+export class RunMeeting {
+  private arrived = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(readonly size: number) {}
+
+  async arrive(): Promise<void> {
+    if (this.arrived >= this.size) return;
+    if (++this.arrived === this.size) for (const go of this.waiting.splice(0)) go();
+    else await new Promise<void>((go) => this.waiting.push(go));
+  }
+}
+
+/** Records each run in a table, with the instance that ran it; meets the others first if given a RunMeeting. */
 @Job('probe-count', { queue: 'counting' })
 export class CountingProbe implements JobHandler<{ i: number }> {
   constructor(
     private readonly dataSource: DataSource,
     @Inject(INSTANCE_NAME) private readonly instance: string,
+    @Optional() private readonly meeting?: RunMeeting,
   ) {}
   async run(_: { i: number }, ctx: JobContext): Promise<void> {
+    await this.meeting?.arrive();
     const schema = (this.dataSource.options as { schema?: string }).schema!;
     await this.dataSource.query(`INSERT INTO "${schema}".probe_run (job_id, instance) VALUES ($1, $2)`, [
       ctx.jobId,

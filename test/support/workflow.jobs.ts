@@ -1,6 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Job, PermanentJobError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { JOB_STORAGE, type JobStorage } from '../../lib/storage/job-storage.interface.js';
 import { INSTANCE_NAME } from './probe.jobs.js';
 
 export interface StepPayload {
@@ -13,18 +14,29 @@ export interface StepPayload {
 /**
  * Records every run with its start and end in `<schema>.wf_run`, so tests
  * can check exactly-once and "never before its parents" across instances.
+ * As it starts, a run also counts its parents (parent jobs, and the members
+ * of parent batches) that have not settled yet, as committed in the jobs'
+ * own rows: a callback or child released early finds some.
  */
 @Job('wf-step', { maxAttempts: 1 })
 export class Step implements JobHandler<StepPayload> {
   constructor(
     private readonly dataSource: DataSource,
     @Inject(INSTANCE_NAME) private readonly instance: string,
+    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
   ) {}
 
   async run(payload: StepPayload, ctx: JobContext): Promise<{ tag: string }> {
     const table = `"${(this.dataSource.options as { schema?: string }).schema}".wf_run`;
+    const jobs = `"${this.storage.schema}"`;
+    const unsettled = `p.state IN ('waiting', 'queued', 'active')`;
     const [row] = (await this.dataSource.query(
-      `INSERT INTO ${table} (tag, job_id, instance, attempt) VALUES ($1, $2, $3, $4) RETURNING id`,
+      `INSERT INTO ${table} (tag, job_id, instance, attempt, open_parents) VALUES ($1, $2, $3, $4,
+         (SELECT count(*) FROM ${jobs}.job_dependency d JOIN ${jobs}.job p ON p.id = d.parent_job_id
+           WHERE d.child_id = $2 AND ${unsettled})
+         + (SELECT count(*) FROM ${jobs}.job_dependency d JOIN ${jobs}.job p ON p.batch_id = d.parent_batch_id
+           WHERE d.child_id = $2 AND ${unsettled}))
+       RETURNING id`,
       [payload.tag, ctx.jobId, this.instance, ctx.attempt],
     )) as Array<{ id: number }>;
     if (payload.ms) await sleep(payload.ms, ctx.signal);
@@ -67,6 +79,6 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 export const WF_RUN_TABLE = (schema: string) => `CREATE TABLE "${schema}".wf_run (
   id bigserial PRIMARY KEY, tag text NOT NULL, job_id uuid NOT NULL, instance text NOT NULL, attempt int NOT NULL,
-  started_at timestamptz NOT NULL DEFAULT clock_timestamp(), ended_at timestamptz)`;
+  open_parents int NOT NULL, started_at timestamptz NOT NULL DEFAULT clock_timestamp(), ended_at timestamptz)`;
 
 export const workflowProviders = [Step, Grow, Continue];
