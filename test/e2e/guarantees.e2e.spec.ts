@@ -2,7 +2,7 @@ import { Injectable, type INestApplication } from '@nestjs/common';
 import { Job, JobQueue, RetentionService, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import type { AttemptOutcome, ClaimedJob } from '../../lib/model/index.js';
-import { JOB_STORAGE, type JobStorage } from '../../lib/storage/job-storage.interface.js';
+import { JOB_STORAGE, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
 import { JobWorker } from '../../lib/worker/job-worker.service.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -140,6 +140,8 @@ describe('fencing: a worker that lost its job cannot write its outcome', () => {
         new Date(clock.now().getTime() - 1),
       ]);
       await storage.rescueExpired(clock.now(), 10);
+      // A rescued job keeps its run_at, which the ghost's early claim left a minute ahead of the frozen clock.
+      await sql(`UPDATE "${schema}".job SET run_at = $2 WHERE id = $1`, [id, clock.now()]);
     } else {
       await storage.handBack('ghost:1', [ghost!], clock.now(), null);
     }
@@ -163,7 +165,7 @@ describe('fencing: a worker that lost its job cannot write its outcome', () => {
       [workerId, rescued],
       ['ghost:1', handedBack],
     ] as const) {
-      applied.push(...(await storage.finish(writer, [{ job, outcome }], clock.now())));
+      applied.push(...(await storage.finish(writer, [{ job, outcome }], clock.now(), 30_000)));
     }
     return applied;
   }
@@ -197,7 +199,7 @@ describe('fencing: a worker that lost its job cannot write its outcome', () => {
     const handedBack = await takeOver('fence-failure', 'handed back');
     const error = { name: 'Error', message: 'failed, late' };
     const retry: AttemptOutcome = { kind: 'retry', error, retryAt: new Date(clock.now().getTime() + 1_000) };
-    const failure: AttemptOutcome = { kind: 'failed', error };
+    const failure: AttemptOutcome = { kind: 'failed', error, hook: false };
     expect(await lateWrites(rescued, handedBack, retry)).toEqual([]);
     expect(await lateWrites(rescued, handedBack, failure)).toEqual([]);
     expect(await queue.get(rescued.id)).toMatchObject({ state: 'active', attempt: 2, workerId, lastError: null });

@@ -1,7 +1,6 @@
 import { Inject } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Job, PermanentJobError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
-import { JOB_STORAGE, type JobStorage } from '../../lib/storage/job-storage.interface.js';
 import { INSTANCE_NAME } from './probe.jobs.js';
 
 export interface StepPayload {
@@ -23,12 +22,13 @@ export class Step implements JobHandler<StepPayload> {
   constructor(
     private readonly dataSource: DataSource,
     @Inject(INSTANCE_NAME) private readonly instance: string,
-    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
   ) {}
 
   async run(payload: StepPayload, ctx: JobContext): Promise<{ tag: string }> {
-    const table = `"${(this.dataSource.options as { schema?: string }).schema}".wf_run`;
-    const jobs = `"${this.storage.schema}"`;
+    const appSchema = (this.dataSource.options as { schema?: string }).schema;
+    const table = `"${appSchema}".wf_run`;
+    // The sample app keeps its jobs in "<its schema>_jobs".
+    const jobs = `"${appSchema}_jobs"`;
     const unsettled = `p.state IN ('waiting', 'queued', 'active')`;
     const [row] = (await this.dataSource.query(
       `INSERT INTO ${table} (tag, job_id, instance, attempt, open_parents) VALUES ($1, $2, $3, $4,
