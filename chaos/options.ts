@@ -36,7 +36,7 @@ once, then checks from the database that no job was lost or succeeded twice.
   --duration S        0 (default): enqueue every job first and keep the chaos going until all
                       have finished; S > 0: feed the jobs in over S seconds of chaos, then let
                       the rest finish calmly
-  --ci                the short run of .ci/run: --jobs 3000 --duration 30 --outage 2
+  --ci                the short run of .ci/run: --jobs 4500 --duration 30 --outage 2
                       (later flags still override it)
   --workers N         worker processes (default 3)
   --concurrency N     jobs each worker runs at once (default 10)
@@ -60,7 +60,7 @@ once, then checks from the database that no job was lost or succeeded twice.
 Exit status: 0 every check passed, 1 a check failed or the run broke, 2 bad usage,
 130 interrupted.`;
 
-const CI_PRESET = ['--jobs', '3000', '--duration', '30', '--outage', '2'];
+const CI_PRESET = ['--jobs', '4500', '--duration', '30', '--outage', '2'];
 
 /** Returns null when help was asked for. */
 export function parseOptions(argv: readonly string[], cwd = process.cwd()): ChaosOptions | null {

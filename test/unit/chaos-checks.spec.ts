@@ -94,7 +94,7 @@ it('jobs failed by crashes are told apart from other failures and unfinished job
 describe('chaos options', () => {
   it('defaults to the full run, and --ci to the short one that later flags override', () => {
     expect(parseOptions([], '/repo')).toMatchObject({ jobs: 20_000, duration: 0, workers: 3, timeout: 900 });
-    expect(parseOptions(['--ci'], '/repo')).toMatchObject({ jobs: 3000, duration: 30, outage: 2, timeout: 210 });
+    expect(parseOptions(['--ci'], '/repo')).toMatchObject({ jobs: 4500, duration: 30, outage: 2, timeout: 210 });
     expect(parseOptions(['--ci', '--jobs', '500'], '/repo')).toMatchObject({ jobs: 500, duration: 30 });
     expect(parseOptions(['--kill-every', '1-2.5', '--seed', '7'], '/repo')).toMatchObject({
       killEvery: { min: 1, max: 2.5 },
