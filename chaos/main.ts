@@ -33,6 +33,8 @@ const TICK_MS = 100;
 const STATUS_EVERY_MS = 5_000;
 /** How long the final SIGTERM waits before SIGKILL; it is the workers' shutdownGrace plus margin. */
 const STOP_GRACE_MS = 10_000;
+/** How long a due fault waits for all workers to be up before it settles for one. */
+const FAULT_PATIENCE_MS = 10_000;
 
 class Interrupted extends Error {}
 
@@ -206,6 +208,7 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
     };
     const restartPostgres = async () => {
       const requestedAt = new Date();
+      const workersUp = fleet!.readyCount();
       if (options.pgCrash) {
         say('PostgreSQL: immediate shutdown (SIGQUIT to the postmaster)');
         process.kill(await postmasterPid(options.dataDir), 'SIGQUIT');
@@ -219,19 +222,30 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
       server = await startEmbeddedPostgres({ dataDir: options.dataDir, port, database: DATABASE, logger: pgLogger });
       const upAt = new Date();
       say(`PostgreSQL: up again after ${seconds(upAt.getTime() - downAt.getTime())} down`);
-      faults.pgRestart = { requestedAt, downAt, upAt, firstSuccessAt: null };
+      faults.pgRestart = { requestedAt, workersUp, downAt, upAt, firstSuccessAt: null };
     };
     const killConnections = async () => {
       const at = new Date();
+      const workersUp = fleet!.readyCount();
       const terminated = await terminateBackends(url);
       say(`pg_terminate_backend: ${terminated} backends`);
-      faults.connectionKill = { at, terminated, firstSuccessAt: null };
+      faults.connectionKill = { at, workersUp, terminated, firstSuccessAt: null };
     };
     /** Mid-run: a share of the duration, or of the jobs finished when the chaos lasts until the end. */
     const reached = (fraction: number) =>
       options.duration > 0
         ? Date.now() - chaosStart >= fraction * options.duration * 1_000
         : (seen.latest?.done ?? 0) >= fraction * options.jobs;
+    // The kills often leave a worker or two starting (seconds each on a busy machine), and a fault
+    // with no worker up proves little (a connection kill found 0 backends once). So a fault that is
+    // due waits for every worker to be up, or, after FAULT_PATIENCE_MS, for any.
+    const armedAt = { restart: 0, kill: 0 };
+    const due = (fault: 'restart' | 'kill', fraction: number) => {
+      if (!reached(fraction)) return false;
+      armedAt[fault] ||= Date.now();
+      const ready = fleet!.readyCount();
+      return ready === options.workers || (ready > 0 && Date.now() - armedAt[fault] >= FAULT_PATIENCE_MS);
+    };
 
     let lastPoll = 0;
     let lastStatus = Date.now();
@@ -251,12 +265,12 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
           fleet.killRandom(random);
           nextKill = now + random.between(options.killEvery.min, options.killEvery.max) * 1_000;
         }
-        if (options.pgRestart && !restartDone && !pending.restart && reached(1 / 3)) {
+        if (options.pgRestart && !restartDone && !pending.restart && due('restart', 1 / 3)) {
           inject('restart', restartPostgres);
         }
         // Not during the restart's outage: there would be no backend to terminate.
         const afterRestart = !options.pgRestart || restartDone;
-        if (options.connectionKill && afterRestart && !killDone && !pending.kill && reached(2 / 3)) {
+        if (options.connectionKill && afterRestart && !killDone && !pending.kill && due('kill', 2 / 3)) {
           inject('kill', killConnections);
         }
       }
@@ -280,7 +294,10 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
       }
       const latest = seen.latest;
       const finished = fed === options.jobs && latest !== null && latest.total === fed && latest.done === fed;
-      if (chaosEnd === null && !pending.restart && !pending.kill) {
+      // A fault that fell due, or is under way, still happens before the chaos ends.
+      const faultOwed =
+        pending.restart || pending.kill || (armedAt.restart && !restartDone) || (armedAt.kill && !killDone);
+      if (chaosEnd === null && !faultOwed) {
         const over =
           options.duration > 0 ? now - chaosStart >= options.duration * 1_000 && fed === options.jobs : finished;
         if (over) {

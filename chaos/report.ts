@@ -5,6 +5,8 @@ import type { ChaosOptions } from './options.js';
 
 export interface PostgresRestart {
   requestedAt: Date;
+  /** Workers up (claiming) when the fault began. */
+  workersUp: number;
   /** The server had exited (fast shutdown done). */
   downAt: Date;
   upAt: Date;
@@ -14,6 +16,7 @@ export interface PostgresRestart {
 
 export interface ConnectionKill {
   at: Date;
+  workersUp: number;
   terminated: number;
   firstSuccessAt: Date | null;
 }
@@ -73,7 +76,7 @@ export function formatReport(record: RunRecord, figures: RunFigures, checks: rea
     'pg restart',
     typeof restart === 'string'
       ? restart
-      : `${o.pgCrash ? 'immediate' : 'fast'} shutdown at ${at(restart.requestedAt)} (down after ${seconds(restart.downAt.getTime() - restart.requestedAt.getTime())}), ` +
+      : `${o.pgCrash ? 'immediate' : 'fast'} shutdown at ${at(restart.requestedAt)} with ${restart.workersUp}/${o.workers} workers up (down after ${seconds(restart.downAt.getTime() - restart.requestedAt.getTime())}), ` +
           `up again at ${at(restart.upAt)}: ${seconds(restart.upAt.getTime() - restart.downAt.getTime())} without a server; ` +
           `first success after it ${restart.firstSuccessAt ? `+${seconds(restart.firstSuccessAt.getTime() - restart.upAt.getTime())}` : 'never'}`,
   );
@@ -82,7 +85,7 @@ export function formatReport(record: RunRecord, figures: RunFigures, checks: rea
     'conn kill',
     typeof kill === 'string'
       ? kill
-      : `pg_terminate_backend on ${kill.terminated} backends at ${at(kill.at)}; ` +
+      : `pg_terminate_backend on ${kill.terminated} backends at ${at(kill.at)} with ${kill.workersUp}/${o.workers} workers up; ` +
           `first success after it ${kill.firstSuccessAt ? `+${seconds(kill.firstSuccessAt.getTime() - kill.at.getTime())}` : 'never'}`,
   );
   const exits = record.unexpectedExits;
