@@ -39,8 +39,8 @@ export function evaluate(jobs: readonly JobFacts[], enqueued: number, orphanSide
   const examples = (list: readonly JobFacts[]) => list.slice(0, EXAMPLES).map(describe);
 
   const notSucceeded = jobs.filter((j) => j.state !== 'succeeded');
-  const exhausted = notSucceeded.filter((j) => j.state === 'failed' && j.errorName === 'LeaseExpiredError');
-  const failedOtherwise = notSucceeded.filter((j) => j.state === 'failed' && j.errorName !== 'LeaseExpiredError');
+  const exhausted = notSucceeded.filter((j) => j.state === 'failed' && j.errorName === 'LeaseLostError');
+  const failedOtherwise = notSucceeded.filter((j) => j.state === 'failed' && j.errorName !== 'LeaseLostError');
   const unfinished = notSucceeded.filter((j) => !['failed', 'succeeded', 'cancelled', 'skipped'].includes(j.state));
   const otherTerminal = notSucceeded.length - exhausted.length - failedOtherwise.length - unfinished.length;
   const succeeded: Check = {

@@ -194,7 +194,7 @@ export async function runFigures(url: string): Promise<RunFigures> {
     orphanSideEffects: counts!.orphans,
     executions,
     maxAttemptUsed: counts!.maxAttempt,
-    rescueDelays: of('LeaseExpiredError'),
+    rescueDelays: of('LeaseLostError'),
     handBackDelays: of('WorkerShutdownError'),
   };
 }

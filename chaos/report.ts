@@ -135,7 +135,7 @@ export function formatReport(record: RunRecord, figures: RunFigures, checks: rea
 }
 
 function kindOf(error: string | null): string {
-  if (error === 'LeaseExpiredError') return 'lease rescue';
+  if (error === 'LeaseLostError') return 'lease rescue';
   if (error === 'WorkerShutdownError') return 'shutdown hand-back';
   return error ?? 'no error';
 }

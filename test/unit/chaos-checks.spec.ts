@@ -77,7 +77,7 @@ it('a success without the side effect of its own attempt fails', () => {
 it('jobs failed by crashes are told apart from other failures and unfinished jobs', () => {
   const checks = evaluate(
     [
-      job({ state: 'failed', errorName: 'LeaseExpiredError', sideEffects: 0, ownSideEffects: 0, successRecords: 0 }),
+      job({ state: 'failed', errorName: 'LeaseLostError', sideEffects: 0, ownSideEffects: 0, successRecords: 0 }),
       job({ state: 'failed', errorName: 'Error', sideEffects: 0, ownSideEffects: 0, successRecords: 0 }),
       job({ state: 'active', sideEffects: 0, ownSideEffects: 0, successRecords: 0 }),
     ],

@@ -51,6 +51,22 @@ export interface SqlExecutor {
 
 interface PgPoolClient extends PgQueryable {
   release(err?: Error | boolean): void;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  removeListener(event: 'error', listener: (err: Error) => void): unknown;
+}
+
+/**
+ * A checked-out client's 'error' events (a server shutting down sends a
+ * FATAL to every session) have no listener in pg's pool while we hold it,
+ * and an unheard 'error' event ends the process. The query in flight gets
+ * the same error as its rejection; this only keeps the event from crashing.
+ */
+const ignoreError = (): void => undefined;
+
+/** Back to the pool, or destroyed with `error`; a destroyed client keeps ignoring its socket's last errors. */
+function release(client: PgPoolClient, error?: Error): void {
+  if (!error) client.removeListener('error', ignoreError);
+  client.release(error);
 }
 
 class ClientExecutor implements SqlExecutor {
@@ -95,14 +111,14 @@ export class PoolExecutor implements SqlExecutor {
       await tx.query('BEGIN');
       const result = await fn(tx);
       await tx.query('COMMIT');
-      client.release();
+      release(client);
       return result;
     } catch (error) {
       const rolledBack = await tx.query('ROLLBACK').then(
         () => true,
         () => false,
       );
-      client.release(rolledBack && !breaksConnection(error) ? undefined : (error as Error));
+      release(client, rolledBack && !breaksConnection(error) ? undefined : (error as Error));
       throw error;
     }
   }
@@ -111,18 +127,23 @@ export class PoolExecutor implements SqlExecutor {
     const client = await this.connect();
     try {
       const res = await client.query(config(text, values, name, this.limits));
-      client.release();
+      release(client);
       return res.rows as T[];
     } catch (error) {
       // Destroyed rather than pooled: a query that timed out may still be running on it.
-      client.release(breaksConnection(error) ? (error as Error) : undefined);
+      release(client, breaksConnection(error) ? (error as Error) : undefined);
       throw error;
     }
   }
 
   /** A pooled client, or an error once `connectMs` has passed (the pool's own limit may be none). */
-  private connect(): Promise<PgPoolClient> {
-    const ms = this.limits.connectMs;
+  private async connect(): Promise<PgPoolClient> {
+    const client = await this.connectWithin(this.limits.connectMs);
+    client.on('error', ignoreError);
+    return client;
+  }
+
+  private connectWithin(ms: number): Promise<PgPoolClient> {
     if (!ms) return this.pool.connect();
     return new Promise((resolve, reject) => {
       let late = false;
