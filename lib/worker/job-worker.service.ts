@@ -171,13 +171,20 @@ export class JobWorker implements LeaseHolder {
     return Math.max(1, Math.floor(this.prefetch() * 0.9));
   }
 
+  /**
+   * One claim per queue until `limit` jobs are held. A queue whose claim
+   * fails is skipped for this pass, so one bad queue (or row) never stops
+   * the others; the failures are logged once per pass.
+   */
   private async claim(limit: number): Promise<void> {
     let got = 0;
-    try {
-      const queues = this.queueOrder();
-      for (const queue of queues) {
-        if (this.state !== 'running') break;
-        const jobs = await this.storage.claim({
+    const failed: string[] = [];
+    let reason = '';
+    for (const queue of this.queueOrder()) {
+      if (this.state !== 'running') break;
+      let jobs: ClaimedJob[];
+      try {
+        jobs = await this.storage.claim({
           workerId: this.id,
           queue,
           names: this.registry.names(),
@@ -185,20 +192,22 @@ export class JobWorker implements LeaseHolder {
           now: this.clock.now(),
           leaseMs: this.options.lease,
         });
-        if (this.state !== 'running') {
-          await this.storage.handBack(this.id, jobs, this.clock.now(), null);
-          return;
-        }
-        got += jobs.length;
-        this.buffer.push(...jobs);
-        this.startBuffered();
-        if (got >= limit) break;
+      } catch (error) {
+        failed.push(queue);
+        reason = (error as Error).message;
+        continue;
       }
-      if (got < limit) this.drained = true;
-    } catch (error) {
-      this.logger.error(`Claiming jobs failed: ${(error as Error).message}`);
-      this.drained = true;
+      if (this.state !== 'running') {
+        await this.storage.handBack(this.id, jobs, this.clock.now(), null).catch(() => undefined);
+        return;
+      }
+      got += jobs.length;
+      this.buffer.push(...jobs);
+      this.startBuffered();
+      if (got >= limit) break;
     }
+    if (failed.length) this.logger.error(`Claiming jobs from queue(s) ${failed.join(', ')} failed: ${reason}`);
+    if (got < limit) this.drained = true;
   }
 
   /** Configured queues in their priority order; otherwise every known queue, rotating for fairness. */

@@ -1,5 +1,5 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
-import { Job, JobQueue, RetentionService, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { BatchBuilder, Job, JobQueue, RetentionService, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import type { AttemptOutcome, ClaimedJob } from '../../lib/model/index.js';
 import { JOB_STORAGE, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
@@ -385,23 +385,47 @@ describe('retention', () => {
     const retention = app.get(RetentionService);
     const failed = await queue.enqueue(DoomedProbe, { permanent: true }, { queue: 'retention' });
     await until(failed.id, 'failed');
+    // A settled batch goes with its members: it must stay too while something waits on it or on a member.
+    const batch = await app
+      .get(BatchBuilder)
+      .create('kept')
+      .add(DoomedProbe, { permanent: true }, { queue: 'retention' })
+      .dispatch();
+    await waitFor('the batch to fail', async () => (await queue.batchStatus(batch.id))?.state === 'failed');
+    const [member] = await queue.batchMembers(batch.id);
     const later = await queue.enqueue(Held, {}, { queue: 'retention', delay: 40 * DAY });
     const child = await queue.enqueue(Held, {}, { queue: 'retention', after: [{ job: failed.id }, { job: later.id }] });
-    expect(await stateOf(child.id)).toBe('waiting');
+    const onBatch = await queue.enqueue(
+      Held,
+      {},
+      { queue: 'retention', after: [{ batch: batch.id }, { job: later.id }] },
+    );
+    const onMember = await queue.enqueue(
+      Held,
+      {},
+      { queue: 'retention', after: [{ job: member!.id }, { job: later.id }] },
+    );
+    for (const waiting of [child, onBatch, onMember]) expect(await stateOf(waiting.id)).toBe('waiting');
 
-    // Past the 30 days that failed jobs are kept: the parent stays, its child still waits on it.
+    // Past the 30 days that failed jobs are kept: the parents stay, their children still wait on them.
     clock.advance(31 * DAY);
     await retention.prune();
     expect(await stateOf(failed.id)).toBe('failed');
+    expect((await queue.batchStatus(batch.id))?.state).toBe('failed');
+    expect(await stateOf(member!.id)).toBe('failed');
 
     clock.advance(10 * DAY);
     await until(later.id, 'succeeded');
-    await until(child.id, 'skipped');
-    expect((await queue.get(child.id))!.lastError?.name).toBe('DependencyNotMet');
-    expect(runs.started.has(child.id)).toBe(false);
+    for (const waiting of [child, onBatch, onMember]) {
+      await until(waiting.id, 'skipped');
+      expect((await queue.get(waiting.id))!.lastError?.name).toBe('DependencyNotMet');
+      expect(runs.started.has(waiting.id)).toBe(false);
+    }
 
-    // Nothing waits on it any more: now it goes.
+    // Nothing waits on them any more: now they go.
     await retention.prune();
     expect(await queue.get(failed.id)).toBeNull();
+    expect(await queue.batchStatus(batch.id)).toBeNull();
+    expect(await queue.get(member!.id)).toBeNull();
   });
 });

@@ -258,9 +258,21 @@ export function jobStatements(schema: string) {
     DELETE FROM ${s}.job j USING doomed WHERE j.id = doomed.id RETURNING 1`,
     // Rows of workers stopped (or silent: crashed) before $1.
     pruneWorkers: `DELETE FROM ${s}.worker WHERE coalesce(stopped_at, last_heartbeat) < $1 RETURNING 1`,
+    // A settled batch goes with its members (the foreign keys cascade), so
+    // like a job it stays while a live job still waits on it or on one of them.
     pruneBatches: `DELETE FROM ${s}.job_batch
-     WHERE id IN (SELECT id FROM ${s}.job_batch WHERE id < $1::uuid AND state <> 'executing' AND completed_at < $2
-                  ORDER BY id LIMIT $3) RETURNING 1`,
+     WHERE id IN (
+       SELECT b.id FROM ${s}.job_batch b
+        WHERE b.id < $1::uuid AND b.state <> 'executing' AND b.completed_at < $2
+          AND NOT EXISTS (
+                SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
+                 WHERE d.parent_batch_id = b.id AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)}))
+          AND NOT EXISTS (
+                SELECT 1 FROM ${s}.job m
+                  JOIN ${s}.job_dependency d ON d.parent_job_id = m.id
+                  JOIN ${s}.job c ON c.id = d.child_id
+                 WHERE m.batch_id = b.id AND m.has_dependents AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)}))
+        ORDER BY b.id LIMIT $3) RETURNING 1`,
   };
 }
 
