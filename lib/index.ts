@@ -35,6 +35,7 @@ export {
   JobEvents,
   type AttemptEnded,
   JobsError,
+  JobsDatabaseError,
   PermanentJobError,
   JobTimeoutError,
   JobCancelledError,

@@ -15,7 +15,7 @@ import {
   type Type,
 } from '@nestjs/common';
 import { JobsErrorFilter } from './jobs-error.filter.js';
-import type { JobState } from '../model/index.js';
+import { JobsError, type JobState } from '../model/index.js';
 import { JobQueue } from '../queue/job-queue.service.js';
 import { JobsMonitor } from '../monitoring/jobs-monitor.service.js';
 import { dashboardPage } from './dashboard-page.js';
@@ -30,6 +30,16 @@ export interface JobsDashboardOptions {
   guards?: Array<Type<CanActivate> | CanActivate>;
   /** The page's heading; default 'Jobs'. */
   title?: string;
+}
+
+/** One value of a query parameter: given twice it is ambiguous, and the JobsErrorFilter answers 400. */
+function single(field: string, value: string | string[] | undefined): string | undefined {
+  if (Array.isArray(value)) {
+    throw new JobsError(
+      `Jobs dashboard: "${field}" was given ${value.length} times. Potential fix: pass it once, e.g. ?${field}=${value[0] ?? ''}.`,
+    );
+  }
+  return value || undefined;
 }
 
 function dashboardController(path: string, guards: JobsDashboardOptions['guards'], title: string) {
@@ -63,16 +73,18 @@ function dashboardController(path: string, guards: JobsDashboardOptions['guards'
 
     @Get('api/jobs')
     list(
-      @Query('state') state?: string,
-      @Query('queue') queue?: string,
-      @Query('before') before?: string,
-      @Query('limit') limit?: string,
+      @Query('state') state?: string | string[],
+      @Query('queue') queue?: string | string[],
+      @Query('before') before?: string | string[],
+      @Query('limit') limit?: string | string[],
     ) {
+      // A query string may repeat a key (?state=failed&state=queued): states add up, anything else is one value.
+      const states = state === undefined ? [] : [state].flat().flatMap((s) => s.split(','));
       return this.monitor.jobs({
-        state: state ? (state.split(',') as JobState[]) : undefined,
-        queue: queue || undefined,
-        before: before || undefined,
-        limit: limit ? Number(limit) : undefined,
+        state: states.length ? (states as JobState[]) : undefined,
+        queue: single('queue', queue),
+        before: single('before', before),
+        limit: limit === undefined || limit === '' ? undefined : Number(single('limit', limit)),
       });
     }
 

@@ -63,6 +63,25 @@ describe('JobsDashboardModule', () => {
     expect((await http.get(`/ops/jobs/api/jobs/${failedId}`).expect(200)).body.executions).toHaveLength(1);
     await http.get('/ops/jobs/api/jobs/01a00000-0000-7000-8000-000000000000').expect(404);
     expect((await http.get('/ops/jobs/api/jobs?state=gone').expect(400)).body.message).toMatch(/unknown state "gone"/);
+    // Hostile requests are 400s naming the fix, never 500s.
+    const both = await http.get('/ops/jobs/api/jobs?state=failed&state=queued').expect(200);
+    expect(both.body.jobs).toEqual([expect.objectContaining({ id: failedId })]);
+    const bad: Array<[string, string, RegExp]> = [
+      ['get', '/ops/jobs/api/jobs?queue=%00', /"queue" holds a control character/],
+      ['get', `/ops/jobs/api/jobs?queue=${'q'.repeat(9000)}`, /"queue" is 9000 characters long/],
+      ['get', '/ops/jobs/api/jobs?queue=a&queue=b', /"queue" was given 2 times/],
+      ['get', '/ops/jobs/api/jobs?limit=abc', /"limit" must be an integer/],
+      ['get', '/ops/jobs/api/jobs?before=x', /"before" must be a job id/],
+      ['get', '/ops/jobs/api/jobs/not-a-uuid', /is not a job id/],
+      ['post', '/ops/jobs/api/jobs/not-a-uuid/retry', /retry\(\): the string "not-a-uuid" is not a job id/],
+      ['post', '/ops/jobs/api/jobs/%20/cancel', /cancel\(\): the string " " is not a job id/],
+    ];
+    for (const [method, path, message] of bad) {
+      const res = await (method === 'get' ? http.get(path) : http.post(path));
+      expect([path, res.status]).toEqual([path, 400]);
+      expect(res.body.message).toMatch(message);
+      expect(res.body.message).toMatch(/Potential fix/);
+    }
     const cancel = await http.post(`/ops/jobs/api/jobs/${failedId}/cancel`).expect(400);
     expect(cancel.body.message).toMatch(/already ended "failed".*Potential fix/);
     await http.post(`/ops/jobs/api/jobs/${failedId}/retry`).expect(204);
