@@ -16,7 +16,9 @@ const LAYERS = {
   worker: ['model', 'storage:interface', 'discovery'],
   scheduler: ['model', 'storage:interface', 'discovery'],
   monitoring: ['model', 'storage:interface'],
-  dashboard: ['model', 'queue', 'monitoring'],
+  admin: ['model', 'storage:interface', 'queue', 'monitoring'],
+  dashboard: ['model', 'queue', 'monitoring', 'admin'],
+  cli: ['model', 'queue', 'monitoring', 'admin', 'root'],
   testing: ['model', 'queue', 'monitoring', 'scheduler', 'discovery', 'worker', 'storage:interface', 'root'],
 };
 
