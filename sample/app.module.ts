@@ -1,5 +1,5 @@
-import { Module, type DynamicModule, type Provider } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { Module, ValidationPipe, type DynamicModule, type Provider } from '@nestjs/common';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -78,6 +78,18 @@ export class AppModule {
       providers: [
         // Bad input to the library (JobsError) answers 400 with its message, in every controller.
         { provide: APP_FILTER, useClass: JobsErrorFilter },
+        // Every body, param and query declared with a DTO class is checked before its handler runs: a bad one
+        // is a 400 naming the field, never a driver error (a 500). whitelist + forbidNonWhitelisted refuse
+        // fields the DTO does not declare; stopAtFirstError keeps it to one message per field.
+        {
+          provide: APP_PIPE,
+          useValue: new ValidationPipe({
+            transform: true,
+            whitelist: true,
+            forbidNonWhitelisted: true,
+            stopAtFirstError: true,
+          }),
+        },
         JobsHealthIndicator,
         JobsMetrics,
         { provide: JOBS_METRICS_REGISTRY, useFactory: () => new Registry() },

@@ -1,5 +1,7 @@
-import { BadRequestException, Body, Controller, Get, NotFoundException, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, NotFoundException, Param, Post } from '@nestjs/common';
 import { BatchBuilder, JobQueue } from 'nestjs-durable-jobs';
+import { BatchIdDto } from './batch-id.dto.js';
+import { CreateImportDto } from './create-import.dto.js';
 import { ImportCleanup, ImportFile, NotifyAdmin, NotifyUser } from './import.jobs.js';
 
 @Controller()
@@ -11,10 +13,7 @@ export class ImportsController {
 
   /** One job per file, written atomically with then/catch/finally callbacks. */
   @Post('imports')
-  async create(@Body() body: { name?: string; files?: string[]; userId?: number }) {
-    if (!Array.isArray(body?.files) || body.files.some((f) => typeof f !== 'string')) {
-      throw new BadRequestException('files must be an array of file names');
-    }
+  async create(@Body() body: CreateImportDto) {
     const name = body.name ?? `import-${Date.now()}`;
     const draft = this.batches.create(name);
     for (const file of body.files) draft.add(ImportFile, { file });
@@ -27,7 +26,7 @@ export class ImportsController {
   }
 
   @Get('batches/:id')
-  async status(@Param('id') id: string) {
+  async status(@Param() { id }: BatchIdDto) {
     const status = await this.jobs.batchStatus(id);
     if (!status) throw new NotFoundException(`No batch ${id}`);
     return status;

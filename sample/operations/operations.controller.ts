@@ -1,31 +1,21 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { JobsMonitor, type JobState } from 'nestjs-durable-jobs';
+import { JobsMonitor } from 'nestjs-durable-jobs';
+import { ListJobsQueryDto } from './list-jobs-query.dto.js';
+import { StatsQueryDto } from './stats-query.dto.js';
 
-/** What an operator looks at: counts, workers, lists of jobs (one job: GET /jobs/:id). Bad filters: 400 (JobsErrorFilter). */
+/** What an operator looks at: counts, workers, lists of jobs (one job: GET /jobs/:id). */
 @Controller()
 export class OperationsController {
   constructor(private readonly monitor: JobsMonitor) {}
 
   @Get('jobs')
-  async list(
-    @Query('state') state?: string,
-    @Query('queue') queue?: string,
-    @Query('name') name?: string,
-    @Query('before') before?: string,
-    @Query('limit') limit?: string,
-  ) {
-    return this.monitor.jobs({
-      state: state ? (state.split(',') as JobState[]) : undefined,
-      queue,
-      name,
-      before,
-      limit: limit === undefined ? undefined : Number(limit),
-    });
+  async list(@Query() query: ListJobsQueryDto) {
+    return this.monitor.jobs(query);
   }
 
   @Get('stats')
-  async stats(@Query('since') since?: string) {
-    return this.monitor.counts({ since: since ? new Date(since) : undefined });
+  async stats(@Query() query: StatsQueryDto) {
+    return this.monitor.counts({ since: query.since === undefined ? undefined : new Date(query.since) });
   }
 
   @Get('workers')

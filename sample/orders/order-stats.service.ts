@@ -11,8 +11,10 @@ export class OrderStats {
       .getRepository(Order)
       .createQueryBuilder('o')
       .select('count(*)::int', 'orders')
-      .addSelect('coalesce(sum(o.totalCents), 0)::int', 'totalCents')
-      .getRawOne<{ orders: number; totalCents: number }>();
-    return { orders: row?.orders ?? 0, totalCents: row?.totalCents ?? 0 };
+      // The sum of an int column is a bigint (pg hands it over as a string): as an int it
+      // overflowed past 2^31 cents, a few dozen large orders, and the nightly report failed.
+      .addSelect('coalesce(sum(o.totalCents), 0)', 'totalCents')
+      .getRawOne<{ orders: number; totalCents: string }>();
+    return { orders: row?.orders ?? 0, totalCents: Number(row?.totalCents ?? 0) };
   }
 }

@@ -1,17 +1,9 @@
-import {
-  Body,
-  Controller,
-  Delete,
-  Get,
-  HttpCode,
-  NotFoundException,
-  Param,
-  Post,
-  BadRequestException,
-} from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { JobQueue } from 'nestjs-durable-jobs';
 import { SendReceipt } from '../jobs/send-receipt.job.js';
+import { CreateOrderDto } from './create-order.dto.js';
+import { JobIdDto } from './job-id.dto.js';
 import { Order } from './order.entity.js';
 
 @Controller()
@@ -23,17 +15,16 @@ export class OrdersController {
 
   /** The order and its receipt job commit together, or neither exists. */
   @Post('orders')
-  async create(@Body() body: { email?: string; totalCents?: number }) {
-    if (!body?.email || typeof body.email !== 'string') throw new BadRequestException('email is required');
+  async create(@Body() body: CreateOrderDto) {
     return this.dataSource.transaction(async (manager) => {
-      const order = await manager.save(manager.create(Order, { email: body.email!, totalCents: body.totalCents ?? 0 }));
+      const order = await manager.save(manager.create(Order, { email: body.email, totalCents: body.totalCents ?? 0 }));
       const job = await this.jobs.enqueue(SendReceipt, { orderId: order.id }, { manager });
       return { orderId: order.id, jobId: job.id };
     });
   }
 
   @Get('jobs/:id')
-  async job(@Param('id') id: string) {
+  async job(@Param() { id }: JobIdDto) {
     const job = await this.jobs.get(id);
     if (!job) throw new NotFoundException(`No job ${id}`);
     return job;
@@ -41,7 +32,9 @@ export class OrdersController {
 
   @Delete('jobs/:id')
   @HttpCode(202)
-  async cancel(@Param('id') id: string) {
+  async cancel(@Param() { id }: JobIdDto) {
+    // cancel() reports an unknown id as bad input (a 400); over HTTP a resource that is not there is a 404.
+    if (!(await this.jobs.get(id))) throw new NotFoundException(`No job ${id}`);
     await this.jobs.cancel(id);
     return { id, cancelRequested: true };
   }

@@ -1,5 +1,6 @@
-import { Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Controller, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
 import { RecurringSchedules } from 'nestjs-durable-jobs';
+import { ScheduleNameDto } from './schedule-name.dto.js';
 
 @Controller('schedules')
 export class SchedulesController {
@@ -13,15 +14,24 @@ export class SchedulesController {
 
   @Post(':name/pause')
   @HttpCode(200)
-  async pause(@Param('name') name: string) {
+  async pause(@Param() { name }: ScheduleNameDto) {
+    await this.existing(name);
     await this.schedules.pause(name);
     return this.schedules.get(name);
   }
 
   @Post(':name/resume')
   @HttpCode(200)
-  async resume(@Param('name') name: string) {
+  async resume(@Param() { name }: ScheduleNameDto) {
+    await this.existing(name);
     await this.schedules.resume(name);
     return this.schedules.get(name);
+  }
+
+  // pause() and resume() report an unknown name as bad input (a 400); over HTTP a resource that is not there is a 404.
+  private async existing(name: string): Promise<void> {
+    if (!(await this.schedules.get(name))) {
+      throw new NotFoundException(`No schedule "${name}"; GET /schedules lists them`);
+    }
   }
 }

@@ -3,9 +3,12 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { JobQueue, JobsError, RetentionService } from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
+import { MAX_IMPORT_FILES } from '../../sample/imports/create-import.dto.js';
 import { FlakySync } from '../../sample/jobs/flaky-sync.job.js';
+import { NightlyReport } from '../../sample/jobs/nightly-report.job.js';
 import { SendReceipt } from '../../sample/jobs/send-receipt.job.js';
 import { SlowReport } from '../../sample/jobs/slow-report.job.js';
+import { MAX_ORDER_CENTS } from '../../sample/orders/create-order.dto.js';
 import { Mailer } from '../../sample/orders/mailer.service.js';
 import { Order } from '../../sample/orders/order.entity.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
@@ -74,9 +77,10 @@ describe('sample app over HTTP', () => {
   it('GET /jobs/:id of an unknown job is 404; of something that is no job id, a 400 naming the fix', async () => {
     await request(app.getHttpServer()).get('/jobs/00000000-0000-7000-8000-000000000000').expect(404);
     const bad = await request(app.getHttpServer()).get('/jobs/not-a-uuid').expect(400);
-    expect(bad.body.message).toMatch(
-      /get\(\): the string "not-a-uuid" is not a job id .*Potential fix: pass the id enqueue\(\) returned/,
-    );
+    // The sample's own check (JobIdDto) answers before the library is asked.
+    expect(bad.body.message).toEqual([
+      expect.stringMatching(/^id must be a job id, the jobId that POST \/orders returned/),
+    ]);
     await request(app.getHttpServer()).delete('/jobs/not-a-uuid').expect(400);
   });
 });
@@ -96,6 +100,299 @@ describe('imports over HTTP', () => {
     expect(status.body).toMatchObject({ name: 'october', total: 3, succeeded: 3, progress: 1 });
     await request(app.getHttpServer()).get('/batches/00000000-0000-7000-8000-000000000000').expect(404);
     await request(app.getHttpServer()).post('/imports').send({ files: 'a.csv' }).expect(400);
+  });
+});
+
+describe('the sample validates every body, param and query it takes', () => {
+  const long = 'x'.repeat(10_000);
+  const unknownId = '00000000-0000-7000-8000-000000000000';
+  const TOTAL = /^totalCents must be a whole number of cents from 0 to 100000000, such as 1250 for 12\.50/;
+  const EMAIL = /^email must be an email address of at most 254 characters, such as ada@example\.com/;
+  const FILES = /^files must be a list of 1 to 100 file names, each 1 to 200 printable characters/;
+  const IMPORT_NAME = /^name must be 1 to 200 printable characters, such as "import-october"/;
+  const USER = /^userId must be a whole number from 1 to 2147483647, such as 7/;
+  const JOB_ID = /^id must be a job id, the jobId that POST \/orders returned \(a UUID/;
+  const BATCH_ID = /^id must be a batch id, the batchId that POST \/imports returned \(a UUID/;
+  const STATE = /^state must be one or more of waiting, queued, active, succeeded, failed, cancelled, skipped, such as/;
+  const LIMIT = /^limit must be a whole number from 1 to 500, given once, such as limit=50/;
+  const QUEUE = /^queue must be a queue's name, given once \(1 to 200 printable characters\), such as queue=emails/;
+  const JOB_NAME = /^name must be a job's name, given once \(1 to 200 printable characters\)/;
+  const BEFORE = /^before must be the "next" of the previous page, given once \(a job id, a UUID\)/;
+  const SINCE = /^since must be an ISO 8601 date or time, such as since=2026-11-01/;
+  const SCHEDULE = /^name must be a schedule's name as GET \/schedules lists it/;
+  const extra = (field: string) => new RegExp(`^property ${field.replace(/[[\]]/g, '\\$&')} should not exist$`, 'm');
+
+  interface Hostile {
+    label: string;
+    method: 'get' | 'post' | 'delete';
+    path: string;
+    body?: unknown;
+    /** Sent as it is, under this content type (malformed JSON, a form). */
+    raw?: [type: string, text: string];
+    status?: number;
+    /** Matched against each line of the message (Nest's ValidationPipe sends a list). */
+    message: RegExp;
+  }
+  const order = (label: string, body: unknown, message: RegExp): Hostile => ({
+    label: `POST /orders, ${label}`,
+    method: 'post',
+    path: '/orders',
+    body,
+    message,
+  });
+  const rawOrder = (label: string, type: string, text: string, message: RegExp, status = 400): Hostile => ({
+    label: `POST /orders, ${label}`,
+    method: 'post',
+    path: '/orders',
+    raw: [type, text],
+    message,
+    status,
+  });
+  const anImport = (label: string, body: unknown, message: RegExp): Hostile => ({
+    label: `POST /imports, ${label}`,
+    method: 'post',
+    path: '/imports',
+    body,
+    message,
+  });
+  const get = (path: string, label: string, message: RegExp, status = 400): Hostile => ({
+    label: `GET ${path.length > 80 ? `${path.slice(0, 40)}…` : path}, ${label}`,
+    method: 'get',
+    path,
+    message,
+    status,
+  });
+  const ok = { email: 'ada@example.com' };
+
+  const cases: Hostile[] = [
+    // The issue's three: each was a 500 (a driver error from the int column).
+    order('totalCents "abc"', { ...ok, totalCents: 'abc' }, TOTAL),
+    order('totalCents 1.5', { ...ok, totalCents: 1.5 }, TOTAL),
+    order('totalCents 1e30', { ...ok, totalCents: 1e30 }, TOTAL),
+    order('totalCents -1', { ...ok, totalCents: -1 }, TOTAL),
+    order('totalCents one over the bound', { ...ok, totalCents: MAX_ORDER_CENTS + 1 }, TOTAL),
+    order('totalCents a numeric string', { ...ok, totalCents: '1200' }, TOTAL),
+    order('totalCents an array', { ...ok, totalCents: [1200] }, TOTAL),
+    order('totalCents an object', { ...ok, totalCents: { cents: 1200 } }, TOTAL),
+    order('totalCents a boolean', { ...ok, totalCents: true }, TOTAL),
+    order('no email', { totalCents: 1200 }, EMAIL),
+    order('an empty body', {}, EMAIL),
+    order('email not an address', { email: 'ada' }, EMAIL),
+    order('email with a NUL', { email: 'ada\u0000@example.com' }, EMAIL),
+    order('email of 10,000 characters', { email: `${long}@example.com` }, EMAIL),
+    order('email an array', { email: ['ada@example.com'] }, EMAIL),
+    order('email a number', { email: 42 }, EMAIL),
+    order('a field the order does not have', { ...ok, admin: true }, extra('admin')),
+    order('a JSON array for a body', [ok], EMAIL),
+    rawOrder('malformed JSON', 'application/json', '{"email":', /JSON/),
+    rawOrder('a JSON string for a body', 'application/json', '"ada@example.com"', /is not valid JSON/),
+    rawOrder(
+      'a form with totalCents "abc"',
+      'application/x-www-form-urlencoded',
+      'email=a%40b.co&totalCents=abc',
+      TOTAL,
+    ),
+    rawOrder('plain text', 'text/plain', 'ada@example.com', EMAIL),
+    // Not a 400: the body parser's own limit (100 kB) answers 413, which is the status for it.
+    rawOrder(
+      'a body over 100 kB',
+      'application/json',
+      JSON.stringify({ email: 'x'.repeat(200_000) }),
+      /too large/,
+      413,
+    ),
+
+    anImport('no files', {}, FILES),
+    anImport('files a string', { files: 'a.csv' }, FILES),
+    anImport('files empty', { files: [] }, FILES),
+    anImport('a file name that is a number', { files: ['a.csv', 1] }, FILES),
+    anImport('a file name that is empty', { files: [''] }, FILES),
+    anImport('a file name of blanks', { files: ['   '] }, FILES),
+    anImport('a file name with a NUL', { files: ['a\u0000.csv'] }, FILES),
+    anImport('a file name with a control character', { files: ['a\u0007.csv'] }, FILES),
+    anImport('a file name of 10,000 characters', { files: [long] }, FILES),
+    anImport('a nested array', { files: [['a.csv']] }, FILES),
+    anImport(
+      'one file more than the bound',
+      { files: Array.from({ length: MAX_IMPORT_FILES + 1 }, (_, i) => `${i}.csv`) },
+      FILES,
+    ),
+    anImport('name empty', { name: '', files: ['a.csv'] }, IMPORT_NAME),
+    anImport('name a number', { name: 5, files: ['a.csv'] }, IMPORT_NAME),
+    anImport('name with a NUL', { name: 'oct\u0000ober', files: ['a.csv'] }, IMPORT_NAME),
+    anImport('name of 10,000 characters', { name: long, files: ['a.csv'] }, IMPORT_NAME),
+    anImport('userId "abc"', { files: ['a.csv'], userId: 'abc' }, USER),
+    anImport('userId 1.5', { files: ['a.csv'], userId: 1.5 }, USER),
+    anImport('userId 1e30', { files: ['a.csv'], userId: 1e30 }, USER),
+    anImport('userId 0', { files: ['a.csv'], userId: 0 }, USER),
+    anImport('userId -1', { files: ['a.csv'], userId: -1 }, USER),
+    anImport('a field the import does not have', { files: ['a.csv'], priority: 10 }, extra('priority')),
+
+    get('/jobs/not-a-uuid', 'not a UUID', JOB_ID),
+    get('/jobs/%00', 'a NUL', JOB_ID),
+    get(`/jobs/${long}`, '10,000 characters', JOB_ID),
+    get(`/jobs/${unknownId}`, 'an unknown id', /^No job 00000000-0000-7000-8000-000000000000$/, 404),
+    { label: 'DELETE /jobs/not-a-uuid, not a UUID', method: 'delete', path: '/jobs/not-a-uuid', message: JOB_ID },
+    { label: 'DELETE /jobs/%00, a NUL', method: 'delete', path: '/jobs/%00', message: JOB_ID },
+    {
+      label: 'DELETE /jobs/<unknown>, an unknown id',
+      method: 'delete',
+      path: `/jobs/${unknownId}`,
+      status: 404,
+      message: /^No job 00000000-0000-7000-8000-000000000000$/,
+    },
+    get('/batches/abc', 'not a UUID', BATCH_ID),
+    get('/batches/%00', 'a NUL', BATCH_ID),
+    get(`/batches/${unknownId}`, 'an unknown id', /^No batch /, 404),
+
+    get('/jobs?state=finished', 'an unknown state', STATE),
+    get('/jobs?state=failed,finished', 'an unknown state in a list', STATE),
+    get('/jobs?state=failed&state=finished', 'an unknown state repeated', STATE),
+    get('/jobs?state=', 'an empty state', STATE),
+    get('/jobs?state=failed,', 'an empty state in a list', STATE),
+    get('/jobs?state=%00', 'a NUL state', STATE),
+    get(`/jobs?state=${long}`, 'a state of 10,000 characters', STATE),
+    get('/jobs?state[x]=failed', 'a bracketed key', extra('state[x]')),
+    get('/jobs?limit=abc', 'limit "abc"', LIMIT),
+    get('/jobs?limit=1.5', 'limit 1.5', LIMIT),
+    get('/jobs?limit=1e30', 'limit 1e30', LIMIT),
+    get('/jobs?limit=-1', 'limit -1', LIMIT),
+    get('/jobs?limit=0', 'limit 0', LIMIT),
+    get('/jobs?limit=501', 'limit over 500', LIMIT),
+    get('/jobs?limit=', 'limit empty', LIMIT),
+    get('/jobs?limit=1&limit=2', 'limit repeated', LIMIT),
+    get('/jobs?queue=%00', 'a NUL queue', QUEUE),
+    get(`/jobs?queue=${long}`, 'a queue of 10,000 characters', QUEUE),
+    get('/jobs?queue=emails&queue=imports', 'queue repeated', QUEUE),
+    get('/jobs?queue=', 'queue empty', QUEUE),
+    get('/jobs?name=%00', 'a NUL name', JOB_NAME),
+    get('/jobs?name=a&name=b', 'name repeated', JOB_NAME),
+    get('/jobs?before=abc', 'before not a UUID', BEFORE),
+    get(`/jobs?before=${unknownId}&before=${unknownId}`, 'before repeated', BEFORE),
+    get('/jobs?status=failed', 'a parameter it does not take', extra('status')),
+
+    get('/stats?since=abc', 'since "abc"', SINCE),
+    // Date.parse takes "1" for 2001-01-01: only ISO 8601 passes.
+    get('/stats?since=1', 'since "1"', SINCE),
+    get('/stats?since=2026-02-30', 'since a day that does not exist', SINCE),
+    get('/stats?since=%00', 'a NUL since', SINCE),
+    get(`/stats?since=${long}`, 'since of 10,000 characters', SINCE),
+    get('/stats?since=2026-11-01&since=2026-11-02', 'since repeated', SINCE),
+    get('/stats?from=2026-11-01', 'a parameter it does not take', extra('from')),
+
+    ...(['pause', 'resume'] as const).flatMap((action): Hostile[] => [
+      { label: `POST /schedules/%00/${action}`, method: 'post', path: `/schedules/%00/${action}`, message: SCHEDULE },
+      { label: `POST /schedules/%20/${action}`, method: 'post', path: `/schedules/%20/${action}`, message: SCHEDULE },
+      {
+        label: `POST /schedules/<10,000 characters>/${action}`,
+        method: 'post',
+        path: `/schedules/${long}/${action}`,
+        message: SCHEDULE,
+      },
+      {
+        label: `POST /schedules/no-such-schedule/${action}, an unknown name`,
+        method: 'post',
+        path: `/schedules/no-such-schedule/${action}`,
+        status: 404,
+        message: /^No schedule "no-such-schedule"; GET \/schedules lists them$/,
+      },
+    ]),
+  ];
+
+  /** What a bad request must not have written: orders, import jobs. */
+  const written = async () =>
+    (
+      await sql<{ orders: number; imports: number }>(
+        `SELECT (SELECT count(*)::int FROM "${schema}".sample_order) AS orders,
+                (SELECT count(*)::int FROM "${schema}_jobs".job WHERE name = 'import-file') AS imports`,
+      )
+    )[0];
+
+  it.each(cases)('$label', async ({ method, path, body, raw, status = 400, message }) => {
+    const before = await written();
+    let req = request(app.getHttpServer())[method](path);
+    if (raw) req = req.set('content-type', raw[0]).send(raw[1]);
+    else if (body !== undefined) req = req.send(body as object);
+    const res = await req;
+    expect(res.status).toBe(status);
+    const lines: unknown[] = [res.body.message].flat();
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.some((line) => typeof line === 'string' && message.test(line))).toBe(true);
+    expect(await written()).toEqual(before);
+  });
+
+  it('valid requests still work: the bounds, both forms of a list of states, paging, since, schedules by name', async () => {
+    const http = app.getHttpServer();
+    for (const totalCents of [0, MAX_ORDER_CENTS, undefined]) {
+      const { body } = await request(http)
+        .post('/orders')
+        .send({ email: 'bounds@example.com', totalCents })
+        .expect(201);
+      const [row] = await sql<{ totalCents: number }>(
+        `SELECT "totalCents" FROM "${schema}".sample_order WHERE id = $1`,
+        [body.orderId],
+      );
+      expect(row!.totalCents).toBe(totalCents ?? 0);
+    }
+    const imported = await request(http)
+      .post('/imports')
+      .send({ name: 'import-ö-😀', files: ['x.csv'], userId: 2_147_483_647 })
+      .expect(201);
+    await request(http).get(`/batches/${imported.body.batchId}`).expect(200);
+
+    const failed = await jobs.enqueue(DoomedProbe, { permanent: true });
+    const queued = await jobs.enqueue(FlakySync, { account: 'listed' }, { delay: 60_000 });
+    await until(failed.id, 'failed');
+    const repeated = await request(http).get('/jobs?state=failed&state=queued&limit=500').expect(200);
+    const comma = await request(http).get('/jobs?state=failed,queued&limit=500').expect(200);
+    expect(comma.body).toEqual(repeated.body);
+    const listed = repeated.body.jobs as Array<{ id: string; state: string }>;
+    expect(listed.map((j) => j.id)).toEqual(expect.arrayContaining([failed.id, queued.id]));
+    expect(new Set(listed.map((j) => j.state))).toEqual(new Set(['failed', 'queued']));
+
+    const first = await request(http).get('/jobs?limit=1').expect(200);
+    expect(first.body.jobs).toHaveLength(1);
+    const second = await request(http).get(`/jobs?limit=1&before=${first.body.next}`).expect(200);
+    expect(second.body.jobs).toHaveLength(1);
+    expect(second.body.jobs[0].id).not.toBe(first.body.jobs[0].id);
+    const receipts = await request(http).get('/jobs?queue=emails&name=send-receipt').expect(200);
+    expect(receipts.body.jobs.length).toBeGreaterThan(0);
+    for (const job of receipts.body.jobs) expect(job).toMatchObject({ queue: 'emails', name: 'send-receipt' });
+
+    const since = new Date(clock.now().getTime() + 60_000).toISOString();
+    const stats = await request(http).get(`/stats?since=${since}`).expect(200);
+    expect(stats.body.since).toBe(since);
+    expect(stats.body.total.succeeded).toBe(0); // nothing was created after `since`
+    await request(http).get('/stats?since=2026-11-01').expect(200);
+
+    const paused = await request(http).post('/schedules/nightly-report/pause').expect(200);
+    expect(paused.body).toMatchObject({ name: 'nightly-report', paused: true });
+    const resumed = await request(http).post('/schedules/nightly-report/resume').expect(200);
+    expect(resumed.body).toMatchObject({ name: 'nightly-report', paused: false });
+
+    await request(http).delete(`/jobs/${queued.id}`).expect(202);
+    expect(await stateOf(queued.id)).toBe('cancelled');
+  });
+
+  it('the nightly report sums orders past the int range, as orders within the bound can add up to', async () => {
+    // 22 orders at the bound make 2.2 billion cents: past int4, where the sum used to overflow.
+    await sql(
+      `INSERT INTO "${schema}".sample_order (email, "totalCents") SELECT 'big@example.com', $1 FROM generate_series(1, 22)`,
+      [MAX_ORDER_CENTS],
+    );
+    const [expected] = await sql<{ orders: number; total: string }>(
+      `SELECT count(*)::int AS orders, sum("totalCents")::text AS total FROM "${schema}".sample_order`,
+    );
+    expect(Number(expected!.total)).toBeGreaterThan(2 ** 31);
+    const { id } = await jobs.enqueue(NightlyReport, null);
+    // Its first attempt's end, whichever it is: a failed one would wait for a backoff the ManualClock never reaches.
+    const job = await waitFor(`the first attempt of nightly report ${id} to end`, async () => {
+      const info = await jobs.get(id);
+      return info?.executions.some((e) => e.state !== 'active') ? info : null;
+    });
+    expect(job.lastError).toBeNull();
+    expect(job.state).toBe('succeeded');
+    expect(job.result).toEqual({ orders: expected!.orders, totalCents: Number(expected!.total) });
   });
 });
 

@@ -1,0 +1,23 @@
+import { IsEmail, IsInt, IsOptional, Max, MaxLength, Min } from 'class-validator';
+
+/**
+ * One million in cents. The column is an int, and the nightly report sums
+ * every order: a bound this far below the int's range keeps both sane.
+ */
+export const MAX_ORDER_CENTS = 100_000_000;
+
+const EMAIL = 'email must be an email address of at most 254 characters, such as ada@example.com';
+const TOTAL = `totalCents must be a whole number of cents from 0 to ${MAX_ORDER_CENTS}, such as 1250 for 12.50 (or leave it out for 0)`;
+
+/** POST /orders. JSON numbers only: "1250" as a string is refused, not guessed at. */
+export class CreateOrderDto {
+  @IsEmail({}, { message: EMAIL })
+  @MaxLength(254, { message: EMAIL })
+  email!: string;
+
+  @IsOptional()
+  @IsInt({ message: TOTAL })
+  @Min(0, { message: TOTAL })
+  @Max(MAX_ORDER_CENTS, { message: TOTAL })
+  totalCents?: number;
+}
