@@ -36,6 +36,7 @@ export {
   type AttemptEnded,
   JobsError,
   JobsDatabaseError,
+  JobsNotFoundError,
   PermanentJobError,
   JobTimeoutError,
   JobCancelledError,

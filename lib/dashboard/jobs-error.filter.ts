@@ -1,16 +1,29 @@
-import { BadRequestException, Catch, type ArgumentsHost } from '@nestjs/common';
+import {
+  BadRequestException,
+  Catch,
+  NotFoundException,
+  ServiceUnavailableException,
+  type ArgumentsHost,
+} from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { JobsError } from '../model/index.js';
+import { JobsDatabaseError, JobsError, JobsNotFoundError } from '../model/index.js';
 
 /**
- * A `JobsError` is bad input from the caller (an unknown job, a bad filter,
- * retrying a job that is still running): over HTTP it is a 400 carrying the
- * error's message, fix included. Use it with `@UseFilters(JobsErrorFilter)`
- * on a controller, or app-wide through APP_FILTER.
+ * A `JobsError` over HTTP: bad input from the caller (an unknown state, a
+ * malformed id, retrying a job that is still running) is a 400 carrying the
+ * error's message, fix included; a job, batch or schedule that does not
+ * exist is a 404; a database that failed the call is a 503. Use it with
+ * `@UseFilters(JobsErrorFilter)` on a controller, or app-wide through APP_FILTER.
  */
 @Catch(JobsError)
 export class JobsErrorFilter extends BaseExceptionFilter {
   override catch(error: JobsError, host: ArgumentsHost): void {
-    super.catch(new BadRequestException(error.message), host);
+    const http =
+      error instanceof JobsNotFoundError
+        ? new NotFoundException(error.message)
+        : error instanceof JobsDatabaseError
+          ? new ServiceUnavailableException(error.message)
+          : new BadRequestException(error.message);
+    super.catch(http, host);
   }
 }

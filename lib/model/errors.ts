@@ -6,6 +6,14 @@ export class JobsError extends Error {
   }
 }
 
+/** A call named a job, batch or schedule that does not exist (over HTTP: a 404). */
+export class JobsNotFoundError extends JobsError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JobsNotFoundError';
+  }
+}
+
 /**
  * Thrown by a handler to fail the job at once, without spending the remaining
  * attempts: retrying cannot fix a malformed payload or a deleted record.

@@ -103,7 +103,7 @@ export class JobsMonitor {
     for (const state of states ?? []) {
       if (!(JOB_STATES as readonly string[]).includes(state)) {
         throw new JobsError(
-          `JobsMonitor.jobs(): unknown state ${typeof state === 'string' ? JSON.stringify(state) : describeValue(state)}. Potential fix: one of ${JOB_STATES.join(', ')}.`,
+          `JobsMonitor.jobs(): unknown state ${typeof state === 'string' && state.length <= 60 ? JSON.stringify(state) : describeValue(state)}. Potential fix: one of ${JOB_STATES.join(', ')}.`,
         );
       }
     }

@@ -9,6 +9,7 @@ import {
   INT4_MAX,
   JOB_STATES,
   JobsError,
+  JobsNotFoundError,
   type BatchInfo,
   type JobHandler,
   type JobInfo,
@@ -129,7 +130,7 @@ export class JobQueue {
     id = checkId('cancel()', id);
     const result = await databaseCall(`cancel(${id})`, () => this.storage.cancel(id, this.factory.clock.now()));
     if (result.outcome === 'not-found') {
-      throw new JobsError(`cancel(${id}): no such job. Potential fix: check the id returned by enqueue().`);
+      throw new JobsNotFoundError(`cancel(${id}): no such job. Potential fix: check the id returned by enqueue().`);
     }
     if (result.outcome === 'finished') {
       throw new JobsError(
@@ -143,7 +144,7 @@ export class JobQueue {
     id = checkId('retry()', id);
     const result = await databaseCall(`retry(${id})`, () => this.storage.retry(id, this.factory.clock.now()));
     if (result.outcome === 'not-found') {
-      throw new JobsError(`retry(${id}): no such job. Potential fix: check the id returned by enqueue().`);
+      throw new JobsNotFoundError(`retry(${id}): no such job. Potential fix: check the id returned by enqueue().`);
     }
     if (result.outcome === 'not-retryable') {
       throw new JobsError(
@@ -186,7 +187,9 @@ export class JobQueue {
       this.workflows.cancelBatch(id, this.factory.clock.now()),
     );
     if (result === 'not-found')
-      throw new JobsError(`cancelBatch(${id}): no such batch. Potential fix: check the id returned by dispatch().`);
+      throw new JobsNotFoundError(
+        `cancelBatch(${id}): no such batch. Potential fix: check the id returned by dispatch().`,
+      );
     if (result === 'finished')
       throw new JobsError(
         `cancelBatch(${id}): the batch has already settled. Potential fix: nothing to do; retry() a member to reopen it.`,
@@ -198,7 +201,9 @@ export class JobQueue {
     id = checkId('deleteBatch()', id, 'batch');
     const result = await databaseCall(`deleteBatch(${id})`, () => this.workflows.deleteBatch(id));
     if (result === 'not-found')
-      throw new JobsError(`deleteBatch(${id}): no such batch. Potential fix: check the id returned by dispatch().`);
+      throw new JobsNotFoundError(
+        `deleteBatch(${id}): no such batch. Potential fix: check the id returned by dispatch().`,
+      );
     if (result === 'executing') {
       throw new JobsError(
         `deleteBatch(${id}): the batch is still executing. Potential fix: wait until it settles, or cancelBatch() it first.`,

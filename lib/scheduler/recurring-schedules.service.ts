@@ -7,6 +7,7 @@ import {
   databaseCall,
   describeValue,
   JobsError,
+  JobsNotFoundError,
   type CatchUpMode,
   type JobHandler,
   type OverlapMode,
@@ -154,7 +155,7 @@ export class RecurringSchedules {
   }
 
   private notFound(call: string, name: string): JobsError {
-    return new JobsError(
+    return new JobsNotFoundError(
       `RecurringSchedules.${call}('${name}'): no schedule has this name. Potential fix: check list() for the names in use.`,
     );
   }

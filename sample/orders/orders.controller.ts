@@ -33,8 +33,7 @@ export class OrdersController {
   @Delete('jobs/:id')
   @HttpCode(202)
   async cancel(@Param() { id }: JobIdDto) {
-    // cancel() reports an unknown id as bad input (a 400); over HTTP a resource that is not there is a 404.
-    if (!(await this.jobs.get(id))) throw new NotFoundException(`No job ${id}`);
+    // An unknown id is a JobsNotFoundError, which JobsErrorFilter answers with a 404.
     await this.jobs.cancel(id);
     return { id, cancelRequested: true };
   }

@@ -1,4 +1,4 @@
-import { Controller, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
+import { Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { RecurringSchedules } from 'nestjs-durable-jobs';
 import { ScheduleNameDto } from './schedule-name.dto.js';
 
@@ -15,7 +15,6 @@ export class SchedulesController {
   @Post(':name/pause')
   @HttpCode(200)
   async pause(@Param() { name }: ScheduleNameDto) {
-    await this.existing(name);
     await this.schedules.pause(name);
     return this.schedules.get(name);
   }
@@ -23,15 +22,7 @@ export class SchedulesController {
   @Post(':name/resume')
   @HttpCode(200)
   async resume(@Param() { name }: ScheduleNameDto) {
-    await this.existing(name);
     await this.schedules.resume(name);
     return this.schedules.get(name);
-  }
-
-  // pause() and resume() report an unknown name as bad input (a 400); over HTTP a resource that is not there is a 404.
-  private async existing(name: string): Promise<void> {
-    if (!(await this.schedules.get(name))) {
-      throw new NotFoundException(`No schedule "${name}"; GET /schedules lists them`);
-    }
   }
 }

@@ -239,7 +239,7 @@ describe('the sample validates every body, param and query it takes', () => {
       method: 'delete',
       path: `/jobs/${unknownId}`,
       status: 404,
-      message: /^No job 00000000-0000-7000-8000-000000000000$/,
+      message: /^cancel\(00000000-0000-7000-8000-000000000000\): no such job\. Potential fix/,
     },
     get('/batches/abc', 'not a UUID', BATCH_ID),
     get('/batches/%00', 'a NUL', BATCH_ID),
@@ -294,7 +294,9 @@ describe('the sample validates every body, param and query it takes', () => {
         method: 'post',
         path: `/schedules/no-such-schedule/${action}`,
         status: 404,
-        message: /^No schedule "no-such-schedule"; GET \/schedules lists them$/,
+        message: new RegExp(
+          `^RecurringSchedules\\.${action}\\('no-such-schedule'\\): no schedule has this name\\. Potential fix`,
+        ),
       },
     ]),
   ];
