@@ -10,7 +10,8 @@ export type {
 export { JOBS_DATA_SOURCE } from './jobs-options.interface.js';
 export { Job, type JobOptions } from './discovery/job.decorator.js';
 export type { JobDefaults, ExternalJobs } from './discovery/job-registry.js';
-export { JobQueue, type EnqueueItem, type JobRef } from './queue/job-queue.service.js';
+export { JobQueue, type EnqueueItem, type EnqueueResult, type JobRef } from './queue/job-queue.service.js';
+export { JobQueues } from './queue/job-queues.service.js';
 export type { EnqueueOptions, ParentRef, DependencyOn } from './queue/queue-options.js';
 export { BatchBuilder, BatchDraft } from './queue/batch-builder.service.js';
 export { ChainDraft, FlowDraft, type FlowEdge } from './queue/flow-drafts.js';
@@ -41,6 +42,15 @@ export {
   JobTimeoutError,
   JobCancelledError,
   LeaseLostError,
+  DeadlineExceededError,
+  SnoozeJob,
+  type QueueOptions,
+  type RateLimit,
+  type QueueInfo,
+  type LimitInfo,
+  type LimitSource,
+  type UniqueOptions,
+  type UniqueWhile,
   DEFAULT_QUEUE,
   type BackoffOptions,
   type BackoffFunction,

@@ -1,7 +1,7 @@
 import type { ModuleMetadata, Type, InjectionToken, OptionalFactoryDependency } from '@nestjs/common';
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import type { ExternalJobs, JobDefaults } from './discovery/job-registry.js';
-import type { Clock } from './model/index.js';
+import type { Clock, QueueOptions } from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
 import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
 import type { DatabaseTimeouts } from './storage/connection/timeouts.js';
@@ -27,6 +27,13 @@ export interface JobsModuleOptions {
   worker?: WorkerOptions;
   /** How long finished jobs stay queryable before they are pruned. */
   retention?: RetentionOptions;
+  /**
+   * Flow control per queue, enforced across instances: `{ emails: {
+   * concurrency: 5, rateLimit: { max: 100, per: 60_000 } } }`. Changeable
+   * at run time through JobQueues; a change holds until the code changes
+   * the same field.
+   */
+  queues?: Record<string, QueueOptions>;
   /** Defaults for jobs whose @Job options leave them out. */
   defaults?: JobDefaults;
   /**

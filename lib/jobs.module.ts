@@ -28,6 +28,8 @@ import { OtelJobTracing } from './monitoring/otel-job-tracing.js';
 import { BatchBuilder } from './queue/batch-builder.service.js';
 import { JobFactory } from './queue/job-factory.js';
 import { JobQueue } from './queue/job-queue.service.js';
+import { JobQueues, QUEUE_DECLARATIONS } from './queue/job-queues.service.js';
+import { resolveQueueDeclarations } from './queue/queue-declarations.js';
 import { WorkflowWriter } from './queue/workflow-writer.js';
 import { RecurringSchedules } from './scheduler/recurring-schedules.service.js';
 import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
@@ -41,6 +43,8 @@ import { MONITORING_STORAGE } from './storage/monitoring/monitoring-storage.inte
 import { PostgresMonitoringStorage } from './storage/monitoring/postgres-monitoring-storage.js';
 import { JobNotifications } from './storage/notifications/job-notifications.interface.js';
 import { NotificationListener } from './storage/notifications/notification-listener.js';
+import { PostgresQueueStorage } from './storage/queues/postgres-queue-storage.js';
+import { QUEUE_STORAGE } from './storage/queues/queue-storage.interface.js';
 import { PostgresScheduleStorage } from './storage/schedules/postgres-schedule-storage.js';
 import { SCHEDULE_STORAGE } from './storage/schedules/schedule-storage.interface.js';
 import { StorageContext } from './storage/storage-context.js';
@@ -104,6 +108,16 @@ function coreProviders(): Provider[] {
       useFactory: (c: StorageContext) => new PostgresMonitoringStorage(c),
     },
     {
+      provide: QUEUE_STORAGE,
+      inject: [StorageContext],
+      useFactory: (c: StorageContext) => new PostgresQueueStorage(c),
+    },
+    {
+      provide: QUEUE_DECLARATIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => resolveQueueDeclarations(o.queues),
+    },
+    {
       provide: JobNotifications,
       inject: [StorageContext],
       useFactory: (c: StorageContext) => new NotificationListener(c),
@@ -161,6 +175,7 @@ function coreProviders(): Provider[] {
     { provide: JOB_ROW_BUILDER, useExisting: JobFactory },
     WorkflowWriter,
     JobQueue,
+    JobQueues,
     BatchBuilder,
     AttemptRunner,
     FailureHooks,
@@ -180,6 +195,7 @@ function coreProviders(): Provider[] {
 /** What other modules of the app may inject. */
 const EXPORTS = [
   JobQueue,
+  JobQueues,
   BatchBuilder,
   RecurringSchedules,
   JobsMonitor,

@@ -23,6 +23,8 @@ export interface RegisteredJob {
   name: string;
   metatype: Type<JobHandler>;
   options: ResolvedJobOptions;
+  /** The options as @Job declares them (flow-control limits are read from here). */
+  declared: JobOptions;
   /** One logger per job name, shared by its runs. */
   logger: Logger;
   /** The static instance; absent for request-scoped or durable handlers. */
@@ -62,6 +64,7 @@ export class JobRegistry {
       name: meta.name,
       metatype,
       options: resolveJobOptions(meta.options, this.defaults),
+      declared: meta.options,
       wrapper,
       logger: new Logger(`Job ${meta.name}`),
     };

@@ -1,6 +1,7 @@
 import { Injectable, type Type } from '@nestjs/common';
 import {
   checkInteger,
+  checkLimits,
   checkName,
   checkOptions,
   describeValue,
@@ -57,6 +58,7 @@ export function validateJobOptions(where: string, o: JobOptions): void {
   if (o.timeout !== undefined) checkInteger(where, 'timeout', o.timeout, 1, INT4_MAX, 30_000);
   if (o.priority !== undefined) checkInteger(where, 'priority', o.priority, -INT4_MAX, INT4_MAX, 10);
   if (o.queue !== undefined) checkName(where, 'queue', o.queue, 'emails');
+  checkLimits(where, { concurrency: o.concurrency, rateLimit: o.rateLimit });
   const b = o.backoff;
   if (b !== undefined && typeof b !== 'function') {
     const ok =

@@ -52,6 +52,27 @@ export class LeaseLostError extends Error {
   }
 }
 
+/** The job's deadline passed before it could start, or before its next attempt was due. */
+export class DeadlineExceededError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeadlineExceededError';
+  }
+}
+
+/**
+ * Thrown by a handler (or by `ctx.snooze(ms)`) to put the job back for
+ * later without spending an attempt: "not now", such as an API's 429.
+ */
+export class SnoozeJob extends Error {
+  readonly ms: number;
+  constructor(ms: number, reason?: string) {
+    super(reason ?? `snoozed for ${ms} ms`);
+    this.name = 'SnoozeJob';
+    this.ms = ms;
+  }
+}
+
 /** Why a worker gave a job back while it was running. */
 export class WorkerShutdownError extends Error {
   constructor() {

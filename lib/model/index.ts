@@ -13,3 +13,4 @@ export * from './job-tracing.js';
 export * from './job-options.js';
 export * from './validation.js';
 export * from './deadline.js';
+export * from './queue-settings.js';

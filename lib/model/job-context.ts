@@ -1,4 +1,5 @@
 import type { DependencyOn } from './job-state.js';
+import type { UniqueWhile } from './records.js';
 
 /** What a running handler receives besides its payload. */
 export interface JobLogger {
@@ -17,6 +18,12 @@ export interface JobContext {
   /** Aborted on timeout, cancellation, lost lease and shutdown; pass it to I/O. */
   readonly signal: AbortSignal;
   readonly logger: JobLogger;
+  /**
+   * Ends this attempt and puts the job back until `ms` from now without
+   * spending an attempt (an API said "not now"); the history shows it
+   * snoozed. Never returns: it throws a SnoozeJob for the worker to catch.
+   */
+  snooze(ms: number, reason?: string): never;
   /** Reports progress in [0, 1]; writes are throttled, the last value always lands. */
   progress(fraction: number, message?: string): Promise<void>;
   /** Adds a member to this job's batch now; the batch's `then` waits for it too. */
@@ -52,6 +59,40 @@ export interface StepOptions {
   maxAttempts?: number;
   /** Milliseconds one attempt may run. */
   timeout?: number;
+  /**
+   * A tenant (or any key to share fairly by): claims rotate across the
+   * groups with due work, and a group holding more than its share of the
+   * queue's running jobs is served after the others.
+   */
+  group?: string;
+  /** At most one job of this key runs at a time, across instances; the others wait in enqueue order. */
+  serialKey?: string;
+  /** One job per key at a time: a duplicate enqueue returns the existing job instead. */
+  unique?: UniqueOptions;
+  /** Past this, the job does not start or retry: it fails with a DeadlineExceededError. */
+  deadline?: Date;
+}
+
+export interface UniqueOptions {
+  /** The key (at most 256 characters); jobs of any name share the key space. */
+  key: string;
+  /**
+   * How long the key is held, by the job's state: while it is queued or
+   * waiting ('queued'), also while it runs ('queued-or-active', the
+   * default), or until it succeeded ('until-succeeded': a failed job holds
+   * it until retried or pruned).
+   */
+  while?: UniqueWhile;
+  /**
+   * Instead of by state: one job per key per window of this many ms
+   * (windows aligned to the clock, as a throttle). Not with `while`.
+   */
+  for?: number;
+  /**
+   * A duplicate replaces the payload and run time of the waiting job
+   * holding the key (a debounce), unless that job already runs.
+   */
+  replace?: boolean;
 }
 
 export interface JobHandler<Payload = unknown, Result = unknown> {

@@ -1,4 +1,5 @@
 import { DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+import type { RateLimit } from './queue-settings.js';
 
 /** The queue of a job that names none. Workers serve every queue unless told otherwise. */
 export const DEFAULT_QUEUE = 'default';
@@ -14,6 +15,10 @@ export interface JobOptions {
   timeout?: number;
   /** Higher runs first; default 0. */
   priority?: number;
+  /** At most this many jobs of this name run at once in its queue, across instances. */
+  concurrency?: number;
+  /** At most `max` jobs of this name start in any `per` ms, across instances. */
+  rateLimit?: RateLimit;
 }
 
 /** JobsModule's `defaults`: for job types whose declaration leaves these out. */

@@ -10,7 +10,8 @@ export type JobState = (typeof JOB_STATES)[number];
 export const TERMINAL_JOB_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'skipped'];
 
 const TRANSITIONS: Record<JobState, readonly JobState[]> = {
-  waiting: ['queued', 'cancelled', 'skipped'],
+  // waiting -> failed: its deadline passed while it waited.
+  waiting: ['queued', 'cancelled', 'skipped', 'failed'],
   // queued -> failed covers a job whose attempts were used up by crashes.
   queued: ['active', 'cancelled', 'failed', 'skipped'],
   // active -> queued is a retry, an interrupted lease or a hand-back at shutdown.
@@ -45,7 +46,7 @@ export const NOT_STARTED_STATES: readonly JobState[] = CANCELLABLE_STATES.filter
 /** States in which a job may still run: what a unique key or a prune guard counts as "live". */
 export const LIVE_JOB_STATES: readonly JobState[] = JOB_STATES.filter((s) => !isTerminal(s));
 
-export const EXECUTION_STATES = ['active', 'succeeded', 'failed', 'interrupted', 'cancelled'] as const;
+export const EXECUTION_STATES = ['active', 'succeeded', 'failed', 'interrupted', 'cancelled', 'snoozed'] as const;
 export type ExecutionState = (typeof EXECUTION_STATES)[number];
 
 export const BATCH_STATES = ['executing', 'succeeded', 'failed', 'cancelled'] as const;

@@ -13,6 +13,8 @@ export interface ClaimedJob {
   batchId: string | null;
   /** The trace context captured at enqueue (only where tracing is on and a trace was active). */
   traceContext?: Record<string, string> | null;
+  /** Past this, the job does not start or retry: it fails with a DeadlineExceededError. */
+  deadline?: Date | null;
 }
 
 /** What the worker decided about one finished attempt. */
@@ -21,7 +23,9 @@ export type AttemptOutcome =
   | { kind: 'retry'; error: SerializedError; retryAt: Date }
   /** `hook`: the handler has an onFailure, which this worker runs once the outcome is written. */
   | { kind: 'failed'; error: SerializedError; hook: boolean }
-  | { kind: 'cancelled'; error: SerializedError };
+  | { kind: 'cancelled'; error: SerializedError }
+  /** Back to the queue until `until`, the attempt not spent (ctx.snooze, SnoozeJob). */
+  | { kind: 'snoozed'; until: Date; reason: string | null };
 
 export interface FinishedAttempt {
   job: ClaimedJob;
@@ -54,9 +58,20 @@ export interface NewJob {
   batchId?: string | null;
   groupKey?: string | null;
   uniqueKey?: string | null;
+  /** How the unique key is held: by state (`uniqueWhile`), or per time window (`uniqueWindow`). */
+  uniqueWhile?: UniqueWhile | null;
+  uniqueWindow?: number | null;
+  /** Replace a waiting job with the same unique key (its payload and run time) instead of refusing. */
+  uniqueReplace?: boolean;
+  serialKey?: string | null;
+  deadline?: Date | null;
   remainingDependencies?: number;
   traceContext?: Record<string, string> | null;
 }
+
+/** While a unique key is held: its job queued (or waiting), or also running, or until it succeeded. */
+export type UniqueWhile = 'queued' | 'queued-or-active' | 'until-succeeded';
+export const UNIQUE_WHILE: readonly UniqueWhile[] = ['queued', 'queued-or-active', 'until-succeeded'];
 
 export interface JobExecution {
   attempt: number;

@@ -130,3 +130,53 @@ export function checkDate(where: string, field: string, value: unknown, example:
   }
   return value;
 }
+
+/** A concurrency limit and a rate limit, as declared or changed at run time; null removes one. */
+export function checkLimits(
+  where: string,
+  limits: { concurrency?: unknown; rateLimit?: unknown },
+): { concurrency?: number | null; rateLimit?: { max: number; per: number } | null } {
+  const out: { concurrency?: number | null; rateLimit?: { max: number; per: number } | null } = {};
+  if (limits.concurrency !== undefined) {
+    out.concurrency =
+      limits.concurrency === null ? null : checkInteger(where, 'concurrency', limits.concurrency, 1, INT4_MAX, 5);
+  }
+  const rate = limits.rateLimit;
+  if (rate !== undefined) {
+    if (rate === null) {
+      out.rateLimit = null;
+    } else {
+      const r = rate as { max?: unknown; per?: unknown } | null;
+      if (typeof r !== 'object' || r === null || r.per === undefined || r.max === undefined) {
+        throw new JobsError(
+          `${where}: "rateLimit" must be { max, per } (at most max jobs start in any per ms), got ${describeValue(rate)}. ` +
+            `Potential fix: rateLimit: { max: 100, per: 60_000 }.`,
+        );
+      }
+      out.rateLimit = {
+        max: checkInteger(where, 'rateLimit.max', r.max, 1, INT4_MAX, 100),
+        per: checkInteger(where, 'rateLimit.per', r.per, 1, INT4_MAX, 60_000),
+      };
+    }
+  }
+  return out;
+}
+
+/** Unique keys, serial keys and groups: stored and indexed, so bounded. */
+export const MAX_KEY_LENGTH = 256;
+
+export function checkKey(where: string, field: string, value: unknown, example: string): string {
+  if (typeof value === 'string' && value.length > MAX_KEY_LENGTH) {
+    throw new JobsError(
+      `${where}: "${field}" is ${value.length} characters long; the limit is ${MAX_KEY_LENGTH}. Potential fix: a shorter key, or a hash of a long one (${field}: '${example}').`,
+    );
+  }
+  if (typeof value !== 'string' || value === '') {
+    throw new JobsError(
+      `${where}: "${field}" must be a non-empty string, got ${describeValue(value)}. Potential fix: ${field}: '${example}'.`,
+    );
+  }
+  const bad = unstorableText(value);
+  if (bad) throw new JobsError(`${where}: "${field}" holds ${bad}. Potential fix: printable characters only.`);
+  return value;
+}

@@ -66,7 +66,7 @@ export class OtelJobTracing extends JobTracing {
       const result = await api.context.with(api.trace.setSpan(parent, span), run);
       const outcome = outcomeOf(result);
       span.setAttribute('job.outcome', outcome?.kind ?? 'none');
-      if (outcome && outcome.kind !== 'succeeded') {
+      if (outcome && outcome.kind !== 'succeeded' && outcome.kind !== 'snoozed') {
         span.recordException({ name: outcome.error.name, message: outcome.error.message, stack: outcome.error.stack });
         span.setStatus({ code: api.SpanStatusCode.ERROR, message: outcome.error.message });
       }

@@ -4,8 +4,13 @@ import { validateJobOptions } from '../discovery/job.decorator.js';
 import {
   checkDate,
   checkOptions,
+  checkInteger,
+  checkKey,
   Clock,
   describeValue,
+  INT4_MAX,
+  UNIQUE_WHILE,
+  type StepOptions,
   JobsError,
   JobTracing,
   LATEST_TIME,
@@ -64,6 +69,7 @@ export class JobFactory {
       }
     }
     return {
+      ...flowControl(where, options, runAt, now),
       id: uuidv7(now.getTime()),
       name,
       queue: options.queue ?? defaults.queue,
@@ -81,4 +87,73 @@ export class JobFactory {
   resolveName(job: JobRef): string {
     return this.registry.resolveName(job);
   }
+}
+
+/** The per-job flow-control options, checked and as the row stores them. */
+function flowControl(
+  where: string,
+  options: StepOptions,
+  runAt: Date,
+  now: Date,
+): Pick<
+  NewJob,
+  'groupKey' | 'serialKey' | 'uniqueKey' | 'uniqueWhile' | 'uniqueWindow' | 'uniqueReplace' | 'deadline'
+> {
+  const groupKey = options.group === undefined ? null : checkKey(where, 'group', options.group, 'tenant-42');
+  const serialKey =
+    options.serialKey === undefined ? null : checkKey(where, 'serialKey', options.serialKey, 'account-7');
+  if (groupKey !== null && serialKey !== null) {
+    throw new JobsError(
+      `${where}: "serialKey" and "group" on one job: a serial key already decides the order of its jobs, so a group's fair share cannot apply to them. ` +
+        `Potential fix: keep one (a serial key per tenant and account, e.g. serialKey: 'tenant-42:account-7', or group alone).`,
+    );
+  }
+  let deadline: Date | null = null;
+  if (options.deadline !== undefined) {
+    deadline = checkDate(where, 'deadline', options.deadline, 'new Date(Date.now() + 3_600_000)');
+    if (deadline <= runAt) {
+      throw new JobsError(
+        `${where}: "deadline" ${deadline.toISOString()} is not after the job may first run (${runAt.toISOString()}), so it could never start. ` +
+          `Potential fix: a later deadline, or an earlier runAt/delay.`,
+      );
+    }
+  }
+  const unique = checkOptions(where, options.unique, "{ key: 'order-7' }");
+  if (!unique) return { groupKey, serialKey, deadline };
+  const uniqueKey = checkKey(where, 'unique.key', unique.key, 'order-7');
+  if (unique.while !== undefined && !UNIQUE_WHILE.includes(unique.while)) {
+    throw new JobsError(
+      `${where}: "unique.while" must be one of ${UNIQUE_WHILE.join(', ')}, got ${describeValue(unique.while)}. Potential fix: unique: { key, while: 'queued' }.`,
+    );
+  }
+  if (unique.replace !== undefined && typeof unique.replace !== 'boolean') {
+    throw new JobsError(`${where}: "unique.replace" must be true or false, got ${describeValue(unique.replace)}.`);
+  }
+  if (unique.for !== undefined) {
+    const window = checkInteger(where, 'unique.for', unique.for, 1, INT4_MAX, 60_000);
+    if (unique.while !== undefined) {
+      throw new JobsError(
+        `${where}: "unique" takes "for" (one job per key per window) or "while" (one job per key while it is queued or running), not both. ` +
+          `Potential fix: keep the one you mean.`,
+      );
+    }
+    return {
+      groupKey,
+      serialKey,
+      deadline,
+      uniqueKey,
+      uniqueWhile: null,
+      uniqueWindow: Math.floor(now.getTime() / window),
+      uniqueReplace: unique.replace ?? false,
+    };
+  }
+  return {
+    groupKey,
+    serialKey,
+    deadline,
+    uniqueKey,
+    uniqueWhile: unique.while ?? 'queued-or-active',
+    uniqueWindow: null,
+    uniqueReplace: unique.replace ?? false,
+  };
 }

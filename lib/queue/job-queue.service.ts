@@ -32,6 +32,16 @@ import { WorkflowWriter } from './workflow-writer.js';
 
 export type { JobRef } from './job-factory.js';
 
+/**
+ * What an enqueue did: `created` is false when a job with the same unique
+ * key already held it, and `id` is then that job's (which `replace` may
+ * have updated).
+ */
+export interface EnqueueResult {
+  id: string;
+  created: boolean;
+}
+
 export interface EnqueueItem<H extends JobHandler = JobHandler> {
   job: JobRef<H>;
   payload: PayloadOf<H>;
@@ -60,22 +70,23 @@ export class JobQueue {
     job: Type<H> | string,
     payload: PayloadOf<H>,
     options: EnqueueOptions = {},
-  ): Promise<{ id: string }> {
+  ): Promise<EnqueueResult> {
     const given = checkOptions('enqueue()', options, '{ delay: 5000 }') ?? {};
     const manager = checkManager('enqueue()', given.manager);
-    if (given.after !== undefined) return this.writer.enqueueAfter(job, payload, given);
+    if (given.after !== undefined) return { ...(await this.writer.enqueueAfter(job, payload, given)), created: true };
     const now = this.factory.clock.now();
     const { manager: _manager, ...rest } = given;
     const row = this.factory.build(job, payload, rest, now);
-    await databaseCall(`enqueue('${row.name}')`, () => this.storage.insertJobs([row], now, manager));
-    return { id: row.id };
+    const duplicates = await databaseCall(`enqueue('${row.name}')`, () => this.storage.insertJobs([row], now, manager));
+    const holder = duplicates.get(row.id);
+    return holder ? { id: holder, created: false } : { id: row.id, created: true };
   }
 
   /** Many jobs at once: all are written or none. */
   async enqueueMany(
     items: ReadonlyArray<EnqueueItem>,
     options: { manager?: EntityManager } = {},
-  ): Promise<Array<{ id: string }>> {
+  ): Promise<EnqueueResult[]> {
     if (!Array.isArray(items)) {
       throw new JobsError(
         `enqueueMany(): the items must be an array, got ${describeValue(items)}. Potential fix: enqueueMany([{ job: SendReceipt, payload }]).`,
@@ -83,7 +94,7 @@ export class JobQueue {
     }
     const tx = checkManager('enqueueMany()', checkOptions('enqueueMany()', options, '{ manager }')?.manager);
     const now = this.factory.clock.now();
-    const ids: Array<{ id: string }> = [];
+    const ids: string[] = [];
     const build = (from: number, to: number): NewJob[] => {
       const rows = items.slice(from, to).map((item, k) => {
         if (!item || typeof item !== 'object' || (typeof item.job !== 'function' && typeof item.job !== 'string')) {
@@ -93,20 +104,24 @@ export class JobQueue {
         }
         return this.factory.build(item.job, item.payload, item.options ?? {}, now);
       });
-      for (const r of rows) ids.push({ id: r.id });
+      for (const r of rows) ids.push(r.id);
       return rows;
     };
+    let duplicates: Map<string, string>;
     if (items.length <= ENQUEUE_CHUNK) {
       const rows = build(0, items.length);
-      await databaseCall('enqueueMany()', () => this.storage.insertJobs(rows, now, tx));
-      return ids;
+      duplicates = await databaseCall('enqueueMany()', () => this.storage.insertJobs(rows, now, tx));
+    } else {
+      // Built chunk by chunk while earlier chunks are being inserted, all in one transaction.
+      const chunks = function* (): Generator<NewJob[]> {
+        for (let i = 0; i < items.length; i += ENQUEUE_CHUNK) yield build(i, i + ENQUEUE_CHUNK);
+      };
+      duplicates = await databaseCall('enqueueMany()', () => this.storage.insertJobChunks(chunks(), now, tx));
     }
-    // Built chunk by chunk while earlier chunks are being inserted, all in one transaction.
-    function* chunks(): Generator<NewJob[]> {
-      for (let i = 0; i < items.length; i += ENQUEUE_CHUNK) yield build(i, i + ENQUEUE_CHUNK);
-    }
-    await databaseCall('enqueueMany()', () => this.storage.insertJobChunks(chunks(), now, tx));
-    return ids;
+    return ids.map((id) => {
+      const holder = duplicates.get(id);
+      return holder ? { id: holder, created: false } : { id, created: true };
+    });
   }
 
   /** Jobs that run one after another: `chain().then(A, a).then(B, b).dispatch()`. */

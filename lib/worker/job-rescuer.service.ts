@@ -29,8 +29,10 @@ export class JobRescuer {
 
   /**
    * Rescues once now (a restart after a crash finds its own jobs), then
-   * every half lease, at most every 15 s. Each pass also sweeps the onFailure
-   * hooks waiting for an instance: the rescue's own, and those abandoned.
+   * every half lease, at most every 15 s. Each pass also fails the jobs whose
+   * deadline passed before they started, and sweeps the onFailure hooks
+   * waiting for an instance: the rescue's and the deadlines' own, and those
+   * abandoned.
    */
   async start(): Promise<void> {
     this.started = true;
@@ -58,6 +60,13 @@ export class JobRescuer {
       }
     } catch (error) {
       this.logger.warn(`Recovering expired leases failed: ${(error as Error).message}`);
+    }
+    try {
+      const expired = await this.storage.expireDeadlines(this.clock.now(), RESCUE_BATCH);
+      if (expired > 0)
+        this.logger.warn(`${expired} job(s) failed for good: their deadline passed before they could start`);
+    } catch (error) {
+      this.logger.warn(`Failing jobs past their deadline failed: ${(error as Error).message}`);
     }
     await this.hooks.sweep();
   }

@@ -5,6 +5,7 @@ import { JobRegistry } from '../discovery/job-registry.js';
 import { Clock, serializeError, WorkerShutdownError, type ClaimedJob } from '../model/index.js';
 import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { JobNotifications, type JobNotification } from '../storage/notifications/job-notifications.interface.js';
+import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { AttemptRunner } from './attempt-runner.service.js';
@@ -13,6 +14,7 @@ import { FailureHooks } from './failure-hooks.service.js';
 import { JobRescuer } from './job-rescuer.service.js';
 import { LeaseKeeper, type LeaseHolder } from './lease-keeper.service.js';
 import { logOutcome } from './outcome-log.js';
+import { QueueControls } from './queue-controls.js';
 import type { RunningJob } from './running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
@@ -39,6 +41,11 @@ export class JobWorker implements LeaseHolder {
   /** Set when a claim came back short: nothing to do until told or polled. */
   private drained = false;
   private rotate = 0;
+  /** Claimed jobs of controlled queues: their end frees a slot a limit counted. */
+  private readonly controlledJobs = new Set<string>();
+  private wakeTimer: NodeJS.Timeout | null = null;
+  private wakeAt = 0;
+  private controls!: QueueControls;
   private timers: NodeJS.Timeout[] = [];
   private unsubscribe: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
@@ -54,6 +61,7 @@ export class JobWorker implements LeaseHolder {
     private readonly rescuer: JobRescuer,
     private readonly attempts: AttemptRunner,
     private readonly hooks: FailureHooks,
+    @Inject(QUEUE_STORAGE) private readonly queueStorage: QueueStorage,
   ) {}
 
   /**
@@ -74,6 +82,7 @@ export class JobWorker implements LeaseHolder {
       this.options.lease,
     );
     this.hooks.start(this.id);
+    this.controls = new QueueControls(this.queueStorage, this.logger);
     this.state = 'running';
     try {
       await this.connect();
@@ -84,6 +93,7 @@ export class JobWorker implements LeaseHolder {
   }
 
   private async connect(): Promise<void> {
+    await this.controls.refresh();
     await this.leases.start(this);
     await this.storage.openWorkerConnections();
     this.unsubscribe.push(
@@ -109,6 +119,9 @@ export class JobWorker implements LeaseHolder {
       this.poke();
     } else if (event.topic === 'cancel') {
       this.cancelLocal(event.jobId);
+    } else if (event.topic === 'queues') {
+      // A resume or a raised limit may let jobs start at once.
+      void this.controls.refresh().then(() => this.poke());
     }
   }
 
@@ -119,7 +132,7 @@ export class JobWorker implements LeaseHolder {
   }
 
   private async poll(): Promise<void> {
-    await this.refreshQueues();
+    await Promise.all([this.refreshQueues(), this.controls.refresh()]);
     this.poke();
   }
 
@@ -182,16 +195,10 @@ export class JobWorker implements LeaseHolder {
     let reason = '';
     for (const queue of this.queueOrder()) {
       if (this.state !== 'running') break;
+      if (this.controls.paused(queue)) continue;
       let jobs: ClaimedJob[];
       try {
-        jobs = await this.storage.claim({
-          workerId: this.id,
-          queue,
-          names: this.registry.names(),
-          limit: limit - got,
-          now: this.clock.now(),
-          leaseMs: this.options.lease,
-        });
+        jobs = await this.claimFrom(queue, limit - got);
       } catch (error) {
         failed.push(queue);
         reason = (error as Error).message;
@@ -208,6 +215,42 @@ export class JobWorker implements LeaseHolder {
     }
     if (failed.length) this.logger.error(`Claiming jobs from queue(s) ${failed.join(', ')} failed: ${reason}`);
     if (got < limit) this.drained = true;
+  }
+
+  /**
+   * A controlled queue's jobs count against its limits from their claim
+   * on, so this worker claims no more of them than it can start now: a
+   * prefetched job would hold a slot another instance could use.
+   */
+  private async claimFrom(queue: string, limit: number): Promise<ClaimedJob[]> {
+    const request = {
+      workerId: this.id,
+      queue,
+      names: this.registry.names(),
+      limit,
+      now: this.clock.now(),
+      leaseMs: this.options.lease,
+    };
+    if (!this.controls.controlled(queue)) return this.storage.claim(request);
+    const room = this.options.concurrency - this.running.size - this.buffer.length;
+    if (room <= 0) return [];
+    const { jobs, waitMs } = await this.storage.claimControlled({ ...request, limit: Math.min(limit, room) });
+    if (waitMs !== null) this.wakeIn(waitMs);
+    for (const job of jobs) this.controlledJobs.add(job.id);
+    return jobs;
+  }
+
+  /** A rate limit said when the next job may start: look again then. */
+  private wakeIn(ms: number): void {
+    const at = Date.now() + ms;
+    if (this.wakeTimer && this.wakeAt <= at) return;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeAt = at;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = null;
+      this.poke();
+    }, ms);
+    this.wakeTimer.unref();
   }
 
   /** Configured queues in their priority order; otherwise every known queue, rotating for fairness. */
@@ -230,6 +273,8 @@ export class JobWorker implements LeaseHolder {
     void this.attempts.run(run).then(async (result) => {
       this.running.delete(job.id);
       this.adaptive.recordCompletion();
+      // A controlled job frees a slot its limit counted: look again, do not wait for the poll.
+      if (this.controlledJobs.delete(job.id)) this.drained = false;
       if (result.outcome) {
         logOutcome(this.logger, job, result.outcome, this.clock);
         this.finishing.set(job.id, job.attempt);
@@ -302,6 +347,7 @@ export class JobWorker implements LeaseHolder {
     const deadline = Date.now() + this.options.shutdownGrace;
     for (const off of this.unsubscribe.splice(0)) off();
     for (const t of this.timers.splice(0)) clearInterval(t);
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
     await this.rescuer.stop();
     await this.notifications.stop();
     const unstarted = this.buffer.splice(0);

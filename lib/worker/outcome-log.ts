@@ -18,6 +18,9 @@ export function logOutcome(logger: Logger, job: ClaimedJob, outcome: AttemptOutc
     case 'failed':
       logger.error(`${label} failed for good: ${outcome.error.message}`);
       break;
+    case 'snoozed':
+      logger.log(`${label} snoozed until ${outcome.until.toISOString()}${outcome.reason ? `: ${outcome.reason}` : ''}`);
+      break;
     case 'cancelled':
       logger.log(`${label} was cancelled`);
       break;

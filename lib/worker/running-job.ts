@@ -2,6 +2,8 @@ import { ContextIdFactory, type ModuleRef } from '@nestjs/core';
 import type { RegisteredJob } from '../discovery/job-registry.js';
 import {
   computeBackoff,
+  DeadlineExceededError,
+  SnoozeJob,
   isDependencyTrigger,
   JobsError,
   LeaseLostError,
@@ -19,6 +21,9 @@ import {
   type JobContext,
   type JobHandler,
 } from '../model/index.js';
+
+/** A snooze longer than a year is a bug, not a plan. */
+const MAX_SNOOZE_MS = 365 * 24 * 3_600_000;
 
 /** Why a running attempt was stopped from outside the handler. */
 export type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
@@ -85,6 +90,10 @@ export class RunningJob {
   async execute(): Promise<RunResult> {
     const { job } = this;
     const ctx = this.context();
+    // Claimed before its deadline but about to start after it (it waited in the buffer): it does not start.
+    if (job.deadline && new Date(job.deadline) <= this.deps.clock.now()) {
+      return this.failedForGood(this.deadlineError('start'));
+    }
     const timer =
       job.timeoutMs && job.timeoutMs > 0 ? setTimeout(() => this.stop('timeout'), job.timeoutMs) : undefined;
     try {
@@ -158,6 +167,14 @@ export class RunningJob {
         return self.signal();
       },
       logger,
+      snooze: (ms, reason) => {
+        if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_SNOOZE_MS) {
+          throw new JobsError(
+            `ctx.snooze() in job "${job.name}": the delay must be a number of ms from 0 to ${MAX_SNOOZE_MS}, got ${String(ms)}. Potential fix: ctx.snooze(30_000).`,
+          );
+        }
+        throw new SnoozeJob(ms, reason);
+      },
       progress: (fraction, message) => {
         if (typeof fraction !== 'number' || !(fraction >= 0 && fraction <= 1)) {
           return Promise.reject(new RangeError(`ctx.progress(${fraction}): progress is a fraction in [0, 1]`));
@@ -202,18 +219,38 @@ export class RunningJob {
     if (this.stopReason === 'shutdown') return { outcome: null, reason: 'shutdown' };
     if (this.stopReason === 'cancel') return this.cancelled();
     const err = error instanceof Error ? error : new Error(String(error));
+    const now = this.deps.clock.now().getTime();
+    if (err instanceof SnoozeJob) {
+      const until = new Date(now + err.ms);
+      if (this.pastDeadline(until)) return this.failedForGood(this.deadlineError('snooze'));
+      return { outcome: { kind: 'snoozed', until, reason: err.message } };
+    }
     const permanent = err instanceof PermanentJobError || err.name === 'PermanentJobError';
     if (!permanent && job.attempt < job.maxAttempts) {
-      const delay = computeBackoff(this.registered.options.backoff, job.attempt, err);
-      return {
-        outcome: {
-          kind: 'retry',
-          error: serializeError(err),
-          retryAt: new Date(this.deps.clock.now().getTime() + delay),
-        },
-      };
+      const retryAt = new Date(now + computeBackoff(this.registered.options.backoff, job.attempt, err));
+      if (this.pastDeadline(retryAt)) return this.failedForGood(this.deadlineError('retry', err));
+      return { outcome: { kind: 'retry', error: serializeError(err), retryAt } };
     }
-    // Failed for good: the outcome is written first, with the hook recorded; then runFailureHook.
+    return this.failedForGood(err);
+  }
+
+  private pastDeadline(at: Date): boolean {
+    return !!this.job.deadline && at > new Date(this.job.deadline);
+  }
+
+  private deadlineError(when: 'start' | 'retry' | 'snooze', cause?: Error): DeadlineExceededError {
+    const deadline = new Date(this.job.deadline!).toISOString();
+    const what =
+      when === 'start'
+        ? `its deadline ${deadline} passed before it could start`
+        : when === 'retry'
+          ? `its next attempt would come after its deadline ${deadline} (attempt ${this.job.attempt} failed: ${cause?.message})`
+          : `it asked to snooze past its deadline ${deadline}`;
+    return new DeadlineExceededError(`Job "${this.job.name}" (${this.job.id}) failed for good: ${what}`);
+  }
+
+  private failedForGood(err: Error): RunResult {
+    // The outcome is written first, with the hook recorded; then runFailureHook.
     this.failedWith = err;
     const hook = typeof (this.registered.metatype.prototype as JobHandler).onFailure === 'function';
     return { outcome: { kind: 'failed', error: serializeError(err), hook }, continuations: this.release('failure') };

@@ -1,9 +1,11 @@
-import { LeaseLostError, LIVE_JOB_STATES, NOT_STARTED_STATES } from '../../model/index.js';
+import { DeadlineExceededError, LeaseLostError, LIVE_JOB_STATES, NOT_STARTED_STATES } from '../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
 import { notifySql } from '../notifications/notification-topics.js';
+import { NEW_JOB_COLUMN_NAMES, unnestNewJobs } from './job-encoding.js';
 
 /** The error an interrupted attempt records: the one its worker's signal aborted with. */
 const LEASE_LOST = LeaseLostError.name;
+const DEADLINE_EXCEEDED = DeadlineExceededError.name;
 
 /**
  * The hot-path SQL for one schema, built once. Statements take arrays or
@@ -33,29 +35,77 @@ export function jobStatements(schema: string) {
   const failure = `($5::jsonb -> (j.id::text))`;
   const failed = (field: string) => `(${failure} ->> '${field}')`;
   return {
-    // Columns as arrays ($1..$14, see encodeNewJobColumns), then now, the
-    // channel and the queues that got work due now. The caller knows those
-    // queues already; finding them with RETURNING kept every inserted row in
-    // a tuplestore first (~7% of PostgreSQL's time on a 20k insert, measured).
+    // Columns as arrays ($1..$18, NEW_JOB_COLUMNS), then now, the channel
+    // and the queues that got work due now. The caller knows those queues
+    // already; finding them with RETURNING kept every inserted row in a
+    // tuplestore first (~7% of PostgreSQL's time on a 20k insert, measured).
     insert: `WITH ins AS (
-      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms,
-                            batch_id, group_key, unique_key, remaining_dependencies, trace_context, created_at)
-      SELECT t.*, $15 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::int[],
-             $7::timestamptz[], $8::int[], $9::int[], $10::uuid[], $11::text[], $12::text[], $13::int[], $14::jsonb[]) AS t
+      INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
+      SELECT t.*, $19 FROM ${unnestNewJobs(1)}
     )
-    SELECT ${notifySql('queue', '$16', 'q')} FROM unnest($17::text[]) q`,
+    SELECT ${notifySql('queue', '$20', 'q')} FROM unnest($21::text[]) q`,
 
     // The common bulk call: jobs that differ only in id and payload. The
-    // shared columns go once as scalars ($3..$14, same order as above), which
-    // spares PostgreSQL parsing twelve arrays (~25% of an insert's time).
+    // shared columns go once as scalars ($3..$18, in NEW_JOB_COLUMNS' order),
+    // which spares PostgreSQL parsing sixteen arrays (~25% of an insert's time).
     insertUniform: `WITH ins AS (
-      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms,
-                            batch_id, group_key, unique_key, remaining_dependencies, trace_context, created_at)
+      INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
       SELECT t.id, $3::text, $4::text, t.payload, $5::text, $6::int, $7::timestamptz, $8::int, $9::int, $10::uuid,
-             $11::text, $12::text, $13::int, $14::jsonb, $15
+             $11::text, $12::text, $13::int, $14::jsonb, $15::text, $16::timestamptz, $17::text, $18::bigint, $19
         FROM unnest($1::uuid[], $2::jsonb[]) AS t(id, payload)
     )
-    SELECT ${notifySql('queue', '$16', 'q')} FROM unnest($17::text[]) q`,
+    SELECT ${notifySql('queue', '$20', 'q')} FROM unnest($21::text[]) q`,
+
+    // Jobs with unique keys: a key already held makes the row a no-op (the
+    // unique indexes decide, whichever instance writes first). Returns the ids
+    // written; the caller looks up the holders of the others. Queues are woken
+    // for the rows written only.
+    insertUnique: `WITH ins AS (
+      INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
+      SELECT t.*, $19 FROM ${unnestNewJobs(1)}
+      ON CONFLICT DO NOTHING
+      RETURNING id, queue, state, run_at
+    ), n AS (
+      SELECT ${notifySql('queue', '$20', 'q.queue')}
+        FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued' AND run_at <= $19) q
+    )
+    SELECT id FROM ins UNION ALL SELECT NULL FROM n`,
+
+    // The jobs holding these keys now, in the way each holds it ($2: while, $3: window, per key).
+    uniqueHolders: `SELECT j.id, j.unique_key, j.unique_while, j.unique_window
+      FROM ${s}.job j JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS k(key, while_, window_)
+        ON j.unique_key = k.key
+     WHERE (k.window_ IS NOT NULL AND j.unique_window = k.window_)
+        OR (k.window_ IS NULL AND j.unique_window IS NULL AND j.unique_while = k.while_ AND j.state = ANY(
+              CASE k.while_ WHEN 'queued' THEN ARRAY['waiting', 'queued']
+                            WHEN 'queued-or-active' THEN ARRAY['waiting', 'queued', 'active']
+                            ELSE ARRAY['waiting', 'queued', 'active', 'failed'] END))`,
+
+    // A debounce: the waiting (or queued) job holding the key takes the new payload and run time.
+    replaceUnique: `WITH u AS (
+      UPDATE ${s}.job j SET payload = $4::jsonb, run_at = $5
+       WHERE j.id = $1 AND j.unique_key = $2 AND j.state IN ('waiting', 'queued')
+      RETURNING j.id, j.queue, j.state, j.run_at
+    )
+    SELECT id, CASE WHEN state = 'queued' AND run_at <= $6 THEN ${notifySql('queue', '$3', 'queue')} END FROM u`,
+
+    // Queues that just got their first job with a group or a serial key: from
+    // now on only the controlled claim may serve them, and every instance
+    // hears of it. A queue already flagged is neither locked nor written.
+    flagQueues: `WITH f AS (
+      SELECT t.q, bool_or(t.g) AS g, bool_or(t.sr) AS sr FROM unnest($1::text[], $2::boolean[], $3::boolean[]) AS t(q, g, sr)
+       GROUP BY t.q
+    ), ins AS (
+      INSERT INTO ${s}.job_queue (name, has_groups, has_serial, updated_at)
+      SELECT f.q, f.g, f.sr, $4 FROM f
+      ON CONFLICT (name) DO NOTHING
+      RETURNING name
+    ), upd AS (
+      UPDATE ${s}.job_queue jq SET has_groups = jq.has_groups OR f.g, has_serial = jq.has_serial OR f.sr, updated_at = $4
+        FROM f WHERE jq.name = f.q AND ((f.g AND NOT jq.has_groups) OR (f.sr AND NOT jq.has_serial))
+      RETURNING jq.name
+    )
+    SELECT ${notifySql('queues', '$5', 'x.name')} FROM (SELECT name FROM ins UNION SELECT name FROM upd) x`,
 
     // The UPDATE reaches the rows its own subquery locked by ctid (a TID scan,
     // ~10% cheaper per job than a primary-key lookup, measured). That is safe
@@ -69,15 +119,39 @@ export function jobStatements(schema: string) {
        WHERE j.ctid = ANY(ARRAY(
          SELECT ctid FROM ${s}.job
           WHERE state = 'queued' AND queue = $1 AND run_at <= $2 AND name = ANY($3::text[])
+            AND serial_key IS NULL AND (deadline IS NULL OR deadline > $2)
           ORDER BY priority DESC, run_at, id
           LIMIT $4
           FOR UPDATE SKIP LOCKED))
       RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at,
-                j.trace_context
+                j.trace_context, j.deadline
     )
     SELECT id, name, queue, payload, attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs",
-           batch_id AS "batchId", trace_context AS "traceContext"
+           batch_id AS "batchId", trace_context AS "traceContext", deadline
       FROM u ORDER BY priority DESC, run_at, id`,
+
+    // A queue with limits, groups, serial keys or a pause: see claim_controlled (migration 0005).
+    // Rows with a null id carry only wait_ms: when a rate limit lets the next job start.
+    claimControlled: `SELECT id, name, queue, payload, attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs",
+           batch_id AS "batchId", trace_context AS "traceContext", deadline, wait_ms AS "waitMs"
+      FROM ${s}.claim_controlled($1, $3::text[], $4, $2, $5, $6)`,
+
+    // Jobs whose deadline passed before they could start fail for good, their onFailure recorded.
+    expireDeadlines: `WITH x AS (
+      SELECT id FROM ${s}.job
+       WHERE deadline IS NOT NULL AND state IN ('waiting', 'queued') AND deadline <= $1
+       ORDER BY deadline LIMIT $2
+       FOR UPDATE SKIP LOCKED
+    ), u AS (
+      UPDATE ${s}.job j
+         SET state = 'failed', completed_at = $1, failure_hook = 'pending',
+             last_error = jsonb_build_object('name', '${DEADLINE_EXCEEDED}',
+               'message', format('Job "%s" (%s) failed for good: its deadline %s passed before it could start',
+                                 j.name, j.id, to_char(j.deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+        FROM x WHERE j.id = x.id
+      RETURNING j.id, j.batch_id, j.has_dependents
+    ), ${settle('u', `'failed'`, '$1', '$3')}
+    SELECT (SELECT count(*) FROM u)::int AS expired, (SELECT count(*) FROM settled)::int AS settled`,
 
     succeed: `WITH u AS (
       UPDATE ${s}.job j
@@ -93,6 +167,7 @@ export function jobStatements(schema: string) {
     fail: `WITH u AS (
       UPDATE ${s}.job j
          SET state = ${failed('state')}, run_at = coalesce((${failed('run_at')})::timestamptz, j.run_at),
+             max_attempts = j.max_attempts + CASE WHEN (${failed('extra')})::boolean THEN 1 ELSE 0 END,
              last_error = ${failure} -> 'error', lease_expires_at = NULL,
              worker_id = CASE WHEN ${failed('state')} = 'queued' THEN NULL ELSE j.worker_id END,
              completed_at = CASE WHEN ${failed('state')} = 'queued' THEN NULL ELSE $3::timestamptz END,

@@ -56,11 +56,22 @@ export interface FailedJob extends ClaimedJob {
  * storage opened.
  */
 export interface JobStorage {
-  /** One statement: all of `jobs` are written or none. */
-  insertJobs(jobs: readonly NewJob[], now: Date, tx?: TxScope): Promise<void>;
-  /** One transaction, one statement per chunk; chunks are pulled from the iterator as the previous one is sent. */
-  insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: TxScope): Promise<void>;
+  /**
+   * All of `jobs` are written or none. Returns the duplicates: each job not
+   * written because its unique key is held, mapped to the holder's id.
+   */
+  insertJobs(jobs: readonly NewJob[], now: Date, tx?: TxScope): Promise<Map<string, string>>;
+  /** One transaction, a statement or a few per chunk; chunks are pulled from the iterator as the previous one is sent. */
+  insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: TxScope): Promise<Map<string, string>>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
+  /**
+   * The claim of a controlled queue (limits, groups, serial keys, pause;
+   * see claim_controlled): enforced across instances, one claim at a time
+   * per queue. `waitMs`: a rate limit held jobs back; the next may start then.
+   */
+  claimControlled(request: ClaimRequest): Promise<{ jobs: ClaimedJob[]; waitMs: number | null }>;
+  /** Fails up to `limit` queued or waiting jobs whose deadline passed; returns how many. */
+  expireDeadlines(now: Date, limit: number): Promise<number>;
   /**
    * Records outcomes fenced by (id, attempt, worker, active); returns the ids
    * that were applied. A failure whose handler has onFailure is written with

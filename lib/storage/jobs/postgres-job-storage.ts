@@ -23,7 +23,8 @@ import type {
   WorkerRegistration,
 } from './job-storage.interface.js';
 import { jobStatements, type JobStatements } from './job-statements.js';
-import { dueQueues, encodeNewJobColumns, encodeUniformJobs, uuidv7Floor } from './job-encoding.js';
+import { dueQueues, encodeNewJobColumns, encodeUniformJobs, queueFeatures, uuidv7Floor } from './job-encoding.js';
+import { insertUniqueJobs } from './unique-jobs.js';
 import { jobSummaryFromRow } from './job-rows.js';
 import { executorFor, PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
 import { WorkerPool } from '../connection/worker-pool.js';
@@ -41,7 +42,13 @@ import type { TxScope } from '../storage-tx.interface.js';
  * its rows through the primary key whatever the batch size). The rarer
  * outcome statements stay unnamed.
  */
-const PREPARED: ReadonlySet<keyof JobStatements> = new Set(['insert', 'insertUniform', 'claim', 'succeed']);
+const PREPARED: ReadonlySet<keyof JobStatements> = new Set([
+  'insert',
+  'insertUniform',
+  'claim',
+  'claimControlled',
+  'succeed',
+]);
 
 /** How long closing the worker's pool may wait for its sessions to end. */
 const CLOSE_WITHIN_MS = 5_000;
@@ -109,19 +116,60 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     await pool?.close(CLOSE_WITHIN_MS);
   }
 
-  insertJobs(jobs: readonly NewJob[], now: Date, tx?: TxScope): Promise<void> {
+  insertJobs(jobs: readonly NewJob[], now: Date, tx?: TxScope): Promise<Map<string, string>> {
     return this.insertOn(executorFor(tx, this.pool), jobs, now);
   }
 
-  private async insertOn(executor: SqlExecutor, jobs: readonly NewJob[], now: Date): Promise<void> {
-    if (jobs.length === 0) return;
+  /** The plain path is one statement; unique keys, groups and serial keys add a few, then in one transaction. */
+  private async insertOn(executor: SqlExecutor, jobs: readonly NewJob[], now: Date): Promise<Map<string, string>> {
+    if (jobs.length === 0) return new Map();
+    const features = queueFeatures(jobs);
+    const unique = jobs.filter((j) => j.uniqueKey);
+    if (!unique.length && !features.groups.length && !features.serial.length) {
+      await this.insertPlain(executor, jobs, now);
+      return new Map();
+    }
+    return executor.transaction(async (tx) => {
+      await this.flagQueuesOn(tx, jobs, now);
+      const plain = unique.length ? jobs.filter((j) => !j.uniqueKey) : jobs;
+      if (plain.length) await this.insertPlain(tx, plain, now);
+      return unique.length
+        ? insertUniqueJobs((k, v, e) => this.run(k, v, e), tx, unique, now, this.channel)
+        : new Map();
+    });
+  }
+
+  private async insertPlain(executor: SqlExecutor, jobs: readonly NewJob[], now: Date): Promise<void> {
     const due = dueQueues(jobs, now);
     const uniform = encodeUniformJobs(jobs);
     if (uniform) await this.run('insertUniform', [...uniform, now, this.channel, due], executor);
     else await this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel, due], executor);
   }
 
-  async insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: TxScope): Promise<void> {
+  /**
+   * Marks the queues that now hold grouped or serial jobs (see flagQueues
+   * in job-statements.ts); a no-op for jobs without either. Workflow inserts
+   * call it too, in their own transaction.
+   */
+  async flagQueuesOn(executor: SqlExecutor, jobs: readonly NewJob[], now: Date): Promise<void> {
+    const features = queueFeatures(jobs);
+    if (!features.groups.length && !features.serial.length) return;
+    const queues = [...new Set([...features.groups, ...features.serial])];
+    await this.run(
+      'flagQueues',
+      [
+        queues,
+        queues.map((q) => features.groups.includes(q)),
+        queues.map((q) => features.serial.includes(q)),
+        now,
+        this.channel,
+      ],
+      executor,
+    );
+  }
+
+  async insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: TxScope): Promise<Map<string, string>> {
+    const duplicates = new Map<string, string>();
     await executorFor(tx, this.pool).transaction(async (conn) => {
       // The next chunk is pulled from the iterator (built) while the last one
       // is being inserted, so this process and PostgreSQL work at once rather
@@ -129,10 +177,13 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
       // deprecates queueing queries on a busy client. The iterator may throw
       // (a job that fails its checks): the transaction then rolls back.
       let inFlight: Promise<void> | null = null;
+      const collect = (found: Map<string, string>) => {
+        for (const [id, holder] of found) duplicates.set(id, holder);
+      };
       try {
         for (const chunk of chunks) {
           if (inFlight) await inFlight;
-          inFlight = this.insertOn(conn, chunk, now);
+          inFlight = this.insertOn(conn, chunk, now).then(collect);
         }
         await inFlight;
       } catch (error) {
@@ -140,11 +191,35 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
         throw error;
       }
     });
+    return duplicates;
   }
 
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
     // Rows arrive in claim order and already shaped as ClaimedJob: no second object per job.
     return this.runWorker<ClaimedJob>('claim', [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs]);
+  }
+
+  async claimControlled(r: ClaimRequest): Promise<{ jobs: ClaimedJob[]; waitMs: number | null }> {
+    const rows = await this.runWorker<ClaimedJob & { waitMs: number | null }>('claimControlled', [
+      r.queue,
+      r.now,
+      r.names,
+      r.limit,
+      r.workerId,
+      r.leaseMs,
+    ]);
+    let waitMs: number | null = null;
+    const jobs: ClaimedJob[] = [];
+    for (const { waitMs: wait, ...job } of rows) {
+      if (job.id) jobs.push(job);
+      else waitMs = wait;
+    }
+    return { jobs, waitMs };
+  }
+
+  async expireDeadlines(now: Date, limit: number): Promise<number> {
+    const [row] = await this.run<{ expired: number }>('expireDeadlines', [now, limit, this.channel]);
+    return row?.expired ?? 0;
   }
 
   finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date, leaseMs: number): Promise<Set<string>> {
@@ -170,6 +245,18 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
         succeededIds.push(job.id);
         succeededAttempts[job.id] = job.attempt;
         if (outcome.result !== undefined && outcome.result !== null) results[job.id] = outcome.result;
+      } else if (outcome.kind === 'snoozed') {
+        // Back to the queue like a retry, with its own history row, and the attempt given back.
+        failedIds.push(job.id);
+        failures[job.id] = {
+          attempt: job.attempt,
+          state: 'queued',
+          exec_state: 'snoozed',
+          error: { name: 'SnoozeJob', message: outcome.reason ?? `snoozed until ${outcome.until.toISOString()}` },
+          run_at: outcome.until.toISOString(),
+          hook: null,
+          extra: true,
+        };
       } else {
         failedIds.push(job.id);
         failures[job.id] = {

@@ -12,7 +12,9 @@ export type JobNotification =
   /** Someone asked to cancel an active job: the worker running it aborts it. */
   | { topic: 'cancel'; jobId: string }
   /** The schedule table changed (one schedule, or null for several). */
-  | { topic: 'schedules'; name: string | null };
+  | { topic: 'schedules'; name: string | null }
+  /** A queue's settings changed (limits, pause, groups or serial keys seen): re-read them. */
+  | { topic: 'queues'; queue: string };
 
 export type NotificationTopic = JobNotification['topic'];
 
@@ -20,6 +22,7 @@ export const TOPIC_PREFIXES: Readonly<Record<NotificationTopic, string>> = {
   queue: 'q:',
   cancel: 'c:',
   schedules: 's:',
+  queues: 'k:',
 };
 
 /** Decodes a payload; null for a topic this build does not know (a newer instance may send one). */
@@ -32,6 +35,8 @@ export function decodeNotification(payload: string): JobNotification | null {
       return { topic: 'cancel', jobId: arg };
     case TOPIC_PREFIXES.schedules:
       return { topic: 'schedules', name: arg || null };
+    case TOPIC_PREFIXES.queues:
+      return { topic: 'queues', queue: arg };
     default:
       return null;
   }

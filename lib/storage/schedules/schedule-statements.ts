@@ -146,13 +146,13 @@ export function scheduleStatements(schema: string) {
       RETURNING r.name, r.job_name, r.payload, r.options
     ), ins AS (
       INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, unique_key,
-                            created_at, completed_at, last_error)
+                            unique_while, created_at, completed_at, last_error)
       SELECT p.id, w.job_name, coalesce(w.options->>'queue', ${sqlLiterals([JOB_DEFAULTS.queue])}), w.payload, p.state,
              coalesce((w.options->>'priority')::int, ${JOB_DEFAULTS.priority}), p.tick,
              coalesce((w.options->>'maxAttempts')::int, ${JOB_DEFAULTS.maxAttempts}),
              (w.options->>'timeoutMs')::int,
              'schedule:' || w.name || ':' || to_char(p.tick AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-             $6,
+             'queued-or-active', $6,
              CASE WHEN p.state = 'skipped' THEN $6::timestamptz END,
              CASE WHEN p.state = 'skipped' THEN jsonb_build_object(
                'name', 'ScheduleOverlapSkipped',

@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import {
   isUuid,
+  JobsError,
   type BatchInfo,
   type BatchState,
   type FinishedAttempt,
@@ -8,7 +9,7 @@ import {
   type NewJob,
 } from '../../model/index.js';
 import { asStorageTx, executorFor, PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
-import { dueQueues, encodeFlags, encodeNewJobColumns } from '../jobs/job-encoding.js';
+import { dueQueues, encodeFlags, encodeNewJobColumns, queueFeatures } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { PostgresJobStorage } from '../jobs/postgres-job-storage.js';
 import type { StorageContext } from '../storage-context.js';
@@ -58,19 +59,28 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       trigger: d.trigger,
       parent_outcome: d.parentOutcome ?? null,
     }));
-    await this.run(
-      'insertGraph',
-      [
-        JSON.stringify(batches),
-        dueQueues(graph.jobs, now),
-        JSON.stringify(deps),
-        now,
-        this.channel,
-        ...encodeNewJobColumns(graph.jobs),
-        encodeFlags(graph.jobs, (j) => j.hasDependents ?? false),
-      ],
-      tx,
-    );
+    const values = [
+      JSON.stringify(batches),
+      dueQueues(graph.jobs, now),
+      JSON.stringify(deps),
+      now,
+      this.channel,
+      ...encodeNewJobColumns(graph.jobs),
+      encodeFlags(graph.jobs, (j) => j.hasDependents ?? false),
+    ];
+    const executor = executorFor(tx, this.pool);
+    try {
+      if (!queueFeatures(graph.jobs).groups.length && !queueFeatures(graph.jobs).serial.length) {
+        await this.run('insertGraph', values, executor);
+        return;
+      }
+      await executor.transaction(async (t) => {
+        await this.jobs.flagQueuesOn(t, graph.jobs, now);
+        await this.run('insertGraph', values, t);
+      });
+    } catch (error) {
+      throw heldUniqueKey(error) ?? error;
+    }
   }
 
   async lockParents(jobIds: string[], batchIds: string[], tx: StorageTx): Promise<ParentStates> {
@@ -87,7 +97,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   }
 
   async addToBatch(batchId: string, job: NewJob, now: Date): Promise<boolean> {
-    const rows = await this.run('addToBatch', [
+    const values = [
       batchId,
       now,
       this.channel,
@@ -100,8 +110,25 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       job.runAt,
       job.maxAttempts,
       job.timeoutMs ?? null,
-    ]);
-    return rows.length > 0;
+      job.groupKey ?? null,
+      job.serialKey ?? null,
+      job.deadline ?? null,
+      job.uniqueKey ?? null,
+      job.uniqueWhile ?? null,
+      job.uniqueWindow ?? null,
+    ];
+    try {
+      const rows =
+        job.groupKey || job.serialKey
+          ? await this.pool.transaction(async (t) => {
+              await this.jobs.flagQueuesOn(t, [job], now);
+              return this.run('addToBatch', values, t);
+            })
+          : await this.run('addToBatch', values);
+      return rows.length > 0;
+    } catch (error) {
+      throw heldUniqueKey(error) ?? error;
+    }
   }
 
   async finishWithContinuations(
@@ -205,4 +232,19 @@ function toBatchInfo(row: Row): BatchInfo {
     startedAt: (row.first_started_at as Date | null) ?? null,
     completedAt: (row.completed_at as Date | null) ?? null,
   };
+}
+
+/**
+ * A batch, flow or chain is written whole or not at all, so a member whose
+ * unique key is held cannot be dropped the way a lone enqueue returns the
+ * holder: the whole write is refused, saying which key.
+ */
+function heldUniqueKey(error: unknown): JobsError | null {
+  const e = error as { code?: string; constraint?: string; detail?: string };
+  if (e?.code !== '23505' || !e.constraint?.startsWith('job_unique_')) return null;
+  const key = /\(unique_key(?:, unique_window)?\)=\((.*)\)/.exec(e.detail ?? '')?.[1] ?? 'a unique key';
+  return new JobsError(
+    `A job's unique key (${key}) is already held by another job, so this batch, flow or chain was not written (nothing of it). ` +
+      `Potential fix: enqueue that job on its own (enqueue() returns the holder's id), or leave "unique" out of members of a batch or flow.`,
+  );
 }

@@ -1,5 +1,6 @@
 import { DEPENDENCY_NOT_MET, NOT_STARTED_STATES } from '../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
+import { NEW_JOB_COLUMN_NAMES, unnestNewJobs } from '../jobs/job-encoding.js';
 import { notifySql } from '../notifications/notification-topics.js';
 
 /** The skipped job's last error, as a jsonb literal (release_children in migration 0001 writes the same). */
@@ -11,7 +12,7 @@ export function workflowStatements(schema: string) {
   return {
     // A whole graph in one statement: batch rows, jobs and edges commit
     // together. Batches and edges are few and go as JSON; jobs go as one
-    // array per column ($6..$20: encodeNewJobColumns, then has_dependents),
+    // array per column ($6..$23: NEW_JOB_COLUMNS, then $24 has_dependents),
     // like a bulk enqueue. $2: the queues that got work due now.
     insertGraph: `WITH b AS (
       INSERT INTO ${s}.job_batch (id, name, state, total, pending, succeeded, options, created_at, completed_at)
@@ -19,17 +20,11 @@ export function workflowStatements(schema: string) {
         FROM jsonb_to_recordset($1::jsonb)
           AS t(id uuid, name text, state text, total int, pending int, succeeded int, options jsonb)
     ), j AS (
-      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id,
-                            group_key, unique_key, remaining_dependencies, trace_context, has_dependents, created_at,
-                            completed_at, last_error)
+      INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, has_dependents, created_at, completed_at, last_error)
       SELECT t.*, $4,
              CASE WHEN t.state = 'skipped' THEN $4::timestamptz END,
              CASE WHEN t.state = 'skipped' THEN ${NOT_MET} END
-        FROM unnest($6::uuid[], $7::text[], $8::text[], $9::jsonb[], $10::text[], $11::int[], $12::timestamptz[],
-                    $13::int[], $14::int[], $15::uuid[], $16::text[], $17::text[], $18::int[], $19::jsonb[],
-                    $20::boolean[])
-          AS t(id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id, group_key,
-               unique_key, remaining_dependencies, trace_context, has_dependents)
+        FROM ${unnestNewJobs(6, [['has_dependents', 'boolean']])}
     ), d AS (
       INSERT INTO ${s}.job_dependency (child_id, parent_job_id, parent_batch_id, trigger, parent_outcome)
       SELECT child_id, parent_job_id, parent_batch_id, trigger, parent_outcome
@@ -48,8 +43,10 @@ export function workflowStatements(schema: string) {
       UPDATE ${s}.job_batch SET total = total + 1, pending = pending + 1
        WHERE id = $1 AND state = 'executing' RETURNING id
     ), j AS (
-      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id, created_at)
-      SELECT $5::uuid, $6::text, $7::text, $8::jsonb, 'queued', $9::int, $10::timestamptz, $11::int, $12::int, b.id, $2
+      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id, created_at,
+                            group_key, serial_key, deadline, unique_key, unique_while, unique_window)
+      SELECT $5::uuid, $6::text, $7::text, $8::jsonb, 'queued', $9::int, $10::timestamptz, $11::int, $12::int, b.id, $2,
+             $13::text, $14::text, $15::timestamptz, $16::text, $17::text, $18::bigint
         FROM b
       RETURNING id, queue
     )

@@ -1,0 +1,45 @@
+/** A rate limit: at most `max` jobs start in any window of `per` ms, across instances. */
+export interface RateLimit {
+  max: number;
+  per: number;
+}
+
+/** A queue's flow control, as JobsModule's `queues` declares it. */
+export interface QueueOptions {
+  /** At most this many of the queue's jobs run at once, across instances. */
+  concurrency?: number;
+  rateLimit?: RateLimit;
+  /**
+   * Fairness between groups (EnqueueOptions.group): a group holding at least
+   * `minInflight` running jobs (default 2) and more than `shareThreshold` of
+   * the queue's (default 0.5) is served after the others.
+   */
+  groups?: { minInflight?: number; shareThreshold?: number };
+}
+
+/** Where a limit in force came from: the deployed code, or a change made at run time (JobQueues). */
+export type LimitSource = 'code' | 'runtime';
+
+/** A limit and where it came from. */
+export interface LimitInfo<T> {
+  value: T | null;
+  source: LimitSource;
+}
+
+/** What `JobQueues.list()` says of one queue. */
+export interface QueueInfo {
+  name: string;
+  paused: boolean;
+  concurrency: LimitInfo<number>;
+  rateLimit: LimitInfo<RateLimit>;
+  /** Job names with limits of their own in this queue. */
+  jobs: Array<{ name: string; concurrency: LimitInfo<number>; rateLimit: LimitInfo<RateLimit> }>;
+  /** Running now (claimed), across instances. */
+  active: number;
+  /** Due and waiting for a worker. */
+  queued: number;
+  /** Queued for later (a delay, a backoff, a snooze). */
+  scheduled: number;
+  /** Waiting on parents or a batch. */
+  waiting: number;
+}

@@ -1,0 +1,153 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { JobRegistry } from '../discovery/job-registry.js';
+import {
+  checkLimits,
+  checkName,
+  checkOptions,
+  Clock,
+  databaseCall,
+  JobsError,
+  type LimitInfo,
+  type QueueInfo,
+  type QueueOptions,
+  type RateLimit,
+} from '../model/index.js';
+import { MONITORING_STORAGE, type MonitoringStorage } from '../storage/monitoring/monitoring-storage.interface.js';
+import {
+  QUEUE_STORAGE,
+  type CodeLimits,
+  type Limits,
+  type QueueConfig,
+  type QueueStorage,
+} from '../storage/queues/queue-storage.interface.js';
+
+/** JobsModule's `queues`, validated. */
+export const QUEUE_DECLARATIONS = Symbol('QUEUE_DECLARATIONS');
+
+/**
+ * Queues as operators steer them: pause and resume, change limits at run
+ * time, and see each queue's limits (and where each came from), whether it
+ * is paused, and its live counts. Every change is stored and announced, so
+ * it reaches every instance within a second (at once through NOTIFY, or at
+ * the next poll).
+ */
+@Injectable()
+export class JobQueues {
+  constructor(
+    @Inject(QUEUE_STORAGE) private readonly storage: QueueStorage,
+    @Inject(MONITORING_STORAGE) private readonly monitoring: MonitoringStorage,
+    private readonly registry: JobRegistry,
+    private readonly clock: Clock,
+    @Inject(QUEUE_DECLARATIONS) private readonly declared: Readonly<Record<string, QueueOptions>>,
+  ) {}
+
+  /**
+   * Writes what the code declares (JobsModule's `queues`, @Job's limits):
+   * at start, before the worker claims. A limit the code changed takes the
+   * code's value; one changed at run time under the same code keeps it.
+   */
+  async syncCode(): Promise<void> {
+    const declared: CodeLimits[] = Object.entries(this.declared).map(([queue, o]) => ({
+      queue,
+      concurrency: o.concurrency ?? null,
+      rateLimit: o.rateLimit ?? null,
+      groupMinInflight: o.groups?.minInflight,
+      groupShare: o.groups?.shareThreshold,
+    }));
+    for (const job of this.registry.all()) {
+      const { concurrency, rateLimit } = job.declared;
+      if (concurrency === undefined && rateLimit === undefined) continue;
+      const queue = job.options.queue;
+      // The claim reads a name's limits through its queue's row.
+      if (!declared.some((d) => d.queue === queue && !d.name)) {
+        declared.push({ queue, concurrency: null, rateLimit: null });
+      }
+      declared.push({ queue, name: job.name, concurrency: concurrency ?? null, rateLimit: rateLimit ?? null });
+    }
+    await databaseCall('JobQueues.syncCode()', () => this.storage.syncCode(declared, this.clock.now()));
+  }
+
+  /** Running jobs finish; queued ones stay queued until resume(); enqueue goes on working. */
+  async pause(queue: string): Promise<void> {
+    const name = await this.known('pause', queue);
+    await databaseCall(`JobQueues.pause('${name}')`, () => this.storage.setPaused(name, true, this.clock.now()));
+  }
+
+  async resume(queue: string): Promise<void> {
+    const name = await this.known('resume', queue);
+    await databaseCall(`JobQueues.resume('${name}')`, () => this.storage.setPaused(name, false, this.clock.now()));
+  }
+
+  /**
+   * Changes a queue's limits (or, with `job`, one job name's in it) at run
+   * time; a field left out keeps its value, `null` removes the limit. The
+   * change holds until the code declares a different value for the field.
+   */
+  async setLimits(
+    queue: string,
+    limits: { concurrency?: number | null; rateLimit?: RateLimit | null },
+    options: { job?: string } = {},
+  ): Promise<void> {
+    const name = await this.known('setLimits', queue);
+    const where = `JobQueues.setLimits('${name}')`;
+    const change = checkLimits(where, checkOptions(where, limits, '{ concurrency: 5 }') ?? {});
+    const job = checkOptions(where, options, "{ job: 'send-receipt' }")?.job;
+    if (job !== undefined) checkName(where, 'job', job, 'send-receipt');
+    if (change.concurrency === undefined && change.rateLimit === undefined) {
+      throw new JobsError(
+        `${where}: nothing to change. Potential fix: pass { concurrency } and/or { rateLimit } (null removes one).`,
+      );
+    }
+    await databaseCall(where, () => this.storage.setLimits(name, job ?? null, change, this.clock.now()));
+  }
+
+  /** Every queue known here or in the database, with its settings and live counts. */
+  async list(): Promise<QueueInfo[]> {
+    const now = this.clock.now();
+    const [configs, counts] = await databaseCall('JobQueues.list()', () =>
+      Promise.all([this.storage.configs(), this.monitoring.counts(now, null)]),
+    );
+    const byQueue = new Map(configs.map((c) => [c.queue, c]));
+    const names = new Set<string>([...byQueue.keys(), ...this.codeQueues(), ...counts.map((c) => c.queue)]);
+    return [...names].sort().map((name) => {
+      const config = byQueue.get(name);
+      const count = (state: string) => counts.find((c) => c.queue === name && c.state === state)?.n ?? 0;
+      return {
+        name,
+        paused: config?.paused ?? false,
+        ...limitInfo(config),
+        jobs: (config?.names ?? []).map((n) => ({ name: n.name, ...limitInfo(n) })),
+        active: count('active'),
+        queued: count('queued'),
+        scheduled: count('scheduled'),
+        waiting: count('waiting'),
+      };
+    });
+  }
+
+  private codeQueues(): string[] {
+    return [...Object.keys(this.declared), ...this.registry.all().map((j) => j.options.queue)];
+  }
+
+  /** A queue this app or the database knows: a typo must not pause a queue nobody uses. */
+  private async known(call: string, queue: unknown): Promise<string> {
+    const where = `JobQueues.${call}()`;
+    const name = checkName(where, 'queue', queue, 'emails');
+    if (this.codeQueues().includes(name)) return name;
+    const configs = await databaseCall(where, () => this.storage.configs());
+    if (configs.some((c: QueueConfig) => c.queue === name)) return name;
+    const counts = await databaseCall(where, () => this.monitoring.counts(this.clock.now(), null));
+    if (counts.some((c) => c.queue === name)) return name;
+    throw new JobsError(
+      `${where}: no queue "${name}" is known (no handler serves it, JobsModule's "queues" does not declare it, and it holds no live jobs). ` +
+        `Potential fix: check the name against JobQueues.list(), or declare it in JobsModule's "queues".`,
+    );
+  }
+}
+
+function limitInfo(limits: Limits | undefined): { concurrency: LimitInfo<number>; rateLimit: LimitInfo<RateLimit> } {
+  return {
+    concurrency: { value: limits?.concurrency ?? null, source: limits?.concurrencySource ?? 'code' },
+    rateLimit: { value: limits?.rateLimit ?? null, source: limits?.rateSource ?? 'code' },
+  };
+}

@@ -1,0 +1,32 @@
+import { checkInteger, checkLimits, checkName, checkOptions, JobsError, type QueueOptions } from '../model/index.js';
+
+/** JobsModule's `queues`, checked at start: a bad limit fails the boot naming the queue and the fix. */
+export function resolveQueueDeclarations(queues: unknown): Record<string, QueueOptions> {
+  const given = checkOptions('JobsModule "queues"', queues as object, '{ emails: { concurrency: 5 } }') ?? {};
+  const out: Record<string, QueueOptions> = {};
+  for (const [queue, options] of Object.entries(given)) {
+    const where = `JobsModule "queues.${queue}"`;
+    checkName('JobsModule "queues"', 'queue', queue, 'emails');
+    const o = checkOptions(where, options as QueueOptions, '{ concurrency: 5 }') ?? {};
+    const limits = checkLimits(where, o);
+    const groups = checkOptions(`${where}.groups`, o.groups, '{ minInflight: 2, shareThreshold: 0.5 }');
+    const share = groups?.shareThreshold;
+    if (share !== undefined && (typeof share !== 'number' || !(share > 0 && share <= 1))) {
+      throw new JobsError(
+        `${where}: "groups.shareThreshold" must be a fraction in (0, 1], got ${String(share)}. Potential fix: groups: { shareThreshold: 0.5 }.`,
+      );
+    }
+    out[queue] = {
+      concurrency: limits.concurrency ?? undefined,
+      rateLimit: limits.rateLimit ?? undefined,
+      groups: groups && {
+        minInflight:
+          groups.minInflight === undefined
+            ? undefined
+            : checkInteger(where, 'groups.minInflight', groups.minInflight, 1, 1_000_000, 2),
+        shareThreshold: share,
+      },
+    };
+  }
+  return out;
+}

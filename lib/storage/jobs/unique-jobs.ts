@@ -1,0 +1,90 @@
+import type { NewJob } from '../../model/index.js';
+import type { SqlExecutor } from '../connection/sql-executor.js';
+import { encodeNewJobColumns } from './job-encoding.js';
+import type { JobStatements } from './job-statements.js';
+
+type Run = (
+  key: keyof JobStatements,
+  values: unknown[],
+  executor: SqlExecutor,
+) => Promise<Array<Record<string, unknown>>>;
+
+/** A holder can finish between our failed insert and the look-up; past this many rounds something is wrong. */
+const MAX_ROUNDS = 5;
+
+/**
+ * Writes jobs with unique keys and says which were duplicates: the map
+ * takes each new job that was not written to the job that holds its key.
+ * The unique indexes decide (an insert that finds its key held is a no-op),
+ * so concurrent enqueues on any instance agree without a lock held across
+ * calls. A key whose holder finished in between is simply tried again.
+ */
+export async function insertUniqueJobs(
+  run: Run,
+  executor: SqlExecutor,
+  jobs: readonly NewJob[],
+  now: Date,
+  channel: string,
+): Promise<Map<string, string>> {
+  const duplicates = new Map<string, string>();
+  let pending = jobs.filter((j) => !j.uniqueReplace);
+  for (let round = 0; pending.length; round++) {
+    if (round === MAX_ROUNDS) throw new Error(`unique keys kept changing hands (${pending.length} jobs not written)`);
+    const written = new Set(
+      (await run('insertUnique', [...encodeNewJobColumns(pending), now, channel], executor))
+        .map((r) => r.id as string | null)
+        .filter(Boolean),
+    );
+    const skipped = pending.filter((j) => !written.has(j.id));
+    pending = [];
+    if (!skipped.length) break;
+    const holders = await holdersOf(run, executor, skipped);
+    for (const job of skipped) {
+      const holder = holders.get(holdKey(job));
+      if (holder) duplicates.set(job.id, holder);
+      else pending.push(job);
+    }
+  }
+  // A debounce writes one job at a time: it may have to update the holder instead.
+  for (const job of jobs.filter((j) => j.uniqueReplace)) {
+    const holder = await replaceOne(run, executor, job, now, channel);
+    if (holder !== job.id) duplicates.set(job.id, holder);
+  }
+  return duplicates;
+}
+
+async function replaceOne(run: Run, executor: SqlExecutor, job: NewJob, now: Date, channel: string): Promise<string> {
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const [written] = await run('insertUnique', [...encodeNewJobColumns([job]), now, channel], executor);
+    if (written?.id) return job.id;
+    const holder = (await holdersOf(run, executor, [job])).get(holdKey(job));
+    if (!holder) continue;
+    // The holder takes this payload and run time unless it already runs (then it stays as it is).
+    await run('replaceUnique', [holder, job.uniqueKey, channel, job.payloadJson, job.runAt, now], executor);
+    return holder;
+  }
+  throw new Error(`the unique key "${job.uniqueKey}" kept changing hands`);
+}
+
+async function holdersOf(run: Run, executor: SqlExecutor, jobs: readonly NewJob[]): Promise<Map<string, string>> {
+  const rows = await run(
+    'uniqueHolders',
+    [jobs.map((j) => j.uniqueKey), jobs.map((j) => j.uniqueWhile ?? null), jobs.map((j) => j.uniqueWindow ?? null)],
+    executor,
+  );
+  return new Map(
+    rows.map((r) => [
+      holdKey({
+        uniqueKey: r.unique_key as string,
+        uniqueWhile: r.unique_while as NewJob['uniqueWhile'],
+        uniqueWindow: r.unique_window === null ? null : Number(r.unique_window),
+      }),
+      r.id as string,
+    ]),
+  );
+}
+
+/** A key and the way it is held: two ways of holding one key are two keys. */
+function holdKey(j: Pick<NewJob, 'uniqueKey' | 'uniqueWhile' | 'uniqueWindow'>): string {
+  return j.uniqueWindow != null ? `${j.uniqueKey}\u0000w${j.uniqueWindow}` : `${j.uniqueKey}\u0000${j.uniqueWhile}`;
+}

@@ -1,0 +1,278 @@
+-- Version 5: flow control. Queue settings (concurrency and rate limits, pause) and the state the
+-- claim keeps to enforce them across instances; per-job-name limits; unique jobs, serial keys,
+-- tenant groups and deadlines on the job; snoozed executions. Queues with none of these keep the
+-- plain claim; the others are claimed through claim_controlled(), one claim at a time per queue.
+
+-- A queue's settings. Each limit keeps the value the code declared beside the value in force, so a
+-- start can tell "the code changed" (apply it) from "the same code, changed at run time" (keep it).
+CREATE TABLE IF NOT EXISTS :SCHEMA.job_queue (
+  name text PRIMARY KEY,
+  concurrency int CHECK (concurrency >= 1),
+  concurrency_code int,
+  concurrency_source text NOT NULL DEFAULT 'code' CHECK (concurrency_source IN ('code', 'runtime')),
+  rate_max int CHECK (rate_max >= 1),
+  rate_per_ms int CHECK (rate_per_ms >= 1),
+  rate_code jsonb,
+  rate_source text NOT NULL DEFAULT 'code' CHECK (rate_source IN ('code', 'runtime')),
+  paused boolean NOT NULL DEFAULT false,
+  -- Set by the first enqueue of a job with a group or a serial key: the plain claim cannot honour them.
+  has_groups boolean NOT NULL DEFAULT false,
+  has_serial boolean NOT NULL DEFAULT false,
+  -- Fairness between groups: a group holding at least group_min_inflight jobs in flight and more
+  -- than group_share of the queue's is served after the others.
+  group_min_inflight int NOT NULL DEFAULT 2 CHECK (group_min_inflight >= 1),
+  group_share real NOT NULL DEFAULT 0.5 CHECK (group_share > 0 AND group_share <= 1),
+  -- The group the last claim served: the next one starts after it (round robin).
+  group_cursor text,
+  -- Starts within the rate window, as (time, count) pairs: an exact sliding window.
+  rate_log_at timestamptz[] NOT NULL DEFAULT '{}',
+  rate_log_n int[] NOT NULL DEFAULT '{}',
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- Limits on one job name inside its queue (@Job's concurrency and rateLimit).
+CREATE TABLE IF NOT EXISTS :SCHEMA.job_name_limit (
+  queue text NOT NULL,
+  name text NOT NULL,
+  concurrency int CHECK (concurrency >= 1),
+  concurrency_code int,
+  concurrency_source text NOT NULL DEFAULT 'code' CHECK (concurrency_source IN ('code', 'runtime')),
+  rate_max int CHECK (rate_max >= 1),
+  rate_per_ms int CHECK (rate_per_ms >= 1),
+  rate_code jsonb,
+  rate_source text NOT NULL DEFAULT 'code' CHECK (rate_source IN ('code', 'runtime')),
+  rate_log_at timestamptz[] NOT NULL DEFAULT '{}',
+  rate_log_n int[] NOT NULL DEFAULT '{}',
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (queue, name)
+);
+
+ALTER TABLE :SCHEMA.job ADD COLUMN IF NOT EXISTS serial_key text;
+
+ALTER TABLE :SCHEMA.job ADD COLUMN IF NOT EXISTS deadline timestamptz;
+
+ALTER TABLE :SCHEMA.job ADD COLUMN IF NOT EXISTS unique_while text
+  CHECK (unique_while IN ('queued', 'queued-or-active', 'until-succeeded'));
+
+ALTER TABLE :SCHEMA.job ADD COLUMN IF NOT EXISTS unique_window bigint;
+
+-- Unique jobs: one index per way of holding a key, so the database refuses the duplicate whichever
+-- instance writes it. Version 1's index (any key, live states) goes: no API set unique keys then.
+DROP INDEX IF EXISTS :SCHEMA.job_unique_key_idx;
+
+CREATE UNIQUE INDEX IF NOT EXISTS job_unique_queued_idx ON :SCHEMA.job (unique_key)
+  WHERE unique_key IS NOT NULL AND unique_window IS NULL AND unique_while = 'queued'
+    AND state IN ('waiting', 'queued');
+
+CREATE UNIQUE INDEX IF NOT EXISTS job_unique_live_idx ON :SCHEMA.job (unique_key)
+  WHERE unique_key IS NOT NULL AND unique_window IS NULL AND unique_while = 'queued-or-active'
+    AND state IN ('waiting', 'queued', 'active');
+
+CREATE UNIQUE INDEX IF NOT EXISTS job_unique_unsucceeded_idx ON :SCHEMA.job (unique_key)
+  WHERE unique_key IS NOT NULL AND unique_window IS NULL AND unique_while = 'until-succeeded'
+    AND state IN ('waiting', 'queued', 'active', 'failed');
+
+CREATE UNIQUE INDEX IF NOT EXISTS job_unique_window_idx ON :SCHEMA.job (unique_key, unique_window)
+  WHERE unique_key IS NOT NULL AND unique_window IS NOT NULL;
+
+-- Serial keys: at most one active job per key, and the claim finds each key's next job in order.
+CREATE UNIQUE INDEX IF NOT EXISTS job_serial_active_idx ON :SCHEMA.job (serial_key)
+  WHERE serial_key IS NOT NULL AND state = 'active';
+
+CREATE INDEX IF NOT EXISTS job_serial_claim_idx ON :SCHEMA.job (queue, serial_key, priority DESC, id)
+  WHERE state = 'queued' AND serial_key IS NOT NULL;
+
+-- Groups: the claim walks the groups with queued work and takes each one's next jobs.
+CREATE INDEX IF NOT EXISTS job_group_claim_idx ON :SCHEMA.job (queue, group_key, priority DESC, run_at, id)
+  WHERE state = 'queued' AND group_key IS NOT NULL;
+
+-- Deadlines: the sweep that fails jobs whose deadline passed before they could start.
+CREATE INDEX IF NOT EXISTS job_deadline_idx ON :SCHEMA.job (deadline)
+  WHERE deadline IS NOT NULL AND state IN ('waiting', 'queued');
+
+-- A snoozed attempt leaves a history row of its own kind.
+ALTER TABLE :SCHEMA.job_execution DROP CONSTRAINT IF EXISTS job_execution_state_check;
+
+ALTER TABLE :SCHEMA.job_execution ADD CONSTRAINT job_execution_state_check
+  CHECK (state IN ('active', 'succeeded', 'failed', 'interrupted', 'cancelled', 'snoozed'));
+
+-- Claims up to p_limit due jobs of a controlled queue for p_worker. The queue's row lock makes the
+-- claims of this queue take turns across instances, and each statement below reads a fresh
+-- snapshot, so the counts it enforces limits with include every claim committed before it.
+-- Returns the claimed jobs; when a rate limit held jobs back, also a row with id NULL whose
+-- wait_ms says when the next start is allowed.
+CREATE OR REPLACE FUNCTION :SCHEMA.claim_controlled(
+  p_queue text, p_names text[], p_limit int, p_now timestamptz, p_worker text, p_lease_ms float8)
+RETURNS TABLE (id uuid, name text, queue text, payload jsonb, attempt int, max_attempts int, timeout_ms int,
+               batch_id uuid, trace_context jsonb, deadline timestamptz, wait_ms float8)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_q record;
+  v_room int := p_limit;
+  v_active int;
+  v_in_window int;
+  v_oldest timestamptz;
+  v_wait float8;
+  v_groups text[] := '{}';
+  v_next text;
+  v_from text;
+  v_wrapped boolean := false;
+  v_per_group int;
+  v_ids uuid[];
+  v_chosen_groups text[];
+  v_chosen_names text[];
+  v_claimed int;
+BEGIN
+  SELECT * INTO v_q FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue FOR UPDATE;
+  IF NOT FOUND OR v_q.paused OR p_limit < 1 THEN
+    RETURN;
+  END IF;
+
+  IF v_q.concurrency IS NOT NULL THEN
+    SELECT count(*) INTO v_active FROM :SCHEMA.job a
+     WHERE a.lease_expires_at IS NOT NULL AND a.state = 'active' AND a.queue = p_queue;
+    v_room := least(v_room, v_q.concurrency - v_active);
+  END IF;
+
+  IF v_q.rate_max IS NOT NULL THEN
+    SELECT coalesce(sum(l.n), 0), min(l.at) INTO v_in_window, v_oldest
+      FROM unnest(v_q.rate_log_at, v_q.rate_log_n) AS l(at, n)
+     WHERE l.at > p_now - make_interval(secs => v_q.rate_per_ms / 1000.0);
+    IF v_q.rate_max - v_in_window < v_room THEN
+      v_room := v_q.rate_max - v_in_window;
+      v_wait := greatest(1, extract(epoch FROM v_oldest + make_interval(secs => v_q.rate_per_ms / 1000.0) - p_now) * 1000);
+    END IF;
+  END IF;
+
+  IF v_room <= 0 THEN
+    IF v_wait IS NOT NULL THEN
+      RETURN QUERY SELECT NULL::uuid, NULL::text, NULL::text, NULL::jsonb, NULL::int, NULL::int, NULL::int,
+                          NULL::uuid, NULL::jsonb, NULL::timestamptz, v_wait;
+    END IF;
+    RETURN;
+  END IF;
+
+  -- Groups with queued work, in rotation order from the one after the last served: one index probe
+  -- each, at most v_room of them, so a queue with thousands of tenants costs what its claim needs.
+  IF v_q.has_groups THEN
+    v_from := v_q.group_cursor;
+    FOR i IN 1..v_room LOOP
+      SELECT j.group_key INTO v_next FROM :SCHEMA.job j
+       WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key IS NOT NULL
+         AND (v_from IS NULL OR j.group_key > v_from)
+       ORDER BY j.group_key LIMIT 1;
+      IF v_next IS NULL THEN
+        EXIT WHEN v_wrapped OR v_from IS NULL;
+        v_wrapped := true;
+        v_from := NULL;
+        CONTINUE;
+      END IF;
+      EXIT WHEN v_next = ANY(v_groups);
+      v_groups := v_groups || v_next;
+      v_from := v_next;
+    END LOOP;
+  END IF;
+  v_per_group := greatest(1, ceil(v_room::float8 / greatest(1, cardinality(v_groups))))::int;
+
+  WITH act AS (
+    SELECT a.name, a.group_key, a.serial_key FROM :SCHEMA.job a
+     WHERE a.lease_expires_at IS NOT NULL AND a.state = 'active' AND a.queue = p_queue
+  ), inflight AS (
+    SELECT count(*)::int AS total FROM act
+  ), names AS (
+    SELECT l.name,
+           l.concurrency - (SELECT count(*) FROM act WHERE act.name = l.name) AS room_c,
+           l.rate_max - coalesce((SELECT sum(x.n) FROM unnest(l.rate_log_at, l.rate_log_n) AS x(at, n)
+                                   WHERE x.at > p_now - make_interval(secs => l.rate_per_ms / 1000.0)), 0) AS room_r
+      FROM :SCHEMA.job_name_limit l WHERE l.queue = p_queue
+  ), ring AS (
+    SELECT r.g, r.pos FROM unnest(v_groups) WITH ORDINALITY AS r(g, pos)
+  ), pool AS (
+    -- Jobs of no group and no serial key, in claim order.
+    (SELECT j.id, j.name, j.priority, j.run_at, NULL::text AS grp, 0::bigint AS pos
+       FROM :SCHEMA.job j
+      WHERE j.state = 'queued' AND j.queue = p_queue AND j.run_at <= p_now AND j.name = ANY(p_names)
+        AND j.group_key IS NULL AND j.serial_key IS NULL AND (j.deadline IS NULL OR j.deadline > p_now)
+      ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_room)
+    UNION ALL
+    -- Each group's next jobs.
+    SELECT g.id, g.name, g.priority, g.run_at, ring.g, ring.pos
+      FROM ring CROSS JOIN LATERAL (
+        SELECT j.id, j.name, j.priority, j.run_at FROM :SCHEMA.job j
+         WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key = ring.g AND j.run_at <= p_now
+           AND j.name = ANY(p_names) AND (j.deadline IS NULL OR j.deadline > p_now)
+         ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_per_group) g
+    UNION ALL
+    -- Each serial key's next job, if it is due and no job of the key is active.
+    SELECT h.id, h.name, h.priority, h.run_at, NULL::text, 0::bigint
+      FROM (SELECT DISTINCT ON (s.serial_key) s.id, s.name, s.priority, s.run_at, s.serial_key, s.deadline
+              FROM :SCHEMA.job s
+             WHERE v_q.has_serial AND s.state = 'queued' AND s.queue = p_queue AND s.serial_key IS NOT NULL
+             ORDER BY s.serial_key, s.priority DESC, s.id) h
+     WHERE h.run_at <= p_now AND h.name = ANY(p_names) AND (h.deadline IS NULL OR h.deadline > p_now)
+       AND NOT EXISTS (SELECT 1 FROM act WHERE act.serial_key = h.serial_key)
+  ), ranked AS (
+    SELECT p.*,
+           row_number() OVER (PARTITION BY p.name ORDER BY p.priority DESC, p.run_at, p.id) AS name_rank,
+           row_number() OVER (PARTITION BY p.grp ORDER BY p.priority DESC, p.run_at, p.id) AS group_rank,
+           -- Noisy: at least group_min_inflight in flight and more than group_share of the queue's.
+           (p.grp IS NOT NULL AND (SELECT count(*) FROM act WHERE act.group_key = p.grp) >= v_q.group_min_inflight
+              AND (SELECT count(*) FROM act WHERE act.group_key = p.grp) > v_q.group_share * (SELECT total FROM inflight))
+             AS noisy
+      FROM pool p
+  ), chosen AS (
+    SELECT r.id, r.grp, r.name, row_number() OVER (ORDER BY r.noisy, r.group_rank, r.pos, r.priority DESC, r.run_at, r.id) AS ord
+      FROM ranked r LEFT JOIN names n ON n.name = r.name
+     WHERE (n.room_c IS NULL OR r.name_rank <= n.room_c) AND (n.room_r IS NULL OR r.name_rank <= n.room_r)
+     ORDER BY r.noisy, r.group_rank, r.pos, r.priority DESC, r.run_at, r.id
+     LIMIT v_room
+  )
+  SELECT array_agg(c.id ORDER BY c.ord), array_agg(c.grp ORDER BY c.ord), array_agg(c.name ORDER BY c.ord)
+    INTO v_ids, v_chosen_groups, v_chosen_names FROM chosen c;
+
+  IF v_ids IS NULL THEN
+    RETURN;
+  END IF;
+
+  -- The claim, rechecking each row: a job cancelled or claimed by the plain path meanwhile is skipped.
+  RETURN QUERY
+  WITH u AS (
+    UPDATE :SCHEMA.job j
+       SET state = 'active', attempt = j.attempt + 1, worker_id = p_worker, started_at = p_now,
+           lease_expires_at = p_now + make_interval(secs => p_lease_ms / 1000), cancel_requested = false
+     WHERE j.id = ANY(v_ids) AND j.state = 'queued'
+    RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.trace_context,
+              j.deadline
+  )
+  SELECT u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts, u.timeout_ms, u.batch_id, u.trace_context,
+         u.deadline, NULL::float8
+    FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+   ORDER BY o.ord;
+  GET DIAGNOSTICS v_claimed = ROW_COUNT;
+
+  -- Bookkeeping for the next claim: the rate windows and where the group rotation stands.
+  UPDATE :SCHEMA.job_queue jq
+     SET rate_log_at = CASE WHEN jq.rate_max IS NULL THEN '{}' ELSE
+           (SELECT coalesce(array_agg(l.at ORDER BY l.at), '{}') FROM unnest(jq.rate_log_at, jq.rate_log_n) AS l(at, n)
+             WHERE l.at > p_now - make_interval(secs => jq.rate_per_ms / 1000.0)) || p_now END,
+         rate_log_n = CASE WHEN jq.rate_max IS NULL THEN '{}' ELSE
+           (SELECT coalesce(array_agg(l.n ORDER BY l.at), '{}') FROM unnest(jq.rate_log_at, jq.rate_log_n) AS l(at, n)
+             WHERE l.at > p_now - make_interval(secs => jq.rate_per_ms / 1000.0)) || v_claimed END,
+         group_cursor = coalesce((SELECT g FROM unnest(v_chosen_groups) WITH ORDINALITY AS c(g, o)
+                                   WHERE g IS NOT NULL ORDER BY o DESC LIMIT 1), jq.group_cursor)
+   WHERE jq.name = p_queue;
+
+  UPDATE :SCHEMA.job_name_limit l
+     SET rate_log_at = (SELECT coalesce(array_agg(x.at ORDER BY x.at), '{}') FROM unnest(l.rate_log_at, l.rate_log_n) AS x(at, n)
+                         WHERE x.at > p_now - make_interval(secs => l.rate_per_ms / 1000.0)) || p_now,
+         rate_log_n = (SELECT coalesce(array_agg(x.n ORDER BY x.at), '{}') FROM unnest(l.rate_log_at, l.rate_log_n) AS x(at, n)
+                        WHERE x.at > p_now - make_interval(secs => l.rate_per_ms / 1000.0))
+                      || (SELECT count(*)::int FROM unnest(v_chosen_names) AS c(n) WHERE c.n = l.name)
+   WHERE l.queue = p_queue AND l.rate_max IS NOT NULL AND l.name = ANY(v_chosen_names);
+
+  IF v_wait IS NOT NULL THEN
+    RETURN QUERY SELECT NULL::uuid, NULL::text, NULL::text, NULL::jsonb, NULL::int, NULL::int, NULL::int,
+                        NULL::uuid, NULL::jsonb, NULL::timestamptz, v_wait;
+  END IF;
+END $fn$;

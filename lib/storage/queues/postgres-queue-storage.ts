@@ -1,0 +1,82 @@
+import type { SqlExecutor } from '../connection/sql-executor.js';
+import type { StorageContext } from '../storage-context.js';
+import type {
+  CodeLimits,
+  LimitChange,
+  Limits,
+  LimitSource,
+  QueueConfig,
+  QueueStorage,
+} from './queue-storage.interface.js';
+import { queueStatements, type QueueStatements } from './queue-statements.js';
+
+type Row = Record<string, unknown>;
+
+export class PostgresQueueStorage implements QueueStorage {
+  private readonly sql: QueueStatements;
+  private readonly pool: SqlExecutor;
+  private readonly channel: string;
+
+  constructor(context: StorageContext) {
+    this.sql = queueStatements(context.schema);
+    this.pool = context.executor;
+    this.channel = context.channel;
+  }
+
+  private run(key: keyof QueueStatements, values: unknown[]): Promise<Row[]> {
+    return this.pool.query<Row>(this.sql[key], values);
+  }
+
+  async syncCode(declared: readonly CodeLimits[], now: Date): Promise<void> {
+    const rows = declared.map((d) => ({
+      queue: d.queue,
+      name: d.name ?? null,
+      concurrency: d.concurrency,
+      rate: d.rateLimit,
+      min_inflight: d.groupMinInflight ?? null,
+      share: d.groupShare ?? null,
+    }));
+    await this.run('syncCode', [JSON.stringify(rows), now, this.channel]);
+  }
+
+  async configs(): Promise<QueueConfig[]> {
+    return (await this.run('configs', [])).map((r) => ({
+      queue: r.queue as string,
+      ...limitsOf(r),
+      paused: r.paused as boolean,
+      hasGroups: r.has_groups as boolean,
+      hasSerial: r.has_serial as boolean,
+      groupMinInflight: r.group_min_inflight as number,
+      groupShare: r.group_share as number,
+      names: (r.names as Row[]).map((n) => ({ name: n.name as string, ...limitsOf(n) })),
+    }));
+  }
+
+  async setPaused(queue: string, paused: boolean, now: Date): Promise<void> {
+    await this.run('setPaused', [queue, paused, now, this.channel]);
+  }
+
+  async setLimits(queue: string, name: string | null, change: LimitChange, now: Date): Promise<void> {
+    const values = [
+      queue,
+      change.concurrency !== undefined,
+      change.rateLimit !== undefined,
+      this.channel,
+      change.concurrency ?? null,
+      change.rateLimit?.max ?? null,
+      change.rateLimit?.per ?? null,
+      now,
+    ];
+    if (name === null) await this.run('setQueueLimits', values);
+    else await this.run('setNameLimits', [...values, name]);
+  }
+}
+
+function limitsOf(r: Row): Limits {
+  return {
+    concurrency: (r.concurrency as number | null) ?? null,
+    concurrencySource: r.concurrency_source as LimitSource,
+    rateLimit: r.rate_max == null ? null : { max: r.rate_max as number, per: r.rate_per_ms as number },
+    rateSource: r.rate_source as LimitSource,
+  };
+}

@@ -1,0 +1,119 @@
+import { quoteIdent } from '../connection/sql-identifiers.js';
+import { notifySql } from '../notifications/notification-topics.js';
+
+/**
+ * The SQL of queue settings. Each limit is stored three ways: the value in
+ * force, the value the code declared (`*_code`), and where the value in
+ * force came from; a start applies the code's value only where it differs
+ * from the last declared one, so a run-time change outlives restarts of the
+ * same code. Every write announces the queue on the 'queues' topic.
+ */
+export function queueStatements(schema: string) {
+  const s = quoteIdent(schema);
+  /** The SET list of an upsert from declared values: a limit the code changed takes the code's value. */
+  const fromCode = (t: string) => `
+        concurrency = CASE WHEN ${t}.concurrency_code IS DISTINCT FROM EXCLUDED.concurrency_code
+                           THEN EXCLUDED.concurrency ELSE ${t}.concurrency END,
+        concurrency_source = CASE WHEN ${t}.concurrency_code IS DISTINCT FROM EXCLUDED.concurrency_code
+                                  THEN 'code' ELSE ${t}.concurrency_source END,
+        concurrency_code = EXCLUDED.concurrency_code,
+        rate_max = CASE WHEN ${t}.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN EXCLUDED.rate_max ELSE ${t}.rate_max END,
+        rate_per_ms = CASE WHEN ${t}.rate_code IS DISTINCT FROM EXCLUDED.rate_code
+                           THEN EXCLUDED.rate_per_ms ELSE ${t}.rate_per_ms END,
+        rate_source = CASE WHEN ${t}.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN 'code' ELSE ${t}.rate_source END,
+        rate_code = EXCLUDED.rate_code`;
+  return {
+    // $1: [{ queue, name (null for the queue), concurrency, rate: {max, per} | null, min_inflight, share }], $2 now, $3 channel.
+    syncCode: `WITH d AS (
+      SELECT * FROM jsonb_to_recordset($1::jsonb)
+        AS d(queue text, name text, concurrency int, rate jsonb, min_inflight int, share real)
+    ), qrows AS (
+      INSERT INTO ${s}.job_queue AS q (name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
+                                        group_min_inflight, group_share, updated_at)
+      SELECT d.queue, d.concurrency, d.concurrency, (d.rate ->> 'max')::int, (d.rate ->> 'per')::int, d.rate,
+             coalesce(d.min_inflight, 2), coalesce(d.share, 0.5), $2
+        FROM d WHERE d.name IS NULL
+      ON CONFLICT (name) DO UPDATE SET ${fromCode('q')},
+        group_min_inflight = EXCLUDED.group_min_inflight, group_share = EXCLUDED.group_share, updated_at = $2
+      RETURNING q.name
+    ), nrows AS (
+      INSERT INTO ${s}.job_name_limit AS q (queue, name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
+                                            updated_at)
+      SELECT d.queue, d.name, d.concurrency, d.concurrency, (d.rate ->> 'max')::int, (d.rate ->> 'per')::int, d.rate, $2
+        FROM d WHERE d.name IS NOT NULL
+      ON CONFLICT (queue, name) DO UPDATE SET ${fromCode('q')}, updated_at = $2
+      RETURNING q.queue
+    ), gone AS (
+      -- Declared before, not any more: the code changed each such limit to "none".
+      UPDATE ${s}.job_queue q
+         SET concurrency = CASE WHEN q.concurrency_code IS NOT NULL THEN NULL ELSE q.concurrency END,
+             concurrency_source = CASE WHEN q.concurrency_code IS NOT NULL THEN 'code' ELSE q.concurrency_source END,
+             concurrency_code = NULL,
+             rate_max = CASE WHEN q.rate_code IS NOT NULL THEN NULL ELSE q.rate_max END,
+             rate_per_ms = CASE WHEN q.rate_code IS NOT NULL THEN NULL ELSE q.rate_per_ms END,
+             rate_source = CASE WHEN q.rate_code IS NOT NULL THEN 'code' ELSE q.rate_source END,
+             rate_code = NULL, updated_at = $2
+       WHERE (q.concurrency_code IS NOT NULL OR q.rate_code IS NOT NULL)
+         AND NOT EXISTS (SELECT 1 FROM d WHERE d.name IS NULL AND d.queue = q.name)
+      RETURNING q.name
+    ), gone_names AS (
+      DELETE FROM ${s}.job_name_limit q
+       WHERE q.concurrency_source = 'code' AND q.rate_source = 'code'
+         AND NOT EXISTS (SELECT 1 FROM d WHERE d.name = q.name AND d.queue = q.queue)
+      RETURNING q.queue
+    )
+    SELECT ${notifySql('queues', '$3', 'x.q')}
+      FROM (SELECT name AS q FROM qrows UNION SELECT queue FROM nrows UNION SELECT name FROM gone
+            UNION SELECT queue FROM gone_names) x`,
+
+    configs: `SELECT q.name AS queue, q.concurrency, q.concurrency_source, q.rate_max, q.rate_per_ms, q.rate_source, q.paused,
+             q.has_groups, q.has_serial, q.group_min_inflight, q.group_share,
+             coalesce((SELECT jsonb_agg(jsonb_build_object('name', l.name, 'concurrency', l.concurrency,
+                         'concurrency_source', l.concurrency_source, 'rate_max', l.rate_max, 'rate_per_ms', l.rate_per_ms,
+                         'rate_source', l.rate_source) ORDER BY l.name)
+                         FROM ${s}.job_name_limit l WHERE l.queue = q.name), '[]') AS names
+        FROM ${s}.job_queue q ORDER BY q.name`,
+
+    setPaused: `WITH u AS (
+      INSERT INTO ${s}.job_queue AS q (name, paused, updated_at) VALUES ($1, $2, $3)
+      ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, updated_at = EXCLUDED.updated_at
+      RETURNING q.name
+    )
+    SELECT ${notifySql('queues', '$4', 'u.name')} FROM u`,
+
+    // $2..$4: whether each limit changes, $5 concurrency, $6 rate max, $7 rate per.
+    setQueueLimits: `WITH u AS (
+      INSERT INTO ${s}.job_queue AS q (name, concurrency, concurrency_source, rate_max, rate_per_ms, rate_source, updated_at)
+      VALUES ($1, $5, 'runtime', $6, $7, 'runtime', $8)
+      ON CONFLICT (name) DO UPDATE
+        SET concurrency = CASE WHEN $2 THEN $5 ELSE q.concurrency END,
+            concurrency_source = CASE WHEN $2 THEN 'runtime' ELSE q.concurrency_source END,
+            rate_max = CASE WHEN $3 THEN $6 ELSE q.rate_max END,
+            rate_per_ms = CASE WHEN $3 THEN $7 ELSE q.rate_per_ms END,
+            rate_source = CASE WHEN $3 THEN 'runtime' ELSE q.rate_source END,
+            updated_at = $8
+      RETURNING q.name
+    )
+    SELECT ${notifySql('queues', '$4', 'u.name')} FROM u`,
+
+    // A job name's limits live in its queue's row's company: the queue gets a row too (the claim looks there first).
+    setNameLimits: `WITH qr AS (
+      INSERT INTO ${s}.job_queue (name, updated_at) VALUES ($1, $8) ON CONFLICT (name) DO NOTHING
+    ), u AS (
+      INSERT INTO ${s}.job_name_limit AS q (queue, name, concurrency, concurrency_source, rate_max, rate_per_ms,
+                                            rate_source, updated_at)
+      VALUES ($1, $9, $5, 'runtime', $6, $7, 'runtime', $8)
+      ON CONFLICT (queue, name) DO UPDATE
+        SET concurrency = CASE WHEN $2 THEN $5 ELSE q.concurrency END,
+            concurrency_source = CASE WHEN $2 THEN 'runtime' ELSE q.concurrency_source END,
+            rate_max = CASE WHEN $3 THEN $6 ELSE q.rate_max END,
+            rate_per_ms = CASE WHEN $3 THEN $7 ELSE q.rate_per_ms END,
+            rate_source = CASE WHEN $3 THEN 'runtime' ELSE q.rate_source END,
+            updated_at = $8
+      RETURNING q.queue
+    )
+    SELECT ${notifySql('queues', '$4', 'u.queue')} FROM u`,
+  };
+}
+
+export type QueueStatements = ReturnType<typeof queueStatements>;

@@ -1,0 +1,54 @@
+import type { LimitSource, RateLimit } from '../../model/index.js';
+
+export type { LimitSource, RateLimit };
+
+export interface Limits {
+  concurrency: number | null;
+  concurrencySource: LimitSource;
+  rateLimit: RateLimit | null;
+  rateSource: LimitSource;
+}
+
+/** One queue's stored settings, and those of the job names with limits of their own in it. */
+export interface QueueConfig extends Limits {
+  queue: string;
+  paused: boolean;
+  hasGroups: boolean;
+  hasSerial: boolean;
+  groupMinInflight: number;
+  groupShare: number;
+  names: Array<Limits & { name: string }>;
+}
+
+/** What the code declares for a queue (JobsModule's `queues`) or a job name (@Job). */
+export interface CodeLimits {
+  queue: string;
+  /** Set for a job name's own limits. */
+  name?: string;
+  concurrency: number | null;
+  rateLimit: RateLimit | null;
+  groupMinInflight?: number;
+  groupShare?: number;
+}
+
+/** A change made at run time; a field left out keeps its value, null removes the limit. */
+export interface LimitChange {
+  concurrency?: number | null;
+  rateLimit?: RateLimit | null;
+}
+
+/** The settings of queues, kept in the database so every instance enforces the same ones. */
+export interface QueueStorage {
+  /**
+   * Writes what the code declares. A field the code changed takes the code's
+   * value; a field the same code declared before keeps a run-time change.
+   * Declarations gone from the code count as changed to "no limit".
+   */
+  syncCode(declared: readonly CodeLimits[], now: Date): Promise<void>;
+  configs(): Promise<QueueConfig[]>;
+  /** Creates the queue's row when missing. */
+  setPaused(queue: string, paused: boolean, now: Date): Promise<void>;
+  setLimits(queue: string, name: string | null, change: LimitChange, now: Date): Promise<void>;
+}
+
+export const QUEUE_STORAGE = Symbol('QUEUE_STORAGE');

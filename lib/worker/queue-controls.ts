@@ -1,0 +1,54 @@
+import type { Logger } from '@nestjs/common';
+import type { QueueConfig, QueueStorage } from '../storage/queues/queue-storage.interface.js';
+
+/**
+ * The worker's copy of the queues' settings: which queues the plain claim
+ * may serve, which are paused, and which must go through the controlled
+ * claim (limits, groups, serial keys). Refreshed at start, on every 'queues'
+ * notification and at each poll; the controlled claim itself re-reads the
+ * settings under its lock, so a stale copy can only delay, never break, a
+ * limit.
+ */
+export class QueueControls {
+  private readonly byQueue = new Map<string, QueueConfig>();
+  private loading: Promise<void> | null = null;
+
+  constructor(
+    private readonly storage: QueueStorage,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Re-reads the settings; overlapping calls share one read. */
+  refresh(): Promise<void> {
+    this.loading ??= this.load().finally(() => (this.loading = null));
+    return this.loading;
+  }
+
+  private async load(): Promise<void> {
+    try {
+      const configs = await this.storage.configs();
+      this.byQueue.clear();
+      for (const c of configs) this.byQueue.set(c.queue, c);
+    } catch (error) {
+      this.logger.warn(`Reading the queues' settings failed: ${(error as Error).message}`);
+    }
+  }
+
+  paused(queue: string): boolean {
+    return this.byQueue.get(queue)?.paused ?? false;
+  }
+
+  /** Whether the queue needs the controlled claim. */
+  controlled(queue: string): boolean {
+    const c = this.byQueue.get(queue);
+    return (
+      !!c &&
+      (c.paused ||
+        c.concurrency !== null ||
+        c.rateLimit !== null ||
+        c.hasGroups ||
+        c.hasSerial ||
+        c.names.some((n) => n.concurrency !== null || n.rateLimit !== null))
+    );
+  }
+}
