@@ -1,0 +1,265 @@
+import type { INestApplication } from '@nestjs/common';
+import { Job, JobQueue, JobQueues, JobsError, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
+import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { FC_RUN_TABLE, flowProviders, NamedWork, Work } from '../support/flow.jobs.js';
+import { startJobsApp } from '../support/jobs-app.js';
+import { sleep, waitFor } from '../support/wait.js';
+
+/** Limits that hold across instances: concurrency, rate, pause, and where each value came from. */
+const schemas: string[] = [];
+const apps: INestApplication[] = [];
+
+async function boot(schema: string, options: Partial<JobsModuleOptions> = {}): Promise<INestApplication> {
+  const app = await startJobsApp(
+    schema,
+    { worker: { concurrency: 10, pollInterval: 100 }, ...options },
+    { providers: flowProviders(schema) },
+  );
+  apps.push(app);
+  await sql(FC_RUN_TABLE(schema));
+  return app;
+}
+
+async function fleet(schema: string, n: number, options: Partial<JobsModuleOptions>): Promise<INestApplication[]> {
+  const started: INestApplication[] = [];
+  for (let i = 0; i < n; i++) started.push(await boot(schema, options));
+  return started;
+}
+
+/** Samples `query` every 10 ms until stopped; returns the largest value seen. */
+function sampler(query: string, values: unknown[] = []) {
+  let max = 0;
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      const [row] = await sql<{ n: number }>(query, values);
+      max = Math.max(max, row?.n ?? 0);
+      await sleep(10);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await done;
+      return max;
+    },
+  };
+}
+
+/** The most runs that overlapped in time, from the run table's database timestamps. */
+async function maxOverlap(schema: string, queue: string): Promise<number> {
+  const [row] = await sql<{ n: number }>(
+    `SELECT coalesce(max(n), 0)::int AS n FROM (
+       SELECT sum(d) OVER (ORDER BY at, d) AS n FROM (
+         SELECT started_at AS at, 1 AS d FROM "${schema}".fc_run WHERE queue = $1
+         UNION ALL SELECT ended_at, -1 FROM "${schema}".fc_run WHERE queue = $1) e) s`,
+    [queue],
+  );
+  return row!.n;
+}
+
+afterAll(async () => {
+  for (const app of apps) await app.close().catch(() => undefined);
+  await dropSchemas(...schemas);
+});
+
+describe('a queue concurrency limit', () => {
+  it('holds across three instances of ten slots each, and every slot of it is used', async () => {
+    const schema = uniqueSchema('fcconc');
+    schemas.push(schema);
+    const instances = await fleet(schema, 3, { queues: { limited: { concurrency: 4 } } });
+    const active = sampler(
+      `SELECT count(*)::int AS n FROM "${schema}".job WHERE queue = 'limited' AND state = 'active'`,
+    );
+    await instances[0]!
+      .get(JobQueue)
+      .enqueueMany(
+        Array.from({ length: 400 }, () => ({ job: Work, payload: { ms: 20 }, options: { queue: 'limited' } })),
+      );
+    await waitFor(
+      'the 400 jobs to run',
+      async () =>
+        (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n ===
+        400,
+      60_000,
+    );
+    // Claimed (active) is what the limit counts: never more than 4, and 4 reached.
+    expect(await active.stop()).toBe(4);
+    // The handlers' own runs, on the database clock: never more than 4 at once either.
+    expect(await maxOverlap(schema, 'limited')).toBeLessThanOrEqual(4);
+    expect(await maxOverlap(schema, 'limited')).toBeGreaterThanOrEqual(3);
+  });
+
+  it("holds for one job name inside its queue (@Job's concurrency), while other jobs of the queue run beside it", async () => {
+    const schema = uniqueSchema('fcname');
+    schemas.push(schema);
+    const instances = await fleet(schema, 2, {});
+    const named = sampler(
+      `SELECT count(*)::int AS n FROM "${schema}".job WHERE name = 'fc-named' AND state = 'active'`,
+    );
+    const queue = instances[0]!.get(JobQueue);
+    await queue.enqueueMany([
+      ...Array.from({ length: 40 }, () => ({ job: NamedWork, payload: { ms: 20 } })),
+      ...Array.from({ length: 40 }, () => ({ job: Work, payload: { ms: 20 }, options: { queue: 'named' } })),
+    ]);
+    await waitFor(
+      'the jobs to run',
+      async () =>
+        (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n ===
+        80,
+      60_000,
+    );
+    expect(await named.stop()).toBe(2);
+    // The unlimited name of the same queue was not held to 2.
+    expect(await maxOverlap(schema, 'named')).toBeGreaterThan(2);
+  });
+});
+
+describe('a rate limit', () => {
+  it('lets at most max jobs start in any window of per ms across three instances, and keeps up with it', async () => {
+    const schema = uniqueSchema('fcrate');
+    schemas.push(schema);
+    const instances = await fleet(schema, 3, { queues: { rated: { rateLimit: { max: 50, per: 1_000 } } } });
+    await instances[0]!
+      .get(JobQueue)
+      .enqueueMany(Array.from({ length: 250 }, () => ({ job: Work, payload: {}, options: { queue: 'rated' } })));
+    await waitFor(
+      'the 250 jobs to run',
+      async () =>
+        (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n ===
+        250,
+      60_000,
+    );
+    // A start is the claim (started_at, the time the limit counts): any 1,000 ms holds at most 50.
+    const starts = (await sql<{ t: Date }>(`SELECT started_at AS t FROM "${schema}".job ORDER BY started_at`)).map(
+      (r) => r.t.getTime(),
+    );
+    let busiest = 0;
+    for (let i = 0, j = 0; i < starts.length; i++) {
+      while (starts[j]! <= starts[i]! - 1_000) j++;
+      busiest = Math.max(busiest, i - j + 1);
+    }
+    expect(busiest).toBeLessThanOrEqual(50);
+    expect(busiest).toBeGreaterThanOrEqual(45);
+    // It keeps up: the instances wake when the window lets the next job start, not at their next poll.
+    const perSecond = ((starts.length - 50) * 1_000) / (starts.at(-1)! - starts[0]!);
+    expect(perSecond).toBeGreaterThanOrEqual(45);
+  });
+});
+
+describe('pause and resume', () => {
+  it("keeps a paused queue's jobs queued on every instance while running ones finish, and enqueue still works", async () => {
+    const schema = uniqueSchema('fcpause');
+    schemas.push(schema);
+    const [a, b] = await fleet(schema, 2, {});
+    const running = await a!.get(JobQueue).enqueue(Work, { ms: 600 }, { queue: 'pausable' });
+    await waitFor('the first job to run', async () => (await a!.get(JobQueue).get(running.id))?.state === 'active');
+    await a!.get(JobQueues).pause('pausable');
+    // Enqueued on the other instance once the pause reached it (a NOTIFY, else its next poll).
+    await sleep(300);
+    const later = await b!
+      .get(JobQueue)
+      .enqueueMany(Array.from({ length: 5 }, () => ({ job: Work, payload: {}, options: { queue: 'pausable' } })));
+    await waitFor(
+      'the running job to finish',
+      async () => (await b!.get(JobQueue).get(running.id))?.state === 'succeeded',
+    );
+    await sleep(1_200);
+    for (const { id } of later) expect((await b!.get(JobQueue).get(id))?.state).toBe('queued');
+    expect((await a!.get(JobQueues).list()).find((q) => q.name === 'pausable')).toMatchObject({
+      paused: true,
+      queued: 5,
+    });
+
+    await b!.get(JobQueues).resume('pausable');
+    for (const { id } of later) {
+      await waitFor(`${id} to run`, async () => (await a!.get(JobQueue).get(id))?.state === 'succeeded');
+    }
+  });
+});
+
+describe('limits declared in code and changed at run time', () => {
+  it('keep a run-time change across restarts of the same code, and take the code when the code changes', async () => {
+    const schema = uniqueSchema('fcprov');
+    schemas.push(schema);
+    const code = (concurrency: number) => ({ queues: { prov: { concurrency, rateLimit: { max: 10, per: 1_000 } } } });
+    const first = await boot(schema, code(3));
+    const find = async (app: INestApplication) => (await app.get(JobQueues).list()).find((q) => q.name === 'prov')!;
+    expect(await find(first)).toMatchObject({
+      concurrency: { value: 3, source: 'code' },
+      rateLimit: { value: { max: 10, per: 1_000 }, source: 'code' },
+    });
+    await first.get(JobQueues).setLimits('prov', { concurrency: 7 });
+    expect((await find(first)).concurrency).toEqual({ value: 7, source: 'runtime' });
+    await first.close();
+
+    // The same code again: the run-time value stays; the untouched rate limit stays the code's.
+    const second = await boot(schema, code(3));
+    expect(await find(second)).toMatchObject({
+      concurrency: { value: 7, source: 'runtime' },
+      rateLimit: { value: { max: 10, per: 1_000 }, source: 'code' },
+    });
+    await second.close();
+
+    // Code that changed the field: the code's value wins again.
+    const third = await boot(schema, code(5));
+    expect((await find(third)).concurrency).toEqual({ value: 5, source: 'code' });
+    await third.get(JobQueues).setLimits('prov', { rateLimit: null });
+    expect((await find(third)).rateLimit).toEqual({ value: null, source: 'runtime' });
+    // A job name's own limit, from @Job, is listed under its queue.
+    expect((await find(third)).jobs).toEqual([]);
+    expect((await third.get(JobQueues).list()).find((q) => q.name === 'named')!.jobs).toEqual([
+      { name: 'fc-named', concurrency: { value: 2, source: 'code' }, rateLimit: { value: null, source: 'code' } },
+    ]);
+  });
+});
+
+describe('bad flow-control input', () => {
+  it('is a JobsError at the call site naming the fix', async () => {
+    const schema = uniqueSchema('fcbad');
+    schemas.push(schema);
+    await expect(boot(schema, { queues: { bad: { concurrency: 0 } } })).rejects.toThrow(
+      /JobsModule "queues.bad": "concurrency" must be an integer >= 1, got 0\. Potential fix/,
+    );
+    await expect(boot(schema, { queues: { bad: { rateLimit: { max: 5 } as never } } })).rejects.toThrow(
+      /"rateLimit" must be \{ max, per \}.*Potential fix: rateLimit: \{ max: 100, per: 60_000 \}/,
+    );
+    expect(() => {
+      @Job('fc-bad-rate', { rateLimit: { max: 0, per: 1_000 } })
+      class BadRate implements JobHandler {
+        run() {}
+      }
+      return BadRate;
+    }).toThrow(/"rateLimit.max" must be an integer >= 1, got 0/);
+    const app = await boot(schema);
+    const jobs = app.get(JobQueue);
+    const cases: Array<[() => Promise<unknown>, RegExp]> = [
+      [
+        () => jobs.enqueue(Work, {}, { unique: { key: 'k'.repeat(257) } }),
+        /"unique.key" is 257 characters long; the limit is 256/,
+      ],
+      [() => jobs.enqueue(Work, {}, { group: 'g', serialKey: 's' }), /"serialKey" and "group" on one job/],
+      [
+        () => jobs.enqueue(Work, {}, { unique: { key: 'k', for: 1_000, while: 'queued' } }),
+        /takes "for" .* or "while"/,
+      ],
+      [() => jobs.enqueue(Work, {}, { deadline: new Date(Date.now() - 1_000) }), /"deadline" .* could never start/],
+      [() => app.get(JobQueues).pause('no-such-queue'), /no queue "no-such-queue" is known/],
+      [
+        () => app.get(JobQueues).setLimits('default', { concurrency: -1 }),
+        /"concurrency" must be an integer >= 1, got -1/,
+      ],
+      [() => app.get(JobQueues).setLimits('default', {}), /nothing to change/],
+    ];
+    for (const [call, message] of cases) {
+      const error = await call().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(JobsError);
+      expect((error as Error).message).toMatch(message);
+      expect((error as Error).message).toMatch(/Potential fix/);
+    }
+    expect((await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job`))[0]!.n).toBe(0);
+  });
+});
