@@ -27,6 +27,7 @@ const { values: flags } = parseArgs({
 
 const LABELS = {
   ours: ['nestjs-durable-jobs', `${ROOT}/package.json`],
+  'ours-sync': ['nestjs-durable-jobs', `${ROOT}/package.json`, ' (synchronous commit)'],
   graphile: ['graphile-worker', `${BENCH}/node_modules/graphile-worker/package.json`],
   pgboss: ['pg-boss', `${BENCH}/node_modules/pg-boss/package.json`],
   bullmq: ['BullMQ', `${BENCH}/node_modules/bullmq/package.json`, ' (Redis)'],
@@ -144,8 +145,11 @@ console.log();
 const storage = Object.fromEntries(Object.entries(adapters).map(([l, a]) => [l, a.storage]));
 console.log(table(rows, libs, labels, storage));
 console.log();
-if (libs.some((l) => l !== 'ours' && l !== 'base') && libs.includes('ours')) {
+if (libs.some((l) => !['ours', 'ours-sync', 'base'].includes(l))) {
   console.log('ours vs best peer: above 1× ours leads (throughput: ours ÷ best peer; latency and RSS: best peer ÷ ours)');
+  if (libs.includes('ours-sync')) {
+    console.log('ours (sync commit): claims and outcomes wait for the WAL flush, as the peers\' do: the comparison at equal durability');
+  }
 }
 if (libs.includes('base') && libs.includes('ours')) {
   console.log(`ours vs base: this checkout against ${process.env.BENCH_BASE}, the same way (above 1× this checkout is better)`);

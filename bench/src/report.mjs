@@ -31,6 +31,12 @@ function rowsFor(titles) {
     { scenario: 'batch10k', field: 'jobsPerSec', title: `${t('batch10k')}: completion (jobs/s)`, unit: 'rate' },
     { scenario: 'batch10k', field: 'exactlyOnce', title: `${t('batch10k')}: each member and the callback ran exactly once`, unit: 'check' },
     { derived: 'batchRatio', title: 'batch completion ÷ plain drain at concurrency 10', unit: 'pct' },
+    { scenario: 'limit', field: 'jobsPerSec', title: t('limit'), unit: 'rate' },
+    { derived: 'limitRatio', title: 'limited queue ÷ plain drain 2 × 10', unit: 'pct' },
+    { scenario: 'groups', field: 'jobsPerSec', title: t('groups'), unit: 'rate' },
+    { derived: 'groupsRatio', title: '100 groups ÷ plain drain 2 × 10', unit: 'pct' },
+    { scenario: 'unique', field: 'jobsPerSec', title: t('unique'), unit: 'rate' },
+    { derived: 'uniqueRatio', title: 'unique-key enqueue ÷ plain bulk enqueue', unit: 'pct' },
   ];
 }
 
@@ -63,12 +69,21 @@ function ratioValues(over, under, libs) {
   return values;
 }
 
+/** Each derived row: one scenario's median throughput over another's. */
+const DERIVED = {
+  batchRatio: ['batch10k', 'drain10'],
+  claimRatio: ['claim1m', 'claim0'],
+  limitRatio: ['limit', 'drain2x10'],
+  groupsRatio: ['groups', 'drain2x10'],
+  uniqueRatio: ['unique', 'bulk'],
+};
+
 // results[scenario][lib] = { runs: [...metrics], errors: [...] }
 export function aggregate(results, libs, titles) {
   const rows = [];
   for (const row of rowsFor(titles)) {
     if (row.derived) {
-      const [over, under] = row.derived === 'batchRatio' ? ['batch10k', 'drain10'] : ['claim1m', 'claim0'];
+      const [over, under] = DERIVED[row.derived];
       if (!results[over] || !results[under]) continue;
       rows.push({ ...row, values: ratioValues(results[over], results[under], libs) });
       continue;
@@ -101,10 +116,13 @@ function checkCell(v) {
 
 // Ours against the best peer on each row: >1× means ours is better on a
 // higher-is-better row, and also on a lower-is-better row (peer ÷ ours).
-function versusPeers(row, libs, storage) {
-  const ours = row.values.ours?.median;
+/** This library's own columns; every other library is a peer. */
+const OURS = ['ours', 'ours-sync', 'base'];
+
+function versusPeers(row, libs, storage, which = 'ours') {
+  const ours = row.values[which]?.median;
   const peers = libs
-    .filter((l) => l !== 'ours' && l !== 'base' && (!row.versus || storage[l] === row.versus))
+    .filter((l) => !OURS.includes(l) && (!row.versus || storage[l] === row.versus))
     .map((l) => row.values[l]?.median)
     .filter(Number.isFinite);
   if (!Number.isFinite(ours) || !peers.length || !row.better || row.unit === 'check') return '';
@@ -122,18 +140,20 @@ function versusBase(row) {
 }
 
 export function table(rows, libs, labels, storage = {}) {
-  const withRatio = libs.includes('ours') && libs.some((l) => l !== 'ours' && l !== 'base');
+  const hasPeers = libs.some((l) => !OURS.includes(l));
+  // Ours against the best peer, at our default durability and at the peers' (synchronous commit).
+  const versus = hasPeers ? ['ours', 'ours-sync'].filter((l) => libs.includes(l)) : [];
   const withBase = libs.includes('ours') && libs.includes('base');
   const head = [
     '',
     ...libs.map((l) => labels[l]),
-    ...(withRatio ? ['ours vs best peer'] : []),
+    ...versus.map((l) => (l === 'ours' ? 'ours vs best peer' : 'ours (sync commit) vs best peer')),
     ...(withBase ? ['ours vs base'] : []),
   ];
   const body = rows.map((row) => [
     row.title,
     ...libs.map((l) => (row.unit === 'check' ? checkCell(row.values[l]) : cell(row.values[l], row.unit))),
-    ...(withRatio ? [versusPeers(row, libs, storage)] : []),
+    ...versus.map((l) => versusPeers(row, libs, storage, l)),
     ...(withBase ? [versusBase(row)] : []),
   ]);
   const widths = head.map((_, c) => Math.max(...[head, ...body].map((r) => r[c].length)));

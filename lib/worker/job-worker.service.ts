@@ -218,9 +218,12 @@ export class JobWorker implements LeaseHolder {
   }
 
   /**
-   * A controlled queue's jobs count against its limits from their claim
-   * on, so this worker claims no more of them than it can start now: a
-   * prefetched job would hold a slot another instance could use.
+   * A limited queue's jobs count against its limits from their claim on,
+   * so this worker claims no more of them than it can start now: a
+   * prefetched job would hold a slot another instance could use. Other
+   * controlled queues (groups, serial keys, a rate) may have as many again
+   * waiting here: enough to claim in batches, few enough that a group
+   * arriving late is not stuck behind a deep local buffer.
    */
   private async claimFrom(queue: string, limit: number): Promise<ClaimedJob[]> {
     const request = {
@@ -232,7 +235,8 @@ export class JobWorker implements LeaseHolder {
       leaseMs: this.options.lease,
     };
     if (!this.controls.controlled(queue)) return this.storage.claim(request);
-    const room = this.options.concurrency - this.running.size - this.buffer.length;
+    const depth = this.controls.limited(queue) ? 1 : 2;
+    const room = depth * this.options.concurrency - this.running.size - this.buffer.length;
     if (room <= 0) return [];
     const { jobs, waitMs } = await this.storage.claimControlled({ ...request, limit: Math.min(limit, room) });
     if (waitMs !== null) this.wakeIn(waitMs);
@@ -273,8 +277,6 @@ export class JobWorker implements LeaseHolder {
     void this.attempts.run(run).then(async (result) => {
       this.running.delete(job.id);
       this.adaptive.recordCompletion();
-      // A controlled job frees a slot its limit counted: look again, do not wait for the poll.
-      if (this.controlledJobs.delete(job.id)) this.drained = false;
       if (result.outcome) {
         logOutcome(this.logger, job, result.outcome, this.clock);
         this.finishing.set(job.id, job.attempt);
@@ -292,6 +294,8 @@ export class JobWorker implements LeaseHolder {
       } else if (result.reason === 'lost-lease') {
         this.logger.warn(`Job ${job.name} ${job.id} lost its lease; its outcome was discarded`);
       }
+      // A controlled job's slot is free in the database once its outcome is: look again now, not at the poll.
+      if (this.controlledJobs.delete(job.id)) this.drained = false;
       this.fill();
       if (this.running.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     });

@@ -38,6 +38,12 @@ export class QueueControls {
     return this.byQueue.get(queue)?.paused ?? false;
   }
 
+  /** Whether a concurrency limit counts the queue's claimed jobs (its own, or a job name's in it). */
+  limited(queue: string): boolean {
+    const c = this.byQueue.get(queue);
+    return !!c && (c.concurrency !== null || c.names.some((n) => n.concurrency !== null));
+  }
+
   /** Whether the queue needs the controlled claim. */
   controlled(queue: string): boolean {
     const c = this.byQueue.get(queue);

@@ -2,6 +2,8 @@
 // built, say) must not stop the others from being measured.
 const modules = {
   ours: () => import('./ours.mjs'),
+  // Ours at the peers' durability: claims and outcomes wait for the WAL flush.
+  'ours-sync': () => import('./ours-sync.mjs'),
   graphile: () => import('./graphile.mjs'),
   pgboss: () => import('./pgboss.mjs'),
   bullmq: () => import('./bullmq.mjs'),
@@ -15,6 +17,7 @@ const aliases = {
   'pg-boss': 'pgboss',
   bull: 'bullmq',
   'ours-base': 'base',
+  sync: 'ours-sync',
 };
 
 /** The default selection: this library and its peers. */

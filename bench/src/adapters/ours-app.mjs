@@ -15,8 +15,13 @@ import { DATABASE_URL, analyzeSchema, dropSchema, sql } from '../common.mjs';
 const JOB = 'noop';
 
 /** An adapter over the build at `dist` (a file URL of its lib/index.js), in its own schema. */
-export async function oursAdapter({ name, label, dist, schema: SCHEMA }) {
-  const { JobsModule, Job, JobQueue, BatchBuilder } = await import(dist);
+export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchronousCommit = false }) {
+  const lib = await import(dist);
+  const { JobsModule, Job, JobQueue, BatchBuilder } = lib;
+  // Builds with flow control (JobQueues) take the flow-control scenarios; an older base build does not.
+  const flowControl = typeof lib.JobQueues === 'function';
+  // The 'limit' scenario's queue: at most 10 of its jobs run at once, across the worker processes.
+  const queues = flowControl ? { limited: { concurrency: 10 } } : undefined;
 
   const POLL_MS = 500; // the same idle-poll backstop pg-boss gets
 
@@ -24,6 +29,7 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA }) {
     'worker.concurrency': c,
     'worker.prefetch': 500,
     'worker.pollInterval': POLL_MS,
+    'worker.synchronousCommit': synchronousCommit,
     connection: 'TypeORM pg pool, default size',
   });
 
@@ -45,7 +51,10 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA }) {
     const AppModule = Reflect.decorate(
       [
         Module({
-          imports: [JobsModule.forRoot({ connection: DATABASE_URL, schema: SCHEMA, worker })],
+          // 'ignore': ours and ours-sync load one build in one process, each with a Noop class of its own.
+          imports: [
+            JobsModule.forRoot({ connection: DATABASE_URL, schema: SCHEMA, worker, queues, unregisteredJobs: 'ignore' }),
+          ],
           providers: [NoopJob],
         }),
       ],
@@ -65,6 +74,7 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA }) {
       name,
       label,
       storage: 'postgres',
+      flowControl,
 
       async open() {
         await client();
@@ -87,6 +97,15 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA }) {
         const items = new Array(n);
         for (let k = 0; k < n; k++) items[k] = { job: Noop, payload: { i: offset + k } };
         await queue.enqueueMany(items);
+      },
+
+      // The flow-control scenarios: n jobs with per-job options (a queue, a group, a unique key).
+      // Returns how many jobs were created (duplicates of a unique key are not).
+      async enqueueBulkWith(n, optionsFor) {
+        const { queue, Noop } = await client();
+        const items = new Array(n);
+        for (let k = 0; k < n; k++) items[k] = { job: Noop, payload: { i: k }, options: optionsFor(k) };
+        return (await queue.enqueueMany(items)).filter((r) => r.created).length;
       },
 
       // One batch of n - 1 members, each counting in the same batch row, and
@@ -139,7 +158,10 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA }) {
 
       async startWorker({ concurrency, onJob }) {
         // A fixed local buffer of 500, as graphile-worker's localQueue.size here; the default adapts to the rate.
-        worker = await boot({ worker: { enabled: true, concurrency, pollInterval: POLL_MS, prefetch: 500 }, onJob });
+        worker = await boot({
+          worker: { enabled: true, concurrency, pollInterval: POLL_MS, prefetch: 500, synchronousCommit },
+          onJob,
+        });
       },
 
       async close() {

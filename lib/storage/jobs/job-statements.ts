@@ -118,8 +118,8 @@ export function jobStatements(schema: string) {
              lease_expires_at = $2::timestamptz + make_interval(secs => $6::float8 / 1000), cancel_requested = false
        WHERE j.ctid = ANY(ARRAY(
          SELECT ctid FROM ${s}.job
-          WHERE state = 'queued' AND queue = $1 AND run_at <= $2 AND name = ANY($3::text[])
-            AND serial_key IS NULL AND (deadline IS NULL OR deadline > $2)
+          WHERE state = 'queued' AND queue = $1 AND coalesce(group_key, serial_key) IS NULL
+            AND run_at <= $2 AND name = ANY($3::text[]) AND (deadline IS NULL OR deadline > $2)
           ORDER BY priority DESC, run_at, id
           LIMIT $4
           FOR UPDATE SKIP LOCKED))

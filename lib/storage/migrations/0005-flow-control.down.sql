@@ -11,6 +11,10 @@ DROP INDEX IF EXISTS :SCHEMA.job_deadline_idx;
 
 DROP INDEX IF EXISTS :SCHEMA.job_group_claim_idx;
 
+DROP INDEX IF EXISTS :SCHEMA.job_claim_idx;
+
+CREATE INDEX IF NOT EXISTS job_claim_idx ON :SCHEMA.job (queue, priority DESC, run_at, id) WHERE state = 'queued';
+
 DROP INDEX IF EXISTS :SCHEMA.job_serial_claim_idx;
 
 DROP INDEX IF EXISTS :SCHEMA.job_serial_active_idx;

@@ -82,6 +82,17 @@ CREATE UNIQUE INDEX IF NOT EXISTS job_serial_active_idx ON :SCHEMA.job (serial_k
 CREATE INDEX IF NOT EXISTS job_serial_claim_idx ON :SCHEMA.job (queue, serial_key, priority DESC, id)
   WHERE state = 'queued' AND serial_key IS NOT NULL;
 
+-- The claim index orders a queue's plain jobs apart from those with a group or a serial key, so
+-- either claim reads only its own: the plain claim's jobs never have them, and a tenant's backlog
+-- never lies in the way of the few plain jobs of a grouped queue. The key is written as one
+-- IS NULL test because the planner matches a boolean index key only in that positive form: it
+-- rewrites NOT (a IS NOT NULL OR b IS NOT NULL) into two separate tests that match no key.
+DROP INDEX IF EXISTS :SCHEMA.job_claim_idx;
+
+CREATE INDEX IF NOT EXISTS job_claim_idx ON :SCHEMA.job
+  (queue, (coalesce(group_key, serial_key) IS NULL), priority DESC, run_at, id)
+  WHERE state = 'queued';
+
 -- Groups: the claim walks the groups with queued work and takes each one's next jobs.
 CREATE INDEX IF NOT EXISTS job_group_claim_idx ON :SCHEMA.job (queue, group_key, priority DESC, run_at, id)
   WHERE state = 'queued' AND group_key IS NOT NULL;
@@ -158,10 +169,17 @@ BEGIN
   IF v_q.has_groups THEN
     v_from := v_q.group_cursor;
     FOR i IN 1..v_room LOOP
-      SELECT j.group_key INTO v_next FROM :SCHEMA.job j
-       WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key IS NOT NULL
-         AND (v_from IS NULL OR j.group_key > v_from)
-       ORDER BY j.group_key LIMIT 1;
+      -- Two statements rather than one with "v_from IS NULL OR …": a cached generic plan of that
+      -- could not start the index scan at v_from, and would walk every tenant before it.
+      IF v_from IS NULL THEN
+        SELECT j.group_key INTO v_next FROM :SCHEMA.job j
+         WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key IS NOT NULL
+         ORDER BY j.group_key LIMIT 1;
+      ELSE
+        SELECT j.group_key INTO v_next FROM :SCHEMA.job j
+         WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key IS NOT NULL AND j.group_key > v_from
+         ORDER BY j.group_key LIMIT 1;
+      END IF;
       IF v_next IS NULL THEN
         EXIT WHEN v_wrapped OR v_from IS NULL;
         v_wrapped := true;
@@ -180,6 +198,8 @@ BEGIN
      WHERE a.lease_expires_at IS NOT NULL AND a.state = 'active' AND a.queue = p_queue
   ), inflight AS (
     SELECT count(*)::int AS total FROM act
+  ), group_load AS (
+    SELECT act.group_key, count(*) AS n FROM act WHERE act.group_key IS NOT NULL GROUP BY act.group_key
   ), names AS (
     SELECT l.name,
            l.concurrency - (SELECT count(*) FROM act WHERE act.name = l.name) AS room_c,
@@ -193,7 +213,7 @@ BEGIN
     (SELECT j.id, j.name, j.priority, j.run_at, NULL::text AS grp, 0::bigint AS pos
        FROM :SCHEMA.job j
       WHERE j.state = 'queued' AND j.queue = p_queue AND j.run_at <= p_now AND j.name = ANY(p_names)
-        AND j.group_key IS NULL AND j.serial_key IS NULL AND (j.deadline IS NULL OR j.deadline > p_now)
+        AND coalesce(j.group_key, j.serial_key) IS NULL AND (j.deadline IS NULL OR j.deadline > p_now)
       ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_room)
     UNION ALL
     -- Each group's next jobs.
@@ -217,10 +237,9 @@ BEGIN
            row_number() OVER (PARTITION BY p.name ORDER BY p.priority DESC, p.run_at, p.id) AS name_rank,
            row_number() OVER (PARTITION BY p.grp ORDER BY p.priority DESC, p.run_at, p.id) AS group_rank,
            -- Noisy: at least group_min_inflight in flight and more than group_share of the queue's.
-           (p.grp IS NOT NULL AND (SELECT count(*) FROM act WHERE act.group_key = p.grp) >= v_q.group_min_inflight
-              AND (SELECT count(*) FROM act WHERE act.group_key = p.grp) > v_q.group_share * (SELECT total FROM inflight))
-             AS noisy
-      FROM pool p
+           (p.grp IS NOT NULL AND coalesce(gl.n, 0) >= v_q.group_min_inflight
+              AND coalesce(gl.n, 0) > v_q.group_share * (SELECT total FROM inflight)) AS noisy
+      FROM pool p LEFT JOIN group_load gl ON gl.group_key = p.grp
   ), chosen AS (
     SELECT r.id, r.grp, r.name, row_number() OVER (ORDER BY r.noisy, r.group_rank, r.pos, r.priority DESC, r.run_at, r.id) AS ord
       FROM ranked r LEFT JOIN names n ON n.name = r.name
