@@ -9,6 +9,7 @@ export type {
 } from './jobs-options.interface.js';
 export { JOBS_DATA_SOURCE } from './jobs-options.interface.js';
 export { Job, type JobOptions } from './discovery/job.decorator.js';
+export { OnJobEvent } from './discovery/on-job-event.decorator.js';
 export type { JobDefaults, ExternalJobs } from './discovery/job-registry.js';
 export { JobQueue, type EnqueueItem, type EnqueueResult, type JobRef } from './queue/job-queue.service.js';
 export { JobQueues } from './queue/job-queues.service.js';
@@ -35,6 +36,14 @@ export {
   SystemClock,
   JobEvents,
   type AttemptEnded,
+  JOB_EVENT_NAMES,
+  type JobEvent,
+  type JobEventName,
+  type JobEventJob,
+  type JobEventDetails,
+  type JobEventFilter,
+  type JobEventListener,
+  type StallReason,
   JobsError,
   JobsDatabaseError,
   JobsNotFoundError,

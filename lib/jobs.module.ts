@@ -1,6 +1,7 @@
-import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { JOBS_DISCOVERY_OPTIONS, type JobsDiscoveryOptions } from './discovery/discovery-options.js';
+import { JobEventsExplorer } from './discovery/job-events.explorer.js';
 import { JobRegistry } from './discovery/job-registry.js';
 import { JobsExplorer } from './discovery/jobs.explorer.js';
 import { JobsLifecycle } from './jobs-lifecycle.js';
@@ -187,7 +188,9 @@ function coreProviders(): Provider[] {
     ScheduleRunner,
     RecurringSchedules,
     JobsMonitor,
-    JobEvents,
+    // Listener errors are logged under this context; the model layer has no logger of its own.
+    { provide: JobEvents, useFactory: () => new JobEvents(new Logger('JobEvents')) },
+    JobEventsExplorer,
     JobsLifecycle,
   ];
 }

@@ -11,7 +11,9 @@ import { AppModule } from './app.module.js';
 async function main(): Promise<void> {
   const logger = new Logger('Sample');
   let databaseUrl = process.env.DATABASE_URL;
-  const embedded = databaseUrl ? null : await startEmbeddedPostgres({ dataDir: '.jobs-data/sample' });
+  const embedded = databaseUrl
+    ? null
+    : await startEmbeddedPostgres({ dataDir: '.jobs-data/sample', logger: new Logger('EmbeddedPostgres') });
   if (embedded) {
     databaseUrl = embedded.url;
     logger.warn(`DATABASE_URL is not set: using an embedded PostgreSQL in .jobs-data/sample (development only)`);
@@ -20,21 +22,13 @@ async function main(): Promise<void> {
     // 'debug' shows the worker's line for every job that succeeds.
     logger: ['log', 'warn', 'error', 'debug'],
   });
+  // Ctrl-C and SIGTERM close the app: running jobs finish within the grace period or are handed back.
+  // process.exit() after that (rather than re-raising the signal) also stops the embedded server,
+  // which startEmbeddedPostgres signals when the process exits.
+  app.enableShutdownHooks([], { useProcessExit: true });
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port);
   logger.log(`Sample app on http://localhost:${port} — POST /orders, GET /jobs/:id, DELETE /jobs/:id, GET /schedules`);
-
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    logger.log(`${signal}: shutting down`);
-    await app.close();
-    await embedded?.stop();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
 main().catch((error: unknown) => {

@@ -127,3 +127,28 @@ it('stops the server a SIGKILLed process left running, then starts on the same d
   await server.stop();
   expect(processesOn(clusterDir)).toEqual([]);
 });
+
+it("keeps initdb's and the server's output out of the app's, even under a locale that is not installed", async () => {
+  const dir = path.join(root, 'fresh');
+  const module = new URL('../lib/storage/connection/embedded-postgres.ts', import.meta.url).href;
+  const loader = new URL('./support/register-swc.mjs', import.meta.url).href;
+  // The default logger (console), as an app that passes none gets it.
+  const script =
+    `const { startEmbeddedPostgres } = await import(${JSON.stringify(module)});` +
+    `const s = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)} }); await s.stop();`;
+  // A LANG naming a locale no machine has, as in containers that set LANG without generating it.
+  const env = { ...process.env, LANG: 'xx_XX.UTF-8', LC_ALL: 'xx_XX.UTF-8' };
+  const child = spawn(process.execPath, ['--import', loader, '--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env,
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+  // initdb ran (a fresh cluster), and said nothing where the app writes.
+  expect(readFileSync(path.join(dir, 'pgdata', 'PG_VERSION'), 'utf8').trim()).toMatch(/^\d+$/);
+  expect(stdout).toMatch(/^Embedded PostgreSQL listening on 127\.0\.0\.1:\d+, data in .*fresh\n$/);
+});

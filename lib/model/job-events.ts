@@ -1,4 +1,7 @@
+import type { SerializedError } from './errors.js';
 import type { AttemptOutcome, ClaimedJob } from './records.js';
+import { checkName, checkOptions, describeValue } from './validation.js';
+import { JobsError } from './errors.js';
 
 /** One attempt that ended on this instance, with an outcome to record. */
 export interface AttemptEnded {
@@ -8,29 +11,159 @@ export interface AttemptEnded {
   durationMs: number;
 }
 
+/** What an attempt that ran on this instance came to, as `@OnJobEvent` listeners see it. */
+export const JOB_EVENT_NAMES = ['succeeded', 'failed', 'retrying', 'cancelled', 'snoozed', 'stalled'] as const;
+export type JobEventName = (typeof JOB_EVENT_NAMES)[number];
+
+/** The job an event is about, as its attempt ran. */
+export interface JobEventJob {
+  id: string;
+  name: string;
+  queue: string;
+  attempt: number;
+  maxAttempts: number;
+  /** The payload the handler was given (the same object). */
+  payload: unknown;
+}
+
 /**
- * In-process notifications from this instance's worker, for observers such
- * as metrics. With no listener the worker does not even take the time, so
- * the hot path pays for observation only where someone observes.
+ * Why an attempt ended with nothing of this worker's recorded: another
+ * worker owns the job now (`lost-lease`), or this worker shut down and
+ * handed it back (`shutdown`; the attempt is recorded `interrupted`).
+ */
+export type StallReason = 'lost-lease' | 'shutdown';
+
+/** What each event adds to the job and the duration. */
+export interface JobEventDetails {
+  /** `result`: what the handler returned (null for undefined). */
+  succeeded: { result: unknown };
+  /** Failed for good: no attempt left, or a PermanentJobError. */
+  failed: { error: SerializedError };
+  /** Failed, and runs again at `retryAt`. */
+  retrying: { error: SerializedError; retryAt: Date };
+  /** Cancelled while it ran here. */
+  cancelled: { error: SerializedError };
+  /** Put back to run again at `until` (ctx.snooze, SnoozeJob), the attempt given back. */
+  snoozed: { until: Date; reason: string | null };
+  stalled: { reason: StallReason; error: SerializedError };
+}
+
+export type JobEvent<E extends JobEventName = JobEventName> = {
+  [K in E]: {
+    event: K;
+    job: JobEventJob;
+    /** From the handler's start to the attempt's end, in ms. */
+    durationMs: number;
+  } & JobEventDetails[K];
+}[E];
+
+/** Which jobs a listener hears about; left out, every job. */
+export interface JobEventFilter {
+  queue?: string;
+  /** The job's name, as in `@Job(name)`. */
+  name?: string;
+}
+
+export type JobEventListener<E extends JobEventName = JobEventName> = (event: JobEvent<E>) => unknown;
+
+/** How an attempt on this instance ended: an outcome to record, or nothing of ours to record. */
+export type AttemptEnd = AttemptOutcome | { kind: 'stalled'; reason: StallReason; error: SerializedError };
+
+/** Where listener errors go (the module passes a Nest Logger): the model imports nothing of Nest's. */
+export interface JobEventsLogger {
+  error(message: string, stack?: string): void;
+}
+
+interface Entry {
+  listener: JobEventListener;
+  queue: string | undefined;
+  name: string | undefined;
+  label: string;
+}
+
+/**
+ * The event each outcome raises. Typed over every outcome kind, so that a new
+ * kind fails to compile here until it is given its event.
+ */
+const EVENT_OF: { [K in AttemptEnd['kind']]: JobEventName } = {
+  succeeded: 'succeeded',
+  retry: 'retrying',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  snoozed: 'snoozed',
+  stalled: 'stalled',
+};
+
+/**
+ * In-process notifications from this instance's worker: attempt ends for
+ * observers such as metrics, and job events for `@OnJobEvent` listeners.
+ * With no listener the worker does not even take the time, and an event
+ * object is built only for an attempt some listener wants, so the hot path
+ * pays for observation only where someone observes.
  */
 export class JobEvents {
-  private readonly listeners: Array<(event: AttemptEnded) => void> = [];
+  private readonly attemptListeners: Array<(event: AttemptEnded) => void> = [];
+  /** Replaced, never mutated, on (un)subscribe: a dispatch under way keeps the list it started with. */
+  private byEvent = new Map<JobEventName, readonly Entry[]>();
+  private jobListeners = 0;
+
+  constructor(private readonly logger?: JobEventsLogger) {}
 
   get observed(): boolean {
-    return this.listeners.length > 0;
+    return this.attemptListeners.length > 0 || this.jobListeners > 0;
   }
 
   /** Returns the unsubscribe function. A listener that throws is ignored: it must not fail a job. */
   onAttemptEnded(listener: (event: AttemptEnded) => void): () => void {
-    this.listeners.push(listener);
+    this.attemptListeners.push(listener);
     return () => {
-      const at = this.listeners.indexOf(listener);
-      if (at >= 0) this.listeners.splice(at, 1);
+      const at = this.attemptListeners.indexOf(listener);
+      if (at >= 0) this.attemptListeners.splice(at, 1);
+    };
+  }
+
+  /**
+   * Listens to what attempts on this instance came to; `@OnJobEvent` is this
+   * call made for a provider's method. Returns the unsubscribe function. A
+   * listener that throws, or whose promise rejects, is logged; the job's
+   * outcome stands either way, and the worker never awaits a listener.
+   */
+  on<E extends JobEventName>(
+    event: E | readonly E[],
+    listener: JobEventListener<E>,
+    filter: JobEventFilter & { label?: string } = {},
+  ): () => void {
+    const where = 'JobEvents.on()';
+    const events = checkJobEventNames(where, event);
+    checkJobEventFilter(where, filter);
+    if (typeof listener !== 'function') {
+      throw new JobsError(
+        `${where}: the listener must be a function, got ${describeValue(listener)}. Potential fix: events.on('failed', (e) => …).`,
+      );
+    }
+    const entry: Entry = {
+      listener: listener as JobEventListener,
+      queue: filter.queue,
+      name: filter.name,
+      label: filter.label ?? (listener.name || 'a listener'),
+    };
+    for (const e of events) this.byEvent.set(e, [...(this.byEvent.get(e) ?? []), entry]);
+    this.jobListeners += events.length;
+    let subscribed = true;
+    return () => {
+      if (!subscribed) return;
+      subscribed = false;
+      for (const e of events)
+        this.byEvent.set(
+          e,
+          this.byEvent.get(e)!.filter((x) => x !== entry),
+        );
+      this.jobListeners -= events.length;
     };
   }
 
   attemptEnded(event: AttemptEnded): void {
-    for (const listener of this.listeners) {
+    for (const listener of this.attemptListeners) {
       try {
         listener(event);
       } catch {
@@ -38,4 +171,91 @@ export class JobEvents {
       }
     }
   }
+
+  /** An attempt on this instance ended (the worker calls this only while `observed`). */
+  ended(job: ClaimedJob, end: AttemptEnd, durationMs: number): void {
+    if (end.kind !== 'stalled' && this.attemptListeners.length) {
+      this.attemptEnded({ job, outcome: end.kind, durationMs });
+    }
+    const entries = this.byEvent.get(EVENT_OF[end.kind]);
+    if (!entries?.length) return;
+    let event: JobEvent | undefined;
+    for (const entry of entries) {
+      if (entry.queue !== undefined && entry.queue !== job.queue) continue;
+      if (entry.name !== undefined && entry.name !== job.name) continue;
+      event ??= toJobEvent(job, end, durationMs);
+      this.call(entry, event);
+    }
+  }
+
+  private call(entry: Entry, event: JobEvent): void {
+    try {
+      const returned = entry.listener(event);
+      if (isThenable(returned)) returned.then(undefined, (error: unknown) => this.report(entry, event, error));
+    } catch (error) {
+      this.report(entry, event, error);
+    }
+  }
+
+  private report(entry: Entry, event: JobEvent, error: unknown): void {
+    const { job } = event;
+    const err = error instanceof Error ? error : new Error(String(error));
+    this.logger?.error(
+      `Job event listener ${entry.label} failed on '${event.event}' of job ${job.name} ${job.id} attempt ${job.attempt}: ${err.message} (the job's outcome stands)`,
+      err.stack,
+    );
+  }
+}
+
+function toJobEvent(job: ClaimedJob, end: AttemptEnd, durationMs: number): JobEvent {
+  const base = {
+    job: {
+      id: job.id,
+      name: job.name,
+      queue: job.queue,
+      attempt: job.attempt,
+      maxAttempts: job.maxAttempts,
+      payload: job.payload,
+    },
+    durationMs,
+  };
+  switch (end.kind) {
+    case 'succeeded':
+      return { event: 'succeeded', ...base, result: end.result };
+    case 'retry':
+      return { event: 'retrying', ...base, error: end.error, retryAt: end.retryAt };
+    case 'failed':
+      return { event: 'failed', ...base, error: end.error };
+    case 'cancelled':
+      return { event: 'cancelled', ...base, error: end.error };
+    case 'snoozed':
+      return { event: 'snoozed', ...base, until: end.until, reason: end.reason };
+    case 'stalled':
+      return { event: 'stalled', ...base, reason: end.reason, error: end.error };
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}
+
+/** Event names as given to `@OnJobEvent` or `JobEvents.on`: one or a non-empty array of known names. */
+export function checkJobEventNames(where: string, value: unknown): JobEventName[] {
+  const names = Array.isArray(value) ? (value as unknown[]) : [value];
+  const known = JOB_EVENT_NAMES.map((n) => `'${n}'`).join(', ');
+  if (names.length === 0) {
+    throw new JobsError(`${where}: no event given. Potential fix: one of ${known}, or an array of them.`);
+  }
+  for (const name of names) {
+    if (!JOB_EVENT_NAMES.includes(name as JobEventName)) {
+      throw new JobsError(`${where}: unknown job event ${describeValue(name)}. Potential fix: one of ${known}.`);
+    }
+  }
+  return [...new Set(names as JobEventName[])];
+}
+
+export function checkJobEventFilter(where: string, filter: unknown): void {
+  const f = checkOptions(where, filter as JobEventFilter | undefined, "{ queue: 'emails', name: 'send-receipt' }");
+  if (f?.queue !== undefined) checkName(where, 'queue', f.queue, 'emails');
+  if (f?.name !== undefined) checkName(where, 'name', f.name, 'send-receipt');
 }

@@ -1,7 +1,18 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { JobRegistry } from '../discovery/job-registry.js';
-import { Clock, JOB_ROW_BUILDER, JobEvents, JobTracing, type ClaimedJob, type JobRowBuilder } from '../model/index.js';
+import {
+  Clock,
+  JOB_ROW_BUILDER,
+  JobEvents,
+  JobTracing,
+  LeaseLostError,
+  WorkerShutdownError,
+  type AttemptEnd,
+  type ClaimedJob,
+  type JobRowBuilder,
+  type StallReason,
+} from '../model/index.js';
 import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { ProgressWriter } from './progress-writer.js';
@@ -11,8 +22,9 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js'
 /**
  * Runs attempts for a worker: resolves the handler, gives it its context
  * (progress, continuations, batch additions), and wraps the run in the
- * tracing span and the timing that JobEvents listeners want. The worker
- * decides what to run and records what came of it.
+ * tracing span and the timing that JobEvents listeners want, and tells
+ * them how it ended. The worker decides what to run and records what came
+ * of it.
  */
 @Injectable()
 export class AttemptRunner {
@@ -66,8 +78,9 @@ export class AttemptRunner {
           (r) => r.outcome,
         )
       : await run.execute();
-    if (started >= 0 && result.outcome) {
-      this.events.attemptEnded({ job, outcome: result.outcome.kind, durationMs: performance.now() - started });
+    if (started >= 0) {
+      // Raised as the attempt ends, before its outcome is written (the worker batches that write).
+      this.events.ended(job, result.outcome ?? stalled(job, result.reason), performance.now() - started);
     }
     this.progress!.forget(job.id);
     return result;
@@ -77,4 +90,14 @@ export class AttemptRunner {
   drainProgress(): Promise<void> {
     return this.progress?.drain() ?? Promise.resolve();
   }
+}
+
+/** An attempt that ended with nothing of this worker's to record, with the error its signal aborted with. */
+function stalled(job: ClaimedJob, reason: StallReason): AttemptEnd {
+  const error =
+    reason === 'shutdown'
+      ? new WorkerShutdownError()
+      : new LeaseLostError(`Job ${job.id}: this worker lost its lease; another worker owns the job now`);
+  const { name, message } = error;
+  return { kind: 'stalled', reason, error: { name, message } };
 }

@@ -108,6 +108,9 @@ describe('FailureHooks', () => {
     const jobs = app.get(JobQueue);
     const orphaned = await jobs.enqueue(Held, {}, { delay: 3_600_000 });
     const foreign = await jobs.enqueue(Held, {}, { delay: 3_600_000 });
+    // Cleared before the hook is orphaned: both instances' rescue timers sweep every half lease and
+    // may run it before the test's own passes (cleared after, that run's record was lost: a flake).
+    failures.length = 0;
     await sql(
       `UPDATE "${schema}".job SET state = 'failed', attempt = 1, completed_at = now(), failure_hook = 'running',
               hook_worker_id = 'vanished', hook_lease_expires_at = now() - interval '1 second',
@@ -121,7 +124,6 @@ describe('FailureHooks', () => {
         WHERE id = $1`,
       [foreign.id],
     );
-    failures.length = 0;
     await Promise.all([app.get(JobRescuer).rescue(), apps[0]!.get(JobRescuer).rescue()]);
     await waitFor('the hook to be recorded done', async () => {
       const [row] = await sql<{ failure_hook: string }>(`SELECT failure_hook FROM "${schema}".job WHERE id = $1`, [

