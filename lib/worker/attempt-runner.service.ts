@@ -1,7 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { JobRegistry } from '../discovery/job-registry.js';
-import { Clock, JOB_ROW_BUILDER, JobEvents, JobTracing, type ClaimedJob, type JobRowBuilder } from '../model/index.js';
+import {
+  Clock,
+  JOB_ROW_BUILDER,
+  JobEvents,
+  JobTracing,
+  type ClaimedJob,
+  type JobHandler,
+  type JobRowBuilder,
+} from '../model/index.js';
 import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { ProgressWriter } from './progress-writer.js';
@@ -50,9 +58,14 @@ export class AttemptRunner {
     };
   }
 
-  /** A claimed job, ready to run (its handler is registered: the claim asks for known names only). */
-  create(job: ClaimedJob): RunningJob {
-    return new RunningJob(job, this.registry.get(job.name)!, this.deps!);
+  /**
+   * A claimed job, ready to run (its handler is registered: the claim asks for known names only).
+   * `handler` stands in for the registered instance for this attempt only: the testing kit's
+   * fault injection runs the real context, retry decision and outcome around a handler that fails.
+   */
+  create(job: ClaimedJob, handler?: JobHandler): RunningJob {
+    const registered = this.registry.get(job.name)!;
+    return new RunningJob(job, handler ? { ...registered, instance: handler } : registered, this.deps!);
   }
 
   /** Runs the attempt; its outcome, or none when the job is no longer this worker's. */
