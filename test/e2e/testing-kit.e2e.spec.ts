@@ -1,5 +1,5 @@
 import { BatchBuilder, JobsError, PermanentJobError } from 'nestjs-durable-jobs';
-import type { AttemptReport } from 'nestjs-durable-jobs/testing';
+import { ManualClock, type AttemptReport } from 'nestjs-durable-jobs/testing';
 import { DataSource } from 'typeorm';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -80,7 +80,7 @@ describe("a test app's own schema", () => {
       // The drain claims it as a first attempt: no one else had taken it.
       expect(tags(await a.tester.drain())).toEqual(['kit-greet:mine#1 succeeded']);
       expect((await a.jobs.get(id))!.workerId).toMatch(/^jobs-tester:/);
-      expect(dev.get(KitLog).calls).toEqual([]);
+      expect(dev.get(KitLog).calls.filter((c) => c.startsWith('greet'))).toEqual([]);
       expect(a.log.calls).toEqual(['greet:mine#1', 'greet-end:mine#1']);
     } finally {
       await Promise.all([a.app.close(), b.app.close(), dev.close()]);
@@ -92,7 +92,8 @@ describe("a test app's own schema", () => {
 describe('drain()', () => {
   let t: TestingApp;
   beforeAll(async () => {
-    t = await startTestingApp();
+    // Far from a fifth minute: kit-tick's schedule must not fall due while these tests move the clock.
+    t = await startTestingApp({ clock: new ManualClock(new Date('2026-05-04T09:00:30Z')) });
   });
   afterAll(async () => {
     await t?.app.close();

@@ -130,5 +130,5 @@ export class Tick implements JobHandler<void> {
   }
 }
 
-@Module({ providers: [KitLog, Greet, Flaky, Charge, Held, Forever, Tick] })
+@Module({ providers: [KitLog, Greet, Flaky, Charge, Held, Forever, Tick], exports: [KitLog] })
 export class KitJobsModule {}
