@@ -83,6 +83,15 @@ export function resolveTestingSettings(options: JobsTestingOptions | undefined):
       `${where}: "clock" must be a Clock (such as a ManualClock) or 'system', got ${describeValue(clock)}. Potential fix: clock: new ManualClock(new Date('2026-01-01T00:00:00Z')).`,
     );
   }
+  // JobsModule's fallback, an embedded server in .jobs-data, is the dev server's: a second process
+  // on that folder fails, and test files that run in parallel would race for it.
+  if (jobs.connection === undefined && jobs.dataSource === undefined && jobs.embedded === undefined) {
+    throw new JobsError(
+      `${where}: no database: "connection" and "dataSource" are both missing${'connection' in jobs ? ' ("connection" is undefined: is DATABASE_URL set?)' : ''}. ` +
+        `Potential fix: connection: process.env.DATABASE_URL (the development server will do: each test app works in a schema of its own), ` +
+        `or start one embedded PostgreSQL for the whole run with startEmbeddedPostgres() in a global setup and pass its url.`,
+    );
+  }
   if (mode !== 'worker' && jobs.worker?.enabled === true) {
     throw new JobsError(
       `${where}: worker.enabled is true in mode '${mode}', where jobs run only through the JobsTester (a worker would race it for them). ` +

@@ -289,16 +289,21 @@ describe('enqueued() and the expectations', () => {
 });
 
 describe("JobsTestingModule's options", () => {
+  const db = { connection: databaseUrl() };
   it('are checked at the call, each refusal naming the fix', () => {
+    expect(() => JobsTestingModule.forRoot({ connection: process.env.NO_SUCH_VARIABLE })).toThrow(
+      /no database: "connection" and "dataSource" are both missing \("connection" is undefined: is DATABASE_URL set\?\)\. Potential fix: connection: process\.env\.DATABASE_URL/,
+    );
+    expect(() => JobsTestingModule.forRoot()).toThrow(/no database/);
     expect(() => JobsTestingModule.forRoot({ schema: 'jobs' } as never)).toThrow(
       /"schema" is not an option here\. Every test app gets a schema of its own[\s\S]*Potential fix: leave "schema" out/,
     );
-    expect(() => JobsTestingModule.forRoot({ mode: 'sync' as never })).toThrow(/"mode" must be one of 'manual'/);
-    expect(() => JobsTestingModule.forRoot({ worker: { enabled: true } })).toThrow(
+    expect(() => JobsTestingModule.forRoot({ ...db, mode: 'sync' as never })).toThrow(/"mode" must be one of 'manual'/);
+    expect(() => JobsTestingModule.forRoot({ ...db, worker: { enabled: true } })).toThrow(
       /worker\.enabled is true in mode 'manual'[\s\S]*Potential fix: mode: 'worker'/,
     );
-    expect(() => JobsTestingModule.forRoot({ schemaPrefix: 'pg_tests' })).toThrow(/"schemaPrefix" must be/);
-    expect(() => JobsTestingModule.forRoot({ clock: Date.now() as never })).toThrow(/"clock" must be a Clock/);
+    expect(() => JobsTestingModule.forRoot({ ...db, schemaPrefix: 'pg_tests' })).toThrow(/"schemaPrefix" must be/);
+    expect(() => JobsTestingModule.forRoot({ ...db, clock: Date.now() as never })).toThrow(/"clock" must be a Clock/);
     expect(() => JobsTestingModule.forRootAsync({} as never)).toThrow(/needs useFactory/);
   });
 });

@@ -3,7 +3,7 @@ import { ManualClock, type AttemptReport } from 'nestjs-durable-jobs/testing';
 import { DataSource } from 'typeorm';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
-import { Charge, Flaky, Forever, Greet, Held, KitJobsModule, KitLog } from '../support/kit.jobs.js';
+import { Charge, Flaky, Forever, Greet, Held, KitJobsModule, KitLog, Scoped } from '../support/kit.jobs.js';
 import { startTestingApp, type TestingApp } from '../support/testing-app.js';
 
 // JobsTestingModule in its default mode ('manual'): a schema per test app,
@@ -200,6 +200,19 @@ describe('drain()', () => {
       [1, 'failed', 'SMTP down'],
       [2, 'succeeded', null],
     ]);
+  });
+
+  it('resolves request-scoped handlers per run, and a failNext fault still reaches their onFailure', async () => {
+    const { jobs, tester, log } = t;
+    const { id } = await jobs.enqueue(Scoped, { tag: 's1' });
+    expect(await tester.drain()).toEqual([
+      expect.objectContaining({ id, outcome: 'succeeded', result: { sameJob: true } }),
+    ]);
+    tester.failNext(Scoped, 'refused');
+    const failed = await jobs.enqueue(Scoped, { tag: 's2' });
+    expect(await tester.drain()).toEqual([expect.objectContaining({ id: failed.id, outcome: 'failed' })]);
+    expect(log.calls).toEqual(['scoped:s1#1']);
+    expect(log.failures.get(failed.id)).toBe('refused (own context: true)');
   });
 
   it('dieAfterWork(): the work is done but the outcome never saved; past the lease the job runs again', async () => {

@@ -1,4 +1,5 @@
-import { Injectable, Module } from '@nestjs/common';
+import { Inject, Injectable, Module, Scope } from '@nestjs/common';
+import { REQUEST } from '@nestjs/core';
 import { Cron, Job, JobQueue, PermanentJobError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 
 /** What the testing kit's jobs did, per app. */
@@ -130,5 +131,32 @@ export class Tick implements JobHandler<void> {
   }
 }
 
-@Module({ providers: [KitLog, Greet, Flaky, Charge, Held, Forever, Tick], exports: [KitLog] })
+/** One per run: what the library registers as REQUEST for a job's DI sub-tree. */
+@Injectable({ scope: Scope.REQUEST })
+export class RunContext {
+  constructor(@Inject(REQUEST) readonly request: { job: JobContext }) {}
+}
+
+/** Request-scoped through RunContext; onFailure tells whether it got its own run's context. */
+@Job('kit-scoped', { maxAttempts: 1 })
+export class Scoped implements JobHandler<{ tag: string }, { sameJob: boolean }> {
+  constructor(
+    private readonly context: RunContext,
+    private readonly log: KitLog,
+  ) {}
+
+  run(payload: { tag: string }, ctx: JobContext): { sameJob: boolean } {
+    this.log.record('scoped', payload.tag, ctx);
+    return { sameJob: this.context.request.job.jobId === ctx.jobId };
+  }
+
+  onFailure(_: unknown, error: Error, ctx: JobContext): void {
+    this.log.failures.set(ctx.jobId, `${error.message} (own context: ${this.context.request.job.jobId === ctx.jobId})`);
+  }
+}
+
+@Module({
+  providers: [KitLog, Greet, Flaky, Charge, Held, Forever, Tick, RunContext, Scoped],
+  exports: [KitLog],
+})
 export class KitJobsModule {}
