@@ -39,8 +39,14 @@ const UNTAPPED_WORKFLOW_STORAGE = Symbol('UNTAPPED_WORKFLOW_STORAGE');
 @Module({})
 export class JobsTestingModule {
   static forRoot(options: JobsTestingOptions = {}): DynamicModule {
-    const settings = resolveTestingSettings(options);
-    return build({ provide: JOBS_TESTING_SETTINGS, useValue: settings }, [], options.isGlobal ?? true);
+    // Checked at the call; each app made from this module then resolves its own schema and
+    // clock, so apps compiled from one module definition (beforeEach) never share a schema.
+    resolveTestingSettings(options);
+    return build(
+      { provide: JOBS_TESTING_SETTINGS, useFactory: () => resolveTestingSettings(options) },
+      [],
+      options.isGlobal ?? true,
+    );
   }
 
   static forRootAsync(options: JobsTestingAsyncOptions): DynamicModule {

@@ -156,6 +156,25 @@ describe("mode 'inline'", () => {
     ]);
   });
 
+  it("runs a job enqueued through a manager outside any transaction at once, and leaves the app's DataSource as it was", async () => {
+    const own = await new DataSource({ type: 'postgres', url: databaseUrl() }).initialize();
+    try {
+      const { app, jobs, log } = await startTestingApp({
+        async: {
+          useFactory: () => ({ dataSource: own, mode: 'inline' as const, unregisteredJobs: 'ignore' as const }),
+        },
+      });
+      await jobs.enqueue(Greet, { tag: 'no transaction' }, { manager: own.manager });
+      expect(log.calls).toEqual(['greet:no transaction#1', 'greet-end:no transaction#1']);
+      await own.transaction((manager) => jobs.enqueue(Greet, { tag: 'in one' }, { manager }));
+      expect(own.subscribers).toHaveLength(1);
+      await app.close();
+      expect(own.subscribers).toEqual([]);
+    } finally {
+      await own.destroy();
+    }
+  });
+
   it('refuses drain() inside a job it runs: that would wait for itself', async () => {
     const { app, jobs } = t;
     await jobs.enqueue(DrainsInside, {});

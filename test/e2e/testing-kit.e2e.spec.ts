@@ -1,5 +1,7 @@
-import { BatchBuilder, JobsError, PermanentJobError } from 'nestjs-durable-jobs';
-import { ManualClock, type AttemptReport } from 'nestjs-durable-jobs/testing';
+import { Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { BatchBuilder, JobQueue, JobsError, PermanentJobError } from 'nestjs-durable-jobs';
+import { JobsTester, JobsTestingModule, ManualClock, type AttemptReport } from 'nestjs-durable-jobs/testing';
 import { DataSource } from 'typeorm';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -56,6 +58,26 @@ describe("a test app's own schema", () => {
     await dataSource.destroy();
     await app.close();
     expect(await schemaExists(tester.schema)).toBe(false);
+  });
+
+  it('is one per app, also for apps compiled from one module definition', async () => {
+    @Module({ imports: [JobsTestingModule.forRoot({ connection: databaseUrl() }), KitJobsModule] })
+    class DefinedOnce {}
+    const apps = await Promise.all(
+      [1, 2].map(async () => {
+        const ref = await Test.createTestingModule({ imports: [DefinedOnce] }).compile();
+        const app = ref.createNestApplication({ logger: false });
+        await app.init();
+        return app;
+      }),
+    );
+    const [one, two] = apps.map((app) => app.get(JobsTester));
+    expect(one!.schema).not.toBe(two!.schema);
+    expect(one!.clock).not.toBe(two!.clock);
+    await apps[0]!.get(JobQueue).enqueue(Greet, { tag: 'only in one' });
+    expect(await two!.enqueued()).toEqual([]);
+    await Promise.all(apps.map((app) => app.close()));
+    expect([await schemaExists(one!.schema), await schemaExists(two!.schema)]).toEqual([false, false]);
   });
 
   it('is kept with keepSchema, for a look after the test', async () => {
