@@ -10,6 +10,7 @@ import {
   WorkerShutdownError,
   type AttemptEnd,
   type ClaimedJob,
+  type JobHandler,
   type JobRowBuilder,
   type StallReason,
 } from '../model/index.js';
@@ -62,9 +63,14 @@ export class AttemptRunner {
     };
   }
 
-  /** A claimed job, ready to run (its handler is registered: the claim asks for known names only). */
-  create(job: ClaimedJob): RunningJob {
-    return new RunningJob(job, this.registry.get(job.name)!, this.deps!);
+  /**
+   * A claimed job, ready to run (its handler is registered: the claim asks for known names only).
+   * `handler` stands in for the registered instance for this attempt only: the testing kit's
+   * fault injection runs the real context, retry decision and outcome around a handler that fails.
+   */
+  create(job: ClaimedJob, handler?: JobHandler): RunningJob {
+    const registered = this.registry.get(job.name)!;
+    return new RunningJob(job, handler ? { ...registered, instance: handler } : registered, this.deps!);
   }
 
   /** Runs the attempt; its outcome, or none when the job is no longer this worker's. */

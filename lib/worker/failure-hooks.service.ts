@@ -99,6 +99,14 @@ export class FailureHooks {
     } while (this.again);
   }
 
+  /**
+   * Resolves once every hook running now, and any started meanwhile, has
+   * ended and been recorded: the testing kit's drain returns after them.
+   */
+  async idle(): Promise<void> {
+    while (this.running.size) await Promise.all([...this.running.values()].map((h) => h.done));
+  }
+
   private track(id: string, run: RunningJob, hook: () => Promise<void>): void {
     const workerId = this.workerId!;
     const done = hook()

@@ -41,4 +41,13 @@ describe('uuidv7', () => {
     expect(a < b).toBe(true);
     expect(a.slice(0, 13).replace('-', '')).toBe((1_700_000_000_000).toString(16).padStart(12, '0'));
   });
+
+  it('follows the order ids are made in within one millisecond (a ManualClock makes every enqueue of a test one instant)', () => {
+    const ids = Array.from({ length: 20_000 }, () => uuidv7(1_700_000_000_000));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort()).toEqual(ids);
+    for (const id of ids.slice(0, 50)) {
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    }
+  });
 });

@@ -1,0 +1,323 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { ContextIdFactory, ModuleRef } from '@nestjs/core';
+import type { EntityManager } from 'typeorm';
+import { JobRegistry, type RegisteredJob } from '../discovery/job-registry.js';
+import {
+  Clock,
+  databaseCall,
+  JobsError,
+  settlesWithin,
+  type AttemptOutcome,
+  type ClaimedJob,
+  type JobContext,
+  type JobHandler,
+  type SerializedError,
+} from '../model/index.js';
+import { JOB_STORAGE, type ClaimRequest, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
+import type { TxScope } from '../storage/storage-tx.interface.js';
+import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
+import { AttemptRunner } from '../worker/attempt-runner.service.js';
+import { CompletionBatcher } from '../worker/completion-batcher.js';
+import { FailureHooks } from '../worker/failure-hooks.service.js';
+import { logOutcome } from '../worker/outcome-log.js';
+import { QueueControls } from '../worker/queue-controls.js';
+import { RowLock } from '../worker/row-lock.js';
+import type { RunningJob, RunResult } from '../worker/running-job.js';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from '../worker/worker-options.js';
+import { CommitHooks } from './commit-hooks.js';
+import { FaultPlan } from './fault-plan.js';
+import { JOBS_TESTING_SETTINGS, type JobsTestingSettings } from './jobs-testing-options.interface.js';
+import { StorageTap, type TapListener } from './storage-tap.js';
+
+/** One attempt a drain ran, and what came of it. */
+export interface AttemptReport {
+  id: string;
+  name: string;
+  queue: string;
+  /** This attempt's number, from 1. */
+  attempt: number;
+  maxAttempts: number;
+  payload: unknown;
+  batchId: string | null;
+  /**
+   * `succeeded`, `retry` (queued again after its backoff), `failed` (for
+   * good; onFailure has run), `cancelled`, `snoozed` (queued again at
+   * `retryAt`, the attempt given back); `died`: dieAfterWork dropped the
+   * outcome; `lost`: the outcome was not recorded (the job was no longer
+   * this runner's, or the app closed first).
+   */
+  outcome: AttemptOutcome['kind'] | 'died' | 'lost';
+  /** What the handler returned (succeeded). */
+  result?: unknown;
+  /** Why the attempt failed (retry, failed, cancelled). */
+  error?: SerializedError;
+  /** When the next attempt is due (retry, snoozed). */
+  retryAt?: Date;
+  /** The fault that shaped this attempt, if one did. */
+  injected?: 'failNext' | 'dieAfterWork';
+}
+
+export interface DrainRequest {
+  /** Only this queue; default every queue. */
+  queue?: string;
+  /** Only these job names; default every registered one. */
+  names: readonly string[];
+  /** Attempts one drain may run; past it, the drain fails (a job that enqueues itself without end). */
+  limit: number;
+}
+
+/** Expired leases one pass takes back at most, as the worker's rescuer does. */
+const RESCUE_BATCH = 500;
+
+/**
+ * Runs due jobs in the test's process through the worker's own parts: the
+ * claim, the AttemptRunner (handler resolution, context, signal, retry and
+ * backoff decisions), the CompletionBatcher (fenced outcome writes that
+ * settle workflows and write continuations) and FailureHooks (onFailure
+ * from its record). What it adds is the loop of a test: one job at a time,
+ * until none is due, with faults injected on request.
+ */
+@Injectable()
+export class JobDrainer implements TapListener, BeforeApplicationShutdown {
+  /** The worker id its claims and outcome writes carry (and executions show). */
+  readonly id = `jobs-tester:${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  readonly faults = new FaultPlan();
+  private readonly logger = new Logger('JobsTester');
+  /** Set inside a drain: calls made by the jobs it runs are part of it. */
+  private readonly inside = new AsyncLocalStorage<true>();
+  private readonly running = new Map<string, RunningJob>();
+  private readonly reports: AttemptReport[] = [];
+  private readonly commits = new CommitHooks(() => this.drainInline());
+  private batcher: CompletionBatcher | null = null;
+  /** Drains run one after another: each starts after the writes that asked for it. */
+  private tail: Promise<unknown> = Promise.resolve();
+  private closing = false;
+  private readonly controls: QueueControls;
+
+  constructor(
+    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    @Inject(QUEUE_STORAGE) queueStorage: QueueStorage,
+    @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
+    @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
+    @Inject(JOBS_TESTING_SETTINGS) private readonly settings: JobsTestingSettings,
+    private readonly registry: JobRegistry,
+    private readonly attempts: AttemptRunner,
+    private readonly hooks: FailureHooks,
+    private readonly clock: Clock,
+    private readonly moduleRef: ModuleRef,
+    tap: StorageTap,
+  ) {
+    if (settings.mode !== 'worker') tap.listener = this;
+    this.controls = new QueueControls(queueStorage, this.logger);
+  }
+
+  /** True inside a job (or onFailure) that a drain runs. */
+  insideDrain(): boolean {
+    return this.inside.getStore() === true;
+  }
+
+  /** Every attempt drains ran so far, oldest first. */
+  history(): readonly AttemptReport[] {
+    return this.reports;
+  }
+
+  drain(request: DrainRequest): Promise<AttemptReport[]> {
+    if (this.insideDrain()) {
+      throw new JobsError(
+        'JobsTester.drain() was called from inside a job that a drain is running, and would wait for itself. ' +
+          'Potential fix: return from the handler and let the drain that runs it go on: it runs whatever becomes due meanwhile.',
+      );
+    }
+    if (this.closing) {
+      throw new JobsError('JobsTester.drain(): the app is closing. Potential fix: await the drain before app.close().');
+    }
+    const pass = this.tail.then(() =>
+      this.inside.run(true, () => databaseCall('JobsTester.drain()', () => this.pass(request))),
+    );
+    this.tail = pass.catch(() => undefined);
+    return pass;
+  }
+
+  /** In inline mode: drains once the write that made jobs due has committed. */
+  async written(scope: TxScope | undefined): Promise<void> {
+    if (this.settings.mode !== 'inline' || this.insideDrain() || this.closing) return;
+    if (scope === undefined) return this.drainInline();
+    // Anything but a manager is a transaction of storage's own: its transaction() call reports again.
+    if (!isEntityManager(scope)) return;
+    if (CommitHooks.inOpenTransaction(scope)) this.commits.afterCommit(scope);
+    else await this.drainInline();
+  }
+
+  cancelRequested(target: { job: string } | { batch: string }): void {
+    for (const run of this.running.values()) {
+      if ('job' in target ? run.job.id === target.job : run.job.batchId === target.batch) run.stop('cancel');
+    }
+  }
+
+  private async drainInline(): Promise<void> {
+    await this.drain({ names: this.registry.names(), limit: DEFAULT_LIMIT });
+  }
+
+  private async pass(request: DrainRequest): Promise<AttemptReport[]> {
+    this.start();
+    const reports: AttemptReport[] = [];
+    try {
+      // Leases that ran out since the last pass (dieAfterWork, once the clock has moved past
+      // the lease) come back as a worker's rescuer would bring them back, interrupted attempt and all.
+      while ((await this.storage.rescueExpired(this.clock.now(), RESCUE_BATCH)).rescued === RESCUE_BATCH);
+      await this.hooks.sweep();
+      // Paused queues, limits, groups and serial keys hold in a drain as on a worker.
+      await this.controls.refresh();
+      for (;;) {
+        let claimed = 0;
+        for (const queue of await this.queues(request.queue)) {
+          if (this.controls.paused(queue)) continue;
+          const [job] = await this.claimOne({
+            workerId: this.id,
+            queue,
+            names: request.names,
+            limit: 1,
+            now: this.clock.now(),
+            leaseMs: this.options.lease,
+          });
+          if (!job) continue;
+          claimed++;
+          if (reports.length >= request.limit) {
+            await this.storage.handBack(this.id, [job], this.clock.now(), null);
+            throw new JobsError(
+              `JobsTester.drain() ran ${reports.length} attempts and jobs are still due (next: "${job.name}" in queue "${job.queue}"): ` +
+                `a job that enqueues another of itself each time never lets a drain end. ` +
+                `Potential fix: drain({ limit: ${request.limit * 10} }) if that many is expected, or stop the chain in the handler.`,
+            );
+          }
+          reports.push(await this.runOne(job));
+        }
+        if (claimed === 0) return reports;
+      }
+    } finally {
+      await this.hooks.idle();
+    }
+  }
+
+  private async claimOne(request: ClaimRequest): Promise<ClaimedJob[]> {
+    if (!this.controls.controlled(request.queue)) return this.storage.claim(request);
+    return (await this.storage.claimControlled(request)).jobs;
+  }
+
+  /** Registered queues and queues holding queued jobs, in name order. */
+  private async queues(only: string | undefined): Promise<string[]> {
+    if (only !== undefined) return [only];
+    const all = new Set(this.registry.all().map((job) => job.options.queue));
+    for (const queue of await this.storage.queuesWithWork()) all.add(queue);
+    return [...all].sort();
+  }
+
+  /** The tail of JobWorker's startJob, for one job at a time. */
+  private async runOne(job: ClaimedJob): Promise<AttemptReport> {
+    const fault = this.faults.take(job.name);
+    const run = this.attempts.create(job, fault?.kind === 'fail' ? this.failing(job, fault.error) : undefined);
+    this.running.set(job.id, run);
+    let result: RunResult;
+    try {
+      result = await this.attempts.run(run);
+    } finally {
+      this.running.delete(job.id);
+    }
+    const base = {
+      id: job.id,
+      name: job.name,
+      queue: job.queue,
+      attempt: job.attempt,
+      maxAttempts: job.maxAttempts,
+      payload: job.payload,
+      batchId: job.batchId,
+      ...(fault ? { injected: fault.kind === 'fail' ? ('failNext' as const) : ('dieAfterWork' as const) } : {}),
+    };
+    // A crash after the handler's work: nothing is written and the lease is left to run out.
+    if (fault?.kind === 'die') return this.report({ ...base, outcome: 'died' });
+    if (!result.outcome) return this.report({ ...base, outcome: 'lost' });
+    const { outcome } = result;
+    logOutcome(this.logger, job, outcome, this.clock);
+    const applied = await this.batcher!.add({ job, outcome, continuations: result.continuations });
+    if (!applied) return this.report({ ...base, outcome: 'lost' });
+    if (outcome.kind === 'failed' && outcome.hook) this.hooks.runLocal(run);
+    switch (outcome.kind) {
+      case 'succeeded':
+        return this.report({ ...base, outcome: 'succeeded', result: outcome.result });
+      case 'retry':
+        return this.report({ ...base, outcome: 'retry', error: outcome.error, retryAt: outcome.retryAt });
+      case 'snoozed':
+        return this.report({ ...base, outcome: 'snoozed', retryAt: outcome.until });
+      default:
+        return this.report({ ...base, outcome: outcome.kind, error: outcome.error });
+    }
+  }
+
+  private report(report: AttemptReport): AttemptReport {
+    this.reports.push(report);
+    return report;
+  }
+
+  /** A stand-in handler that fails at once; onFailure is still the real handler's. */
+  private failing(job: ClaimedJob, error: Error): JobHandler {
+    const registered = this.registry.get(job.name)!;
+    return {
+      run: () => Promise.reject(error),
+      onFailure: async (payload: unknown, failure: Error, ctx: JobContext) => {
+        const real = registered.instance ?? (await this.resolveScoped(registered, payload, ctx));
+        await real.onFailure?.(payload, failure, ctx);
+      },
+    };
+  }
+
+  /** As RunningJob resolves request-scoped handlers: a DI sub-tree of its own with REQUEST = { job }. */
+  private resolveScoped(registered: RegisteredJob, payload: unknown, ctx: JobContext): Promise<JobHandler> {
+    const contextId = ContextIdFactory.create();
+    this.moduleRef.registerRequestByContextId({ job: ctx, payload }, contextId);
+    return this.moduleRef.resolve(registered.metatype, contextId, { strict: false });
+  }
+
+  /** Binds the worker's parts to this runner, once, on the first drain. */
+  private start(): void {
+    if (this.batcher) return;
+    this.attempts.prepare(this.id);
+    this.hooks.start(this.id);
+    this.batcher = new CompletionBatcher(
+      this.storage,
+      this.workflows,
+      this.id,
+      this.clock,
+      new RowLock(),
+      this.options.lease,
+    );
+  }
+
+  /**
+   * A drain the test did not wait for gets the grace period; what still runs
+   * then is stopped and its outcome dropped (the schema goes with the app).
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    this.commits.detach();
+    if (!this.batcher) return;
+    if (!(await settlesWithin(this.tail, this.options.shutdownGrace))) {
+      this.logger.warn(`A drain was still running at close; stopping ${this.running.size} job(s)`);
+      for (const run of this.running.values()) run.stop('shutdown');
+    }
+    await this.attempts.drainProgress();
+    await this.batcher.drain(5_000);
+    await this.hooks.stop(this.options.shutdownGrace);
+  }
+}
+
+/** Attempts one drain runs before it decides a job enqueues itself without end. */
+export const DEFAULT_LIMIT = 1_000;
+
+/** The caller's manager, told apart from storage's opaque transactions the way JobQueue checks one. */
+function isEntityManager(scope: TxScope): scope is EntityManager {
+  return typeof scope === 'object' && scope !== null && 'dataSource' in scope;
+}
