@@ -107,9 +107,12 @@ ALTER TABLE :SCHEMA.job_execution DROP CONSTRAINT IF EXISTS job_execution_state_
 ALTER TABLE :SCHEMA.job_execution ADD CONSTRAINT job_execution_state_check
   CHECK (state IN ('active', 'succeeded', 'failed', 'interrupted', 'cancelled', 'snoozed'));
 
--- Claims up to p_limit due jobs of a controlled queue for p_worker. The queue's row lock makes the
--- claims of this queue take turns across instances, and each statement below reads a fresh
--- snapshot, so the counts it enforces limits with include every claim committed before it.
+-- Claims up to p_limit due jobs of a controlled queue for p_worker. Where something must be
+-- counted (a concurrency or rate limit, the queue's or a job name's, or serial keys), the queue's
+-- row lock makes the claims of this queue take turns across instances, and each statement below
+-- reads a fresh snapshot, so the counts it enforces limits with include every claim committed
+-- before it. A queue with groups alone needs no count to be exact: its claims run side by side,
+-- skipping each other's rows, and the rotation's cursor moves when its row is free.
 -- Returns the claimed jobs; when a rate limit held jobs back, also a row with id NULL whose
 -- wait_ms says when the next start is allowed.
 CREATE OR REPLACE FUNCTION :SCHEMA.claim_controlled(
@@ -134,10 +137,20 @@ DECLARE
   v_chosen_groups text[];
   v_chosen_names text[];
   v_claimed int;
+  v_counted boolean;
 BEGIN
-  SELECT * INTO v_q FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue FOR UPDATE;
+  SELECT * INTO v_q FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue;
   IF NOT FOUND OR v_q.paused OR p_limit < 1 THEN
     RETURN;
+  END IF;
+  v_counted := v_q.concurrency IS NOT NULL OR v_q.rate_max IS NOT NULL OR v_q.has_serial
+    OR EXISTS (SELECT 1 FROM :SCHEMA.job_name_limit l WHERE l.queue = p_queue);
+  IF v_counted THEN
+    -- Re-read under the lock: the settings as the claim before this one left them.
+    SELECT * INTO v_q FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue FOR UPDATE;
+    IF v_q.paused THEN
+      RETURN;
+    END IF;
   END IF;
 
   IF v_q.concurrency IS NOT NULL THEN
@@ -208,21 +221,25 @@ BEGIN
       FROM :SCHEMA.job_name_limit l WHERE l.queue = p_queue
   ), ring AS (
     SELECT r.g, r.pos FROM unnest(v_groups) WITH ORDINALITY AS r(g, pos)
-  ), pool AS (
+  ), plain AS (
     -- Jobs of no group and no serial key, in claim order.
-    (SELECT j.id, j.name, j.priority, j.run_at, NULL::text AS grp, 0::bigint AS pos
-       FROM :SCHEMA.job j
-      WHERE j.state = 'queued' AND j.queue = p_queue AND j.run_at <= p_now AND j.name = ANY(p_names)
-        AND coalesce(j.group_key, j.serial_key) IS NULL AND (j.deadline IS NULL OR j.deadline > p_now)
-      ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_room)
-    UNION ALL
+    SELECT j.id, j.name, j.priority, j.run_at, NULL::text AS grp, 0::bigint AS pos
+      FROM :SCHEMA.job j
+     WHERE j.state = 'queued' AND j.queue = p_queue AND j.run_at <= p_now AND j.name = ANY(p_names)
+       AND coalesce(j.group_key, j.serial_key) IS NULL AND (j.deadline IS NULL OR j.deadline > p_now)
+     ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_room FOR UPDATE SKIP LOCKED
+  ), grouped AS (
     -- Each group's next jobs.
-    SELECT g.id, g.name, g.priority, g.run_at, ring.g, ring.pos
+    SELECT g.id, g.name, g.priority, g.run_at, ring.g AS grp, ring.pos
       FROM ring CROSS JOIN LATERAL (
         SELECT j.id, j.name, j.priority, j.run_at FROM :SCHEMA.job j
          WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key = ring.g AND j.run_at <= p_now
            AND j.name = ANY(p_names) AND (j.deadline IS NULL OR j.deadline > p_now)
-         ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_per_group) g
+         ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_per_group FOR UPDATE SKIP LOCKED) g
+  ), pool AS (
+    SELECT * FROM plain
+    UNION ALL
+    SELECT * FROM grouped
     UNION ALL
     -- Each serial key's next job, if it is due and no job of the key is active.
     SELECT h.id, h.name, h.priority, h.run_at, NULL::text, 0::bigint
@@ -270,7 +287,14 @@ BEGIN
    ORDER BY o.ord;
   GET DIAGNOSTICS v_claimed = ROW_COUNT;
 
-  -- Bookkeeping for the next claim: the rate windows and where the group rotation stands.
+  -- Bookkeeping for the next claim: the rate windows and where the group rotation stands. Without
+  -- the lock, only where no other claim holds the row: a cursor a step behind costs nothing.
+  IF NOT v_counted THEN
+    PERFORM 1 FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+      RETURN;
+    END IF;
+  END IF;
   UPDATE :SCHEMA.job_queue jq
      SET rate_log_at = CASE WHEN jq.rate_max IS NULL THEN '{}' ELSE
            (SELECT coalesce(array_agg(l.at ORDER BY l.at), '{}') FROM unnest(jq.rate_log_at, jq.rate_log_n) AS l(at, n)
