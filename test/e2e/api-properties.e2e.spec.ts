@@ -31,6 +31,7 @@ import {
   payloadArb,
   randomUuid,
   RowCounter,
+  PROPERTY_TIMEOUT,
   RUNS,
   settle,
   taggedObject,
@@ -82,317 +83,344 @@ afterAll(async () => {
 });
 
 describe('JobQueue under generated input', () => {
-  it('enqueue (by class and by name) stores exactly what it was given, or throws a JobsError and writes nothing', async () => {
-    const options = stepOptions({
-      manager: fc.oneof(
-        { weight: 3, arbitrary: fc.constant(null).map(() => ({ value: dataSource.manager, sure: true })) },
-        { weight: 1, arbitrary: maybe(hostileValue) },
-      ),
-    });
-    const tally = new Tally();
-    await fc.assert(
-      fc.asyncProperty(jobRef, payloadArb, options, async (job, payload, opts) => {
-        const before = await counter.counts();
-        const out = await settle(() => queue.enqueue(job.value as never, payload.value as never, opts.value as never));
-        const after = await counter.counts();
-        if (!out.ok) {
-          tally.refused++;
-          assertRefusal(out.error, 'enqueue()');
-          assertDelta('enqueue() that threw', before, after, {});
-          if (job.sure && payload.sure && opts.sure) throw new Error(`enqueue() refused valid input: ${out.error}`);
-          return;
-        }
-        tally.accepted++;
-        assertDelta('enqueue()', before, after, { job: 1 });
-        const info = (await queue.get(out.value.id)) as JobInfo;
-        const e = expected(job.value, opts.value);
-        expect(info).toMatchObject({
-          id: out.value.id,
-          name: e.name,
-          queue: e.queue,
-          priority: e.priority,
-          maxAttempts: e.maxAttempts,
-          state: 'queued',
-          attempt: 0,
-        });
-        expect(info.runAt.getTime()).toBe(e.runAt);
-        expect(info.payload).toEqual(asJson(payload.value));
-        expectRow((await rowsOf(counter, [out.value.id]))[0]!, job.value, payload.value, opts.value);
-      }),
-      RUNS(300),
-    );
-    tally.expectBoth();
-  });
-
-  it('enqueueMany writes every item as given, in order, or throws a JobsError and writes none', async () => {
-    const item = fc.oneof(
-      {
-        weight: 8,
-        arbitrary: fc
-          .tuple(jobRef, payloadArb, stepOptions({ after: maybe(randomUuid) }))
-          .map(([job, payload, options]) => ({
-            value: { job: job.value, payload: payload.value, options: options.value },
-            sure: job.sure && payload.sure && options.sure,
-          })),
-      },
-      { weight: 1, arbitrary: maybe(hostileValue) },
-    );
-    const goodItem = fc
-      .tuple(jsonPayload, fc.constantFrom(Echo, 'prop-tuned'))
-      .map(([payload, job]) => ({ job, payload }));
-    const items: fc.Arbitrary<Tagged<unknown>> = fc.oneof(
-      {
-        weight: 8,
-        arbitrary: fc
-          .array(
-            item.filter((i) => i.sure),
-            { maxLength: 6 },
-          )
-          .map((list) => ({ value: list.map((i) => i.value), sure: true })),
-      },
-      {
-        weight: 8,
-        arbitrary: fc.array(item, { minLength: 1, maxLength: 6 }).map((list) => ({
-          value: list.map((i) => i.value),
-          sure: list.every((i) => i.sure),
-        })),
-      },
-      { weight: 2, arbitrary: maybe(fc.constantFrom('items', null, undefined, { length: 2 }, new Set([1]))) },
-      // Holes: the items at 1 and 3 are missing, not undefined.
-      {
-        weight: 1,
-        arbitrary: maybe(
-          fc.array(goodItem, { minLength: 4, maxLength: 6 }).map((list) => {
-            delete list[1];
-            delete list[3];
-            return list;
-          }),
+  it(
+    'enqueue (by class and by name) stores exactly what it was given, or throws a JobsError and writes nothing',
+    async () => {
+      const options = stepOptions({
+        manager: fc.oneof(
+          { weight: 3, arbitrary: fc.constant(null).map(() => ({ value: dataSource.manager, sure: true })) },
+          { weight: 1, arbitrary: maybe(hostileValue) },
         ),
-      },
-      // Over 2,000 items the call goes in chunks within one transaction; a bad item late must undo the early chunks.
-      {
-        weight: 1,
-        arbitrary: fc
-          .tuple(fc.integer({ min: 2001, max: 2100 }), fc.option(fc.nat(), { nil: undefined }))
-          .map(([n, bad]) => {
-            const list: unknown[] = Array.from({ length: n }, (_, i) => ({ job: Echo, payload: { i } }));
-            if (bad !== undefined) list[bad % n] = { job: Echo, payload: { at: new Date() } };
-            return { value: list, sure: bad === undefined };
-          }),
-      },
-    );
-    const manyOptions = fc.oneof(
-      { weight: 4, arbitrary: valid(fc.constantFrom(undefined, {})) },
-      { weight: 2, arbitrary: valid(fc.constant(null).map(() => ({ manager: dataSource.manager }))) },
-      { weight: 1, arbitrary: maybe(hostileValue) },
-    );
-    const tally = new Tally();
-    await fc.assert(
-      fc.asyncProperty(items, manyOptions, async (list, options) => {
-        const before = await counter.counts();
-        const out = await settle(() => queue.enqueueMany(list.value as never, options.value as never));
-        const after = await counter.counts();
-        if (!out.ok) {
-          tally.refused++;
-          assertRefusal(out.error, 'enqueueMany()');
-          assertDelta('enqueueMany() that threw', before, after, {});
-          if (list.sure && options.sure) throw new Error(`enqueueMany() refused valid input: ${out.error}`);
-          return;
-        }
-        const given = list.value as Array<{ job: unknown; payload: unknown; options?: Record<string, unknown> }>;
-        tally.accepted++;
-        assertDelta('enqueueMany()', before, after, { job: given.length });
-        const ids = out.value.map((r) => r.id);
-        expect(new Set(ids).size).toBe(given.length);
-        const rows = await rowsOf(counter, ids);
-        for (const [i, row] of rows.entries()) {
-          // A dependency cannot be declared here: taking the job without it would run it too early.
-          expect(given[i]!.options?.after).toBeUndefined();
-          expectRow(row, given[i]!.job, given[i]!.payload, given[i]!.options);
-        }
-      }),
-      RUNS(150),
-    );
-    tally.expectBoth();
-  });
-
-  it('get, cancel and retry act on the job the id names, as its state allows, and refuse anything that is no job id', async () => {
-    // Jobs in every state these calls meet without a worker: queued, delayed, waiting (chain steps,
-    // a batch callback), batch members; cancel and retry then move them between states.
-    const pool: string[] = [];
-    for (let i = 0; i < 4; i++) pool.push((await queue.enqueue(Echo, { i }, { delay: i * 1000 })).id);
-    pool.push(...(await queue.chain().then(Echo, 1).then(Tuned, 2).then(Echo, 3).dispatch()).ids);
-    const batch = await app.get(BatchBuilder).create('pool').add(Echo, 1).add(Echo, 2).finally(Echo, 3).dispatch();
-    pool.push(...(await queue.batchGraph(batch.id))!.nodes.map((n) => n.id));
-    await queue.cancel(pool[0]!);
-    const ids = fc.oneof(
-      {
-        weight: 6,
-        arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, upper]) => {
-          const id = pool[i % pool.length]!;
-          return upper ? id.toUpperCase() : id;
+      });
+      const tally = new Tally();
+      await fc.assert(
+        fc.asyncProperty(jobRef, payloadArb, options, async (job, payload, opts) => {
+          const before = await counter.counts();
+          const out = await settle(() =>
+            queue.enqueue(job.value as never, payload.value as never, opts.value as never),
+          );
+          const after = await counter.counts();
+          if (!out.ok) {
+            tally.refused++;
+            assertRefusal(out.error, 'enqueue()');
+            assertDelta('enqueue() that threw', before, after, {});
+            if (job.sure && payload.sure && opts.sure) throw new Error(`enqueue() refused valid input: ${out.error}`);
+            return;
+          }
+          tally.accepted++;
+          assertDelta('enqueue()', before, after, { job: 1 });
+          const info = (await queue.get(out.value.id)) as JobInfo;
+          const e = expected(job.value, opts.value);
+          expect(info).toMatchObject({
+            id: out.value.id,
+            name: e.name,
+            queue: e.queue,
+            priority: e.priority,
+            maxAttempts: e.maxAttempts,
+            state: 'queued',
+            attempt: 0,
+          });
+          expect(info.runAt.getTime()).toBe(e.runAt);
+          expect(info.payload).toEqual(asJson(payload.value));
+          expectRow((await rowsOf(counter, [out.value.id]))[0]!, job.value, payload.value, opts.value);
         }),
-      },
-      { weight: 2, arbitrary: randomUuid },
-      { weight: 3, arbitrary: malformedId },
-    );
-    const stateOf = async (id: string) =>
-      (await counter.query<{ state: string }>('SELECT state FROM :S.job WHERE id = $1', [id]))[0]?.state;
-    const calls: Record<'get' | 'cancel' | 'retry', (id: never) => Promise<unknown>> = {
-      get: (id) => queue.get(id),
-      cancel: (id) => queue.cancel(id),
-      retry: (id) => queue.retry(id),
-    };
-    const tally = new Tally();
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom('get', 'cancel', 'retry' as const), ids, async (op, id) => {
-        const shaped = typeof id === 'string' && UUID.test(id);
-        const state = shaped ? await stateOf(id) : undefined;
-        const before = await counter.counts();
-        const out = await settle(() => calls[op](id as never));
-        assertDelta(`${op}()`, before, await counter.counts(), {});
-        const allowed =
-          op === 'get'
-            ? shaped
-            : op === 'cancel'
-              ? ['queued', 'waiting'].includes(state!)
-              : ['failed', 'cancelled', 'skipped'].includes(state!);
-        const call = `${op}(${String(id)}) of a job ${state ?? 'that does not exist'}`;
-        if (!allowed) {
-          if (out.ok) throw new Error(`${call} succeeded`);
-          assertRefusal(out.error, call);
-          tally.refused++;
-          return;
-        }
-        if (!out.ok) throw new Error(`${call} was refused: ${out.error}`);
-        tally.accepted++;
-        const id_ = (id as string).toLowerCase();
-        if (op === 'get') expect(out.value).toEqual(state ? expect.objectContaining({ id: id_, state }) : null);
-        if (op === 'cancel') expect(await stateOf(id_)).toBe('cancelled');
-        if (op === 'retry') expect(['queued', 'waiting']).toContain(await stateOf(id_));
-      }),
-      RUNS(300),
-    );
-    tally.expectBoth();
-  });
+        RUNS(300),
+      );
+      tally.expectBoth();
+    },
+    PROPERTY_TIMEOUT,
+  );
+
+  it(
+    'enqueueMany writes every item as given, in order, or throws a JobsError and writes none',
+    async () => {
+      const item = fc.oneof(
+        {
+          weight: 8,
+          arbitrary: fc
+            .tuple(jobRef, payloadArb, stepOptions({ after: maybe(randomUuid) }))
+            .map(([job, payload, options]) => ({
+              value: { job: job.value, payload: payload.value, options: options.value },
+              sure: job.sure && payload.sure && options.sure,
+            })),
+        },
+        { weight: 1, arbitrary: maybe(hostileValue) },
+      );
+      const goodItem = fc
+        .tuple(jsonPayload, fc.constantFrom(Echo, 'prop-tuned'))
+        .map(([payload, job]) => ({ job, payload }));
+      const items: fc.Arbitrary<Tagged<unknown>> = fc.oneof(
+        {
+          weight: 8,
+          arbitrary: fc
+            .array(
+              item.filter((i) => i.sure),
+              { maxLength: 6 },
+            )
+            .map((list) => ({ value: list.map((i) => i.value), sure: true })),
+        },
+        {
+          weight: 8,
+          arbitrary: fc.array(item, { minLength: 1, maxLength: 6 }).map((list) => ({
+            value: list.map((i) => i.value),
+            sure: list.every((i) => i.sure),
+          })),
+        },
+        { weight: 2, arbitrary: maybe(fc.constantFrom('items', null, undefined, { length: 2 }, new Set([1]))) },
+        // Holes: the items at 1 and 3 are missing, not undefined.
+        {
+          weight: 1,
+          arbitrary: maybe(
+            fc.array(goodItem, { minLength: 4, maxLength: 6 }).map((list) => {
+              delete list[1];
+              delete list[3];
+              return list;
+            }),
+          ),
+        },
+        // Over 2,000 items the call goes in chunks within one transaction; a bad item late must undo the early chunks.
+        {
+          weight: 1,
+          arbitrary: fc
+            .tuple(fc.integer({ min: 2001, max: 2100 }), fc.option(fc.nat(), { nil: undefined }))
+            .map(([n, bad]) => {
+              const list: unknown[] = Array.from({ length: n }, (_, i) => ({ job: Echo, payload: { i } }));
+              if (bad !== undefined) list[bad % n] = { job: Echo, payload: { at: new Date() } };
+              return { value: list, sure: bad === undefined };
+            }),
+        },
+      );
+      const manyOptions = fc.oneof(
+        { weight: 4, arbitrary: valid(fc.constantFrom(undefined, {})) },
+        { weight: 2, arbitrary: valid(fc.constant(null).map(() => ({ manager: dataSource.manager }))) },
+        { weight: 1, arbitrary: maybe(hostileValue) },
+      );
+      const tally = new Tally();
+      await fc.assert(
+        fc.asyncProperty(items, manyOptions, async (list, options) => {
+          const before = await counter.counts();
+          const out = await settle(() => queue.enqueueMany(list.value as never, options.value as never));
+          const after = await counter.counts();
+          if (!out.ok) {
+            tally.refused++;
+            assertRefusal(out.error, 'enqueueMany()');
+            assertDelta('enqueueMany() that threw', before, after, {});
+            if (list.sure && options.sure) throw new Error(`enqueueMany() refused valid input: ${out.error}`);
+            return;
+          }
+          const given = list.value as Array<{ job: unknown; payload: unknown; options?: Record<string, unknown> }>;
+          tally.accepted++;
+          assertDelta('enqueueMany()', before, after, { job: given.length });
+          const ids = out.value.map((r) => r.id);
+          expect(new Set(ids).size).toBe(given.length);
+          const rows = await rowsOf(counter, ids);
+          for (const [i, row] of rows.entries()) {
+            // A dependency cannot be declared here: taking the job without it would run it too early.
+            expect(given[i]!.options?.after).toBeUndefined();
+            expectRow(row, given[i]!.job, given[i]!.payload, given[i]!.options);
+          }
+        }),
+        RUNS(150),
+      );
+      tally.expectBoth();
+    },
+    PROPERTY_TIMEOUT,
+  );
+
+  it(
+    'get, cancel and retry act on the job the id names, as its state allows, and refuse anything that is no job id',
+    async () => {
+      // Jobs in every state these calls meet without a worker: queued, delayed, waiting (chain steps,
+      // a batch callback), batch members; cancel and retry then move them between states.
+      const pool: string[] = [];
+      for (let i = 0; i < 4; i++) pool.push((await queue.enqueue(Echo, { i }, { delay: i * 1000 })).id);
+      pool.push(...(await queue.chain().then(Echo, 1).then(Tuned, 2).then(Echo, 3).dispatch()).ids);
+      const batch = await app.get(BatchBuilder).create('pool').add(Echo, 1).add(Echo, 2).finally(Echo, 3).dispatch();
+      pool.push(...(await queue.batchGraph(batch.id))!.nodes.map((n) => n.id));
+      await queue.cancel(pool[0]!);
+      const ids = fc.oneof(
+        {
+          weight: 6,
+          arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, upper]) => {
+            const id = pool[i % pool.length]!;
+            return upper ? id.toUpperCase() : id;
+          }),
+        },
+        { weight: 2, arbitrary: randomUuid },
+        { weight: 3, arbitrary: malformedId },
+      );
+      const stateOf = async (id: string) =>
+        (await counter.query<{ state: string }>('SELECT state FROM :S.job WHERE id = $1', [id]))[0]?.state;
+      const calls: Record<'get' | 'cancel' | 'retry', (id: never) => Promise<unknown>> = {
+        get: (id) => queue.get(id),
+        cancel: (id) => queue.cancel(id),
+        retry: (id) => queue.retry(id),
+      };
+      const tally = new Tally();
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom('get', 'cancel', 'retry' as const), ids, async (op, id) => {
+          const shaped = typeof id === 'string' && UUID.test(id);
+          const state = shaped ? await stateOf(id) : undefined;
+          const before = await counter.counts();
+          const out = await settle(() => calls[op](id as never));
+          assertDelta(`${op}()`, before, await counter.counts(), {});
+          const allowed =
+            op === 'get'
+              ? shaped
+              : op === 'cancel'
+                ? ['queued', 'waiting'].includes(state!)
+                : ['failed', 'cancelled', 'skipped'].includes(state!);
+          const call = `${op}(${fc.stringify(id)}) of a job ${state ?? 'that does not exist'}`;
+          if (!allowed) {
+            if (out.ok) throw new Error(`${call} succeeded`);
+            assertRefusal(out.error, call);
+            tally.refused++;
+            return;
+          }
+          if (!out.ok) throw new Error(`${call} was refused: ${out.error}`);
+          tally.accepted++;
+          const id_ = (id as string).toLowerCase();
+          if (op === 'get') expect(out.value).toEqual(state ? expect.objectContaining({ id: id_, state }) : null);
+          if (op === 'cancel') expect(await stateOf(id_)).toBe('cancelled');
+          if (op === 'retry') expect(['queued', 'waiting']).toContain(await stateOf(id_));
+        }),
+        RUNS(300),
+      );
+      tally.expectBoth();
+    },
+    PROPERTY_TIMEOUT,
+  );
 });
 
 describe('JobsMonitor under generated filters', () => {
   const STATES = ['waiting', 'queued', 'active', 'succeeded', 'failed', 'cancelled', 'skipped'] as const;
   const FINISHED = ['succeeded', 'failed', 'cancelled', 'skipped'] as const;
 
-  it('counts, workers and jobs answer what the rows say, or throw a JobsError naming the filter', async () => {
-    const monitor = app.get(JobsMonitor);
-    // Rows of its own in several states and queues, so the test needs no other to run first.
-    const own = await queue.enqueueMany([
-      { job: Echo, payload: 1 },
-      { job: Tuned, payload: 2 },
-      { job: Echo, payload: 3, options: { delay: 60_000 } },
-    ]);
-    await queue.cancel(own[0]!.id);
-    const known = (await counter.query<{ id: string }>('SELECT id FROM :S.job ORDER BY id LIMIT 50')).map((r) => r.id);
-    const badState = fc.oneof(
-      fc.constantFrom<unknown>('done', 'fail\u0000ed', ['failed', 'nope'], [['failed']], ['failed', null], 'FAILED'),
-      hostileValue,
-    );
-    const countsArg = optionsArg(
-      taggedObject({
-        since: either(validDate, fc.oneof(edgeDate, hostileValue)),
-        finished: either(fc.boolean(), hostileValue),
-      }),
-    );
-    const workersArg = optionsArg(
-      taggedObject({ stoppedWithin: either(fc.nat(), fc.oneof(edgeNumber, hostileValue), 2) }),
-    );
-    const jobsArg = optionsArg(
-      taggedObject({
-        state: either(fc.oneof(fc.constantFrom(...STATES), fc.subarray([...STATES])), badState),
-        queue: either(fc.oneof(fc.constantFrom('default', 'tuned'), validName), fc.oneof(hostileString, hostileValue)),
-        name: either(
-          fc.constantFrom('prop-echo', 'prop-tuned', 'ext-name-only'),
-          fc.oneof(hostileString, hostileValue),
-        ),
-        limit: either(fc.integer({ min: 1, max: 500 }), fc.oneof(edgeNumber, hostileValue)),
-        before: either(fc.oneof(fc.constantFrom(...known), randomUuid), malformedId),
-      }),
-    );
-    const call = fc.oneof(
-      countsArg.map((a) => ({ op: 'counts' as const, ...a })),
-      workersArg.map((a) => ({ op: 'workers' as const, ...a })),
-      jobsArg.map((a) => ({ op: 'jobs' as const, ...a })),
-    );
-    const tally = new Tally();
-    await fc.assert(
-      fc.asyncProperty(call, async ({ op, value, sure }) => {
-        const before = await counter.counts();
-        const out = await settle<unknown>(() => monitor[op](value as never));
-        assertDelta(`JobsMonitor.${op}()`, before, await counter.counts(), {});
-        if (!out.ok) {
-          tally.refused++;
-          assertRefusal(out.error, `JobsMonitor.${op}()`);
-          if (sure) throw new Error(`JobsMonitor.${op}() refused valid input: ${out.error}`);
-          return;
-        }
-        tally.accepted++;
-        const o = (value ?? {}) as Record<string, unknown>;
-        if (op === 'counts') {
-          const counts = out.value as JobCounts;
-          const since = (o.since as Date | undefined)?.getTime() ?? T0 - 86_400_000;
-          expect(counts.since.getTime()).toBe(since);
-          const rows = await counter.query<{ state: string; due: boolean; recent: boolean; n: number }>(
-            'SELECT state, run_at <= $1 AS due, created_at >= $2 AS recent, count(*)::int AS n FROM :S.job GROUP BY 1, 2, 3',
-            // Within PostgreSQL's range: no job was created before 1970 or after 9999 either.
-            [new Date(T0), new Date(Math.min(Math.max(since, 0), LATEST_TIME))],
-          );
-          const sum = (f: (r: (typeof rows)[number]) => boolean) => rows.filter(f).reduce((n, r) => n + r.n, 0);
-          expect(counts.total.queued).toBe(sum((r) => r.state === 'queued' && r.due));
-          expect(counts.total.scheduled).toBe(sum((r) => r.state === 'queued' && !r.due));
-          expect(counts.total.waiting).toBe(sum((r) => r.state === 'waiting'));
-          for (const state of FINISHED) {
-            expect(counts.total[state]).toBe(o.finished === false ? 0 : sum((r) => r.state === state && r.recent));
+  it(
+    'counts, workers and jobs answer what the rows say, or throw a JobsError naming the filter',
+    async () => {
+      const monitor = app.get(JobsMonitor);
+      // Rows of its own in several states and queues, so the test needs no other to run first.
+      const own = await queue.enqueueMany([
+        { job: Echo, payload: 1 },
+        { job: Tuned, payload: 2 },
+        { job: Echo, payload: 3, options: { delay: 60_000 } },
+      ]);
+      await queue.cancel(own[0]!.id);
+      const known = (await counter.query<{ id: string }>('SELECT id FROM :S.job ORDER BY id LIMIT 50')).map(
+        (r) => r.id,
+      );
+      const badState = fc.oneof(
+        fc.constantFrom<unknown>('done', 'fail\u0000ed', ['failed', 'nope'], [['failed']], ['failed', null], 'FAILED'),
+        hostileValue,
+      );
+      const countsArg = optionsArg(
+        taggedObject({
+          since: either(validDate, fc.oneof(edgeDate, hostileValue)),
+          finished: either(fc.boolean(), hostileValue),
+        }),
+      );
+      const workersArg = optionsArg(
+        taggedObject({ stoppedWithin: either(fc.nat(), fc.oneof(edgeNumber, hostileValue), 2) }),
+      );
+      const jobsArg = optionsArg(
+        taggedObject({
+          state: either(fc.oneof(fc.constantFrom(...STATES), fc.subarray([...STATES])), badState),
+          queue: either(
+            fc.oneof(fc.constantFrom('default', 'tuned'), validName),
+            fc.oneof(hostileString, hostileValue),
+          ),
+          name: either(
+            fc.constantFrom('prop-echo', 'prop-tuned', 'ext-name-only'),
+            fc.oneof(hostileString, hostileValue),
+          ),
+          limit: either(fc.integer({ min: 1, max: 500 }), fc.oneof(edgeNumber, hostileValue)),
+          before: either(fc.oneof(fc.constantFrom(...known), randomUuid), malformedId),
+        }),
+      );
+      const call = fc.oneof(
+        countsArg.map((a) => ({ op: 'counts' as const, ...a })),
+        workersArg.map((a) => ({ op: 'workers' as const, ...a })),
+        jobsArg.map((a) => ({ op: 'jobs' as const, ...a })),
+      );
+      const tally = new Tally();
+      await fc.assert(
+        fc.asyncProperty(call, async ({ op, value, sure }) => {
+          const before = await counter.counts();
+          const out = await settle<unknown>(() => monitor[op](value as never));
+          assertDelta(`JobsMonitor.${op}()`, before, await counter.counts(), {});
+          if (!out.ok) {
+            tally.refused++;
+            assertRefusal(out.error, `JobsMonitor.${op}()`);
+            if (sure) throw new Error(`JobsMonitor.${op}() refused valid input: ${out.error}`);
+            return;
           }
-        }
-        // This app runs no worker: none has ever registered.
-        if (op === 'workers') expect(out.value).toEqual([]);
-        if (op === 'jobs') {
-          const page = out.value as JobPage;
-          const limit = (o.limit as number | undefined) ?? 50;
-          const states = o.state === undefined ? null : [o.state].flat();
-          const ids = await counter.query<{ id: string }>(
-            `SELECT id FROM :S.job WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::text IS NULL OR queue = $2)
+          tally.accepted++;
+          const o = (value ?? {}) as Record<string, unknown>;
+          if (op === 'counts') {
+            const counts = out.value as JobCounts;
+            const since = (o.since as Date | undefined)?.getTime() ?? T0 - 86_400_000;
+            expect(counts.since.getTime()).toBe(since);
+            const rows = await counter.query<{ state: string; due: boolean; recent: boolean; n: number }>(
+              'SELECT state, run_at <= $1 AS due, created_at >= $2 AS recent, count(*)::int AS n FROM :S.job GROUP BY 1, 2, 3',
+              // Within PostgreSQL's range: no job was created before 1970 or after 9999 either.
+              [new Date(T0), new Date(Math.min(Math.max(since, 0), LATEST_TIME))],
+            );
+            const sum = (f: (r: (typeof rows)[number]) => boolean) => rows.filter(f).reduce((n, r) => n + r.n, 0);
+            expect(counts.total.queued).toBe(sum((r) => r.state === 'queued' && r.due));
+            expect(counts.total.scheduled).toBe(sum((r) => r.state === 'queued' && !r.due));
+            expect(counts.total.waiting).toBe(sum((r) => r.state === 'waiting'));
+            for (const state of FINISHED) {
+              expect(counts.total[state]).toBe(o.finished === false ? 0 : sum((r) => r.state === state && r.recent));
+            }
+          }
+          // This app runs no worker: none has ever registered.
+          if (op === 'workers') expect(out.value).toEqual([]);
+          if (op === 'jobs') {
+            const page = out.value as JobPage;
+            const limit = (o.limit as number | undefined) ?? 50;
+            const states = o.state === undefined ? null : [o.state].flat();
+            const ids = await counter.query<{ id: string }>(
+              `SELECT id FROM :S.job WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::text IS NULL OR queue = $2)
                AND ($3::text IS NULL OR name = $3) AND ($4::uuid IS NULL OR id < $4) ORDER BY id DESC LIMIT $5`,
-            [states, o.queue ?? null, o.name ?? null, o.before ?? null, limit + 1],
-          );
-          expect(page.jobs.map((j) => j.id)).toEqual(ids.slice(0, limit).map((r) => r.id));
-          expect(page.next).toBe(ids.length > limit ? ids[limit - 1]!.id : null);
-        }
-      }),
-      RUNS(250),
-    );
-    tally.expectBoth();
-  });
+              [states, o.queue ?? null, o.name ?? null, o.before ?? null, limit + 1],
+            );
+            expect(page.jobs.map((j) => j.id)).toEqual(ids.slice(0, limit).map((r) => r.id));
+            expect(page.next).toBe(ids.length > limit ? ids[limit - 1]!.id : null);
+          }
+        }),
+        RUNS(250),
+      );
+      tally.expectBoth();
+    },
+    PROPERTY_TIMEOUT,
+  );
 });
 
 describe('a running worker', () => {
-  it('runs whatever enqueue accepted and hands its handler the payload as JSON makes it', async () => {
-    const jobs = workerApp.get(JobQueue);
-    const options = fc.record(
-      { queue: validName, priority: fc.integer({ min: -INT4_MAX, max: INT4_MAX }) },
-      { requiredKeys: [] },
-    );
-    await fc.assert(
-      fc.asyncProperty(jsonPayload, options, async (payload, opts) => {
-        const { id } = await jobs.enqueue(Echo, payload, opts);
-        const done = await waitFor(`job ${id} to succeed`, async () => {
-          const info = await jobs.get(id);
-          return info?.state === 'succeeded' ? info : null;
-        });
-        expect(done).toMatchObject({ queue: opts.queue ?? 'default', attempt: 1 });
-        expect(done.result).toEqual(asJson(payload));
-      }),
-      RUNS(40),
-    );
-  });
+  it(
+    'runs whatever enqueue accepted and hands its handler the payload as JSON makes it',
+    async () => {
+      const jobs = workerApp.get(JobQueue);
+      const options = fc.record(
+        { queue: validName, priority: fc.integer({ min: -INT4_MAX, max: INT4_MAX }) },
+        { requiredKeys: [] },
+      );
+      await fc.assert(
+        fc.asyncProperty(jsonPayload, options, async (payload, opts) => {
+          const { id } = await jobs.enqueue(Echo, payload, opts);
+          const done = await waitFor(`job ${id} to succeed`, async () => {
+            const info = await jobs.get(id);
+            return info?.state === 'succeeded' ? info : null;
+          });
+          expect(done).toMatchObject({ queue: opts.queue ?? 'default', attempt: 1 });
+          expect(done.result).toEqual(asJson(payload));
+        }),
+        RUNS(40),
+      );
+    },
+    PROPERTY_TIMEOUT,
+  );
 });
 
 describe('the leaks issue 12 reported, and those these properties found', () => {

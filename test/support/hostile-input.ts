@@ -108,6 +108,10 @@ export const jsonText: fc.Arbitrary<string> = fc
   .map((p) => p.join(''))
   .filter((s) => !UNSTORABLE_IN_JSON.test(s));
 
+/** Whether a value is a name the API must take: a printable, non-blank string of at most 200 characters. */
+export const isStorableName = (v: unknown): v is string =>
+  typeof v === 'string' && v.trim() !== '' && v.length <= 200 && !CONTROL.test(v) && !UNSTORABLE_IN_JSON.test(v);
+
 /** A job, queue, batch or schedule name the API must accept: printable, not blank, at most 200 characters. */
 export const validName: fc.Arbitrary<string> = fc
   .array(fc.oneof(fc.string({ minLength: 1, maxLength: 6 }), fc.constantFrom(...AWKWARD)), {
@@ -115,7 +119,7 @@ export const validName: fc.Arbitrary<string> = fc
     maxLength: 6,
   })
   .map((p) => p.join(''))
-  .filter((s) => s.trim() !== '' && s.length <= 200 && !CONTROL.test(s) && !UNSTORABLE_IN_JSON.test(s));
+  .filter(isStorableName);
 
 export const edgeNumber: fc.Arbitrary<number> = fc.oneof(
   fc.constantFrom(
@@ -374,7 +378,7 @@ export function assertRefusal(error: unknown, call: string): void {
     const shown =
       error instanceof Error
         ? `${error.name}: ${error.message}\n${error.stack ?? ''}`
-        : `a non-Error: ${String(error)}`;
+        : `a non-Error: ${fc.stringify(error)}`;
     throw new Error(`${call} leaked ${shown}`);
   }
 }
@@ -396,12 +400,17 @@ export function assertDelta(call: string, before: RowCounts, after: RowCounts, e
 
 /**
  * Runs per property, bounded for a shared 2-core machine. A call that has
- * not settled after 20 s fails its run as a hang: its statements take
+ * not settled after 20 s fails its run as a hang (its statements take
  * milliseconds, and even a silent database would end it at the library's
- * 35 s query timeout, so the failure names the input instead of Jest's
- * timeout naming nothing.
+ * 35 s query timeout). Shrinking a hang retries hanging inputs, so the
+ * whole property stops at 50 s and reports what it has: without that,
+ * Jest's timeout would end the test and the counterexample with it. A
+ * passing property takes a few seconds, so the limit only ever cuts a
+ * failing one short.
  */
-export const RUNS = (numRuns: number) => ({ numRuns, timeout: 20_000 });
+export const RUNS = (numRuns: number) => ({ numRuns, timeout: 20_000, interruptAfterTimeLimit: 50_000 });
+/** Jest's limit for a property test: above the 50 s of RUNS plus one last 20 s run. */
+export const PROPERTY_TIMEOUT = 90_000;
 
 /**
  * Accepted and refused runs of a property. Both must be common: a property

@@ -10,6 +10,7 @@ import {
   INT4_MAX,
   maybe,
   optionsArg,
+  payloadArb,
   taggedObject,
   valid,
   validDate,
@@ -140,3 +141,38 @@ export function expectRow(row: Row, job: unknown, payload: unknown, options: unk
   expect((row.run_at as Date).getTime()).toBe(e.runAt);
   expect(row.payload).toEqual(asJson(payload));
 }
+
+/** JSON with object keys sorted: jsonb keeps its own key order. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+
+/** A stored row as one comparable string, for rows whose order the API does not define (batch members). */
+export const signatureOf = (row: Row): string =>
+  canonical([
+    row.name,
+    row.queue,
+    row.priority,
+    row.max_attempts,
+    row.timeout_ms,
+    (row.run_at as Date).getTime(),
+    row.state,
+    row.payload,
+  ]);
+
+/** The signature the row of a job given (job, payload, options) must have. */
+export function expectedSignature(job: unknown, payload: unknown, options: unknown, state: string): string {
+  const e = expected(job, options);
+  return canonical([e.name, e.queue, e.priority, e.maxAttempts, e.timeout, e.runAt, state, asJson(payload)]);
+}
+
+/** One job of a call: what to run, its payload and its options, each tagged. */
+export const jobArgs = fc.record({ job: jobRef, payload: payloadArb, options: stepOptions() });
+export type JobArgs = typeof jobArgs extends fc.Arbitrary<infer T> ? T : never;
+export const argsSure = (a: JobArgs): boolean => a.job.sure && a.payload.sure && a.options.sure;
+/** Jobs of a call; all valid half the time, since a list of mixed ones is almost never all valid. */
+export const jobArgsList = (maxLength: number): fc.Arbitrary<JobArgs[]> =>
+  fc.oneof(fc.array(jobArgs.filter(argsSure), { maxLength }), fc.array(jobArgs, { minLength: 1, maxLength }));
