@@ -17,11 +17,12 @@ import { dropSchemas, uniqueSchema } from '../support/database.js';
 import {
   asJson,
   assertDelta,
-  assertRefusal,
   either,
+  expectRefused,
   hostileString,
   hostileValue,
   isStorableName,
+  judge as judgeOn,
   malformedId,
   maybe,
   optionsArg,
@@ -30,7 +31,6 @@ import {
   RowCounter,
   PROPERTY_TIMEOUT,
   RUNS,
-  settle,
   taggedObject,
   Tally,
   valid,
@@ -97,27 +97,14 @@ afterAll(async () => {
   await dropSchemas(schema);
 });
 
-/** Runs one generated call around row counts: refused with nothing written, or `check`ed. */
-async function judge<T>(
+/** judge() on this file's counter. */
+const judge = <T>(
   tally: Tally,
   name: string,
   sure: boolean,
   call: () => T | Promise<T>,
   check: (value: T, before: RowCounts, after: RowCounts) => Promise<void> | void,
-): Promise<void> {
-  const before = await counter.counts();
-  const out = await settle(call);
-  const after = await counter.counts();
-  if (!out.ok) {
-    tally.refused++;
-    assertRefusal(out.error, name);
-    assertDelta(`${name} that threw`, before, after, {});
-    if (sure) throw new Error(`${name} refused valid input: ${out.error}`);
-    return;
-  }
-  tally.accepted++;
-  await check(out.value, before, after);
-}
+) => judgeOn(counter, tally, name, sure, call, check);
 
 const sorted = (list: string[]) => [...list].sort();
 const stateOf = async (table: 'job' | 'job_batch', id: string) =>
@@ -802,16 +789,8 @@ describe('the leaks of these calls that issue 12 and these properties found', ()
     ],
   ];
 
-  it.each(cases)(
-    '%s throws a JobsError naming the field and the fix, and writes nothing',
-    async (label, call, message) => {
-      const before = await counter.counts();
-      const out = await settle(call);
-      if (out.ok) throw new Error('the call succeeded');
-      assertRefusal(out.error, label);
-      expect((out.error as Error).message).toMatch(message);
-      assertDelta(label, before, await counter.counts(), {});
-    },
+  it.each(cases)('%s throws a JobsError naming the field and the fix, and writes nothing', (label, call, message) =>
+    expectRefused(counter, label, call, message),
   );
 
   it('takes a parent id in any case (it was "does not exist" in upper case)', async () => {

@@ -16,14 +16,15 @@ import { dropSchemas, uniqueSchema } from '../support/database.js';
 import {
   asJson,
   assertDelta,
-  assertRefusal,
   edgeDate,
   edgeNumber,
+  expectRefused,
   either,
   hostileString,
   hostileValue,
   INT4_MAX,
   jsonPayload,
+  judge,
   LATEST_TIME,
   malformedId,
   maybe,
@@ -33,7 +34,6 @@ import {
   RowCounter,
   PROPERTY_TIMEOUT,
   RUNS,
-  settle,
   taggedObject,
   Tally,
   valid,
@@ -94,36 +94,32 @@ describe('JobQueue under generated input', () => {
       });
       const tally = new Tally();
       await fc.assert(
-        fc.asyncProperty(jobRef, payloadArb, options, async (job, payload, opts) => {
-          const before = await counter.counts();
-          const out = await settle(() =>
-            queue.enqueue(job.value as never, payload.value as never, opts.value as never),
-          );
-          const after = await counter.counts();
-          if (!out.ok) {
-            tally.refused++;
-            assertRefusal(out.error, 'enqueue()');
-            assertDelta('enqueue() that threw', before, after, {});
-            if (job.sure && payload.sure && opts.sure) throw new Error(`enqueue() refused valid input: ${out.error}`);
-            return;
-          }
-          tally.accepted++;
-          assertDelta('enqueue()', before, after, { job: 1 });
-          const info = (await queue.get(out.value.id)) as JobInfo;
-          const e = expected(job.value, opts.value);
-          expect(info).toMatchObject({
-            id: out.value.id,
-            name: e.name,
-            queue: e.queue,
-            priority: e.priority,
-            maxAttempts: e.maxAttempts,
-            state: 'queued',
-            attempt: 0,
-          });
-          expect(info.runAt.getTime()).toBe(e.runAt);
-          expect(info.payload).toEqual(asJson(payload.value));
-          expectRow((await rowsOf(counter, [out.value.id]))[0]!, job.value, payload.value, opts.value);
-        }),
+        fc.asyncProperty(jobRef, payloadArb, options, (job, payload, opts) =>
+          judge(
+            counter,
+            tally,
+            'enqueue()',
+            job.sure && payload.sure && opts.sure,
+            () => queue.enqueue(job.value as never, payload.value as never, opts.value as never),
+            async (out, before, after) => {
+              assertDelta('enqueue()', before, after, { job: 1 });
+              const info = (await queue.get(out.id)) as JobInfo;
+              const e = expected(job.value, opts.value);
+              expect(info).toMatchObject({
+                id: out.id,
+                name: e.name,
+                queue: e.queue,
+                priority: e.priority,
+                maxAttempts: e.maxAttempts,
+                state: 'queued',
+                attempt: 0,
+              });
+              expect(info.runAt.getTime()).toBe(e.runAt);
+              expect(info.payload).toEqual(asJson(payload.value));
+              expectRow((await rowsOf(counter, [out.id]))[0]!, job.value, payload.value, opts.value);
+            },
+          ),
+        ),
         RUNS(300),
       );
       tally.expectBoth();
@@ -197,29 +193,27 @@ describe('JobQueue under generated input', () => {
       );
       const tally = new Tally();
       await fc.assert(
-        fc.asyncProperty(items, manyOptions, async (list, options) => {
-          const before = await counter.counts();
-          const out = await settle(() => queue.enqueueMany(list.value as never, options.value as never));
-          const after = await counter.counts();
-          if (!out.ok) {
-            tally.refused++;
-            assertRefusal(out.error, 'enqueueMany()');
-            assertDelta('enqueueMany() that threw', before, after, {});
-            if (list.sure && options.sure) throw new Error(`enqueueMany() refused valid input: ${out.error}`);
-            return;
-          }
-          const given = list.value as Array<{ job: unknown; payload: unknown; options?: Record<string, unknown> }>;
-          tally.accepted++;
-          assertDelta('enqueueMany()', before, after, { job: given.length });
-          const ids = out.value.map((r) => r.id);
-          expect(new Set(ids).size).toBe(given.length);
-          const rows = await rowsOf(counter, ids);
-          for (const [i, row] of rows.entries()) {
-            // A dependency cannot be declared here: taking the job without it would run it too early.
-            expect(given[i]!.options?.after).toBeUndefined();
-            expectRow(row, given[i]!.job, given[i]!.payload, given[i]!.options);
-          }
-        }),
+        fc.asyncProperty(items, manyOptions, (list, options) =>
+          judge(
+            counter,
+            tally,
+            'enqueueMany()',
+            list.sure && options.sure,
+            () => queue.enqueueMany(list.value as never, options.value as never),
+            async (out, before, after) => {
+              const given = list.value as Array<{ job: unknown; payload: unknown; options?: Record<string, unknown> }>;
+              assertDelta('enqueueMany()', before, after, { job: given.length });
+              const ids = out.map((r) => r.id);
+              expect(new Set(ids).size).toBe(given.length);
+              const rows = await rowsOf(counter, ids);
+              for (const [i, row] of rows.entries()) {
+                // A dependency cannot be declared here: taking the job without it would run it too early.
+                expect(given[i]!.options?.after).toBeUndefined();
+                expectRow(row, given[i]!.job, given[i]!.payload, given[i]!.options);
+              }
+            },
+          ),
+        ),
         RUNS(150),
       );
       tally.expectBoth();
@@ -261,9 +255,6 @@ describe('JobQueue under generated input', () => {
         fc.asyncProperty(fc.constantFrom('get', 'cancel', 'retry' as const), ids, async (op, id) => {
           const shaped = typeof id === 'string' && UUID.test(id);
           const state = shaped ? await stateOf(id) : undefined;
-          const before = await counter.counts();
-          const out = await settle(() => calls[op](id as never));
-          assertDelta(`${op}()`, before, await counter.counts(), {});
           const allowed =
             op === 'get'
               ? shaped
@@ -271,18 +262,21 @@ describe('JobQueue under generated input', () => {
                 ? ['queued', 'waiting'].includes(state!)
                 : ['failed', 'cancelled', 'skipped'].includes(state!);
           const call = `${op}(${fc.stringify(id)}) of a job ${state ?? 'that does not exist'}`;
-          if (!allowed) {
-            if (out.ok) throw new Error(`${call} succeeded`);
-            assertRefusal(out.error, call);
-            tally.refused++;
-            return;
-          }
-          if (!out.ok) throw new Error(`${call} was refused: ${out.error}`);
-          tally.accepted++;
-          const id_ = (id as string).toLowerCase();
-          if (op === 'get') expect(out.value).toEqual(state ? expect.objectContaining({ id: id_, state }) : null);
-          if (op === 'cancel') expect(await stateOf(id_)).toBe('cancelled');
-          if (op === 'retry') expect(['queued', 'waiting']).toContain(await stateOf(id_));
+          await judge(
+            counter,
+            tally,
+            call,
+            allowed,
+            () => calls[op](id as never),
+            async (value, before, after) => {
+              if (!allowed) throw new Error(`${call} succeeded`);
+              assertDelta(call, before, after, {});
+              const lower = (id as string).toLowerCase();
+              if (op === 'get') expect(value).toEqual(state ? expect.objectContaining({ id: lower, state }) : null);
+              if (op === 'cancel') expect(await stateOf(lower)).toBe('cancelled');
+              if (op === 'retry') expect(['queued', 'waiting']).toContain(await stateOf(lower));
+            },
+          );
         }),
         RUNS(300),
       );
@@ -345,50 +339,52 @@ describe('JobsMonitor under generated filters', () => {
       );
       const tally = new Tally();
       await fc.assert(
-        fc.asyncProperty(call, async ({ op, value, sure }) => {
-          const before = await counter.counts();
-          const out = await settle<unknown>(() => monitor[op](value as never));
-          assertDelta(`JobsMonitor.${op}()`, before, await counter.counts(), {});
-          if (!out.ok) {
-            tally.refused++;
-            assertRefusal(out.error, `JobsMonitor.${op}()`);
-            if (sure) throw new Error(`JobsMonitor.${op}() refused valid input: ${out.error}`);
-            return;
-          }
-          tally.accepted++;
-          const o = (value ?? {}) as Record<string, unknown>;
-          if (op === 'counts') {
-            const counts = out.value as JobCounts;
-            const since = (o.since as Date | undefined)?.getTime() ?? T0 - 86_400_000;
-            expect(counts.since.getTime()).toBe(since);
-            const rows = await counter.query<{ state: string; due: boolean; recent: boolean; n: number }>(
-              'SELECT state, run_at <= $1 AS due, created_at >= $2 AS recent, count(*)::int AS n FROM :S.job GROUP BY 1, 2, 3',
-              // Within PostgreSQL's range: no job was created before 1970 or after 9999 either.
-              [new Date(T0), new Date(Math.min(Math.max(since, 0), LATEST_TIME))],
-            );
-            const sum = (f: (r: (typeof rows)[number]) => boolean) => rows.filter(f).reduce((n, r) => n + r.n, 0);
-            expect(counts.total.queued).toBe(sum((r) => r.state === 'queued' && r.due));
-            expect(counts.total.scheduled).toBe(sum((r) => r.state === 'queued' && !r.due));
-            expect(counts.total.waiting).toBe(sum((r) => r.state === 'waiting'));
-            for (const state of FINISHED) {
-              expect(counts.total[state]).toBe(o.finished === false ? 0 : sum((r) => r.state === state && r.recent));
-            }
-          }
-          // This app runs no worker: none has ever registered.
-          if (op === 'workers') expect(out.value).toEqual([]);
-          if (op === 'jobs') {
-            const page = out.value as JobPage;
-            const limit = (o.limit as number | undefined) ?? 50;
-            const states = o.state === undefined ? null : [o.state].flat();
-            const ids = await counter.query<{ id: string }>(
-              `SELECT id FROM :S.job WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::text IS NULL OR queue = $2)
-               AND ($3::text IS NULL OR name = $3) AND ($4::uuid IS NULL OR id < $4) ORDER BY id DESC LIMIT $5`,
-              [states, o.queue ?? null, o.name ?? null, o.before ?? null, limit + 1],
-            );
-            expect(page.jobs.map((j) => j.id)).toEqual(ids.slice(0, limit).map((r) => r.id));
-            expect(page.next).toBe(ids.length > limit ? ids[limit - 1]!.id : null);
-          }
-        }),
+        fc.asyncProperty(call, ({ op, value, sure }) =>
+          judge<unknown>(
+            counter,
+            tally,
+            `JobsMonitor.${op}()`,
+            sure,
+            () => monitor[op](value as never),
+            async (result, before, after) => {
+              assertDelta(`JobsMonitor.${op}()`, before, after, {});
+              const o = (value ?? {}) as Record<string, unknown>;
+              if (op === 'counts') {
+                const counts = result as JobCounts;
+                const since = (o.since as Date | undefined)?.getTime() ?? T0 - 86_400_000;
+                expect(counts.since.getTime()).toBe(since);
+                const rows = await counter.query<{ state: string; due: boolean; recent: boolean; n: number }>(
+                  'SELECT state, run_at <= $1 AS due, created_at >= $2 AS recent, count(*)::int AS n FROM :S.job GROUP BY 1, 2, 3',
+                  // Within PostgreSQL's range: no job was created before 1970 or after 9999 either.
+                  [new Date(T0), new Date(Math.min(Math.max(since, 0), LATEST_TIME))],
+                );
+                const sum = (f: (r: (typeof rows)[number]) => boolean) => rows.filter(f).reduce((n, r) => n + r.n, 0);
+                expect(counts.total.queued).toBe(sum((r) => r.state === 'queued' && r.due));
+                expect(counts.total.scheduled).toBe(sum((r) => r.state === 'queued' && !r.due));
+                expect(counts.total.waiting).toBe(sum((r) => r.state === 'waiting'));
+                for (const state of FINISHED) {
+                  expect(counts.total[state]).toBe(
+                    o.finished === false ? 0 : sum((r) => r.state === state && r.recent),
+                  );
+                }
+              }
+              // This app runs no worker: none has ever registered.
+              if (op === 'workers') expect(result).toEqual([]);
+              if (op === 'jobs') {
+                const page = result as JobPage;
+                const limit = (o.limit as number | undefined) ?? 50;
+                const states = o.state === undefined ? null : [o.state].flat();
+                const ids = await counter.query<{ id: string }>(
+                  `SELECT id FROM :S.job WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::text IS NULL OR queue = $2)
+                     AND ($3::text IS NULL OR name = $3) AND ($4::uuid IS NULL OR id < $4) ORDER BY id DESC LIMIT $5`,
+                  [states, o.queue ?? null, o.name ?? null, o.before ?? null, limit + 1],
+                );
+                expect(page.jobs.map((j) => j.id)).toEqual(ids.slice(0, limit).map((r) => r.id));
+                expect(page.next).toBe(ids.length > limit ? ids[limit - 1]!.id : null);
+              }
+            },
+          ),
+        ),
         RUNS(250),
       );
       tally.expectBoth();
@@ -588,16 +584,8 @@ describe('the leaks issue 12 reported, and those these properties found', () => 
     ],
   ];
 
-  it.each(cases)(
-    '%s throws a JobsError naming the field and the fix, and writes nothing',
-    async (_label, call, message) => {
-      const before = await counter.counts();
-      const out = await settle(call);
-      if (out.ok) throw new Error('the call succeeded');
-      assertRefusal(out.error, _label);
-      expect((out.error as Error).message).toMatch(message);
-      assertDelta(_label, before, await counter.counts(), {});
-    },
+  it.each(cases)('%s throws a JobsError naming the field and the fix, and writes nothing', (label, call, message) =>
+    expectRefused(counter, label, call, message),
   );
 
   it('refuses no valid input these properties found refused: a backslash and "u0000" as text, a week-old worker window', async () => {

@@ -413,6 +413,43 @@ export const RUNS = (numRuns: number) => ({ numRuns, timeout: 20_000, interruptA
 export const PROPERTY_TIMEOUT = 90_000;
 
 /**
+ * Runs one generated call between two row counts. A refusal must be a
+ * proper one that wrote nothing, and is a failure when the input was
+ * `sure`; a success goes to `check` with the counts around it.
+ */
+export async function judge<T>(
+  counter: RowCounter,
+  tally: Tally,
+  name: string,
+  sure: boolean,
+  call: () => T | Promise<T>,
+  check: (value: T, before: RowCounts, after: RowCounts) => Promise<void> | void,
+): Promise<void> {
+  const before = await counter.counts();
+  const out = await settle(call);
+  const after = await counter.counts();
+  if (!out.ok) {
+    tally.refused++;
+    assertRefusal(out.error, name);
+    assertDelta(`${name} that threw`, before, after, {});
+    if (sure) throw new Error(`${name} refused valid input: ${out.error}`);
+    return;
+  }
+  tally.accepted++;
+  await check(out.value, before, after);
+}
+
+/** One row of a table of known bad calls: a proper refusal whose message matches, and no row written. */
+export async function expectRefused(counter: RowCounter, label: string, call: () => unknown, message: RegExp) {
+  const before = await counter.counts();
+  const out = await settle(call);
+  if (out.ok) throw new Error(`${label} succeeded`);
+  assertRefusal(out.error, label);
+  expect((out.error as Error).message).toMatch(message);
+  assertDelta(label, before, await counter.counts(), {});
+}
+
+/**
  * Accepted and refused runs of a property. Both must be common: a property
  * whose generators drifted to refusals only would pass without checking a
  * single round trip, and the other way round.
