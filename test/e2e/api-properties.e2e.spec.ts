@@ -576,6 +576,18 @@ describe('the leaks issue 12 reported, and those these properties found', () => 
       () => app.get(JobsMonitor).jobs({ state: 'fail\u0000ed' as never }),
       /unknown state "fail\\u0000ed"/,
     ],
+    // Found while reading for this test: the job was written outside the ended transaction.
+    [
+      'a manager whose transaction has ended',
+      async () => {
+        let ended: unknown;
+        await dataSource.transaction(async (manager) => {
+          ended = manager;
+        });
+        return queue.enqueue(Echo, {}, { manager: ended as never });
+      },
+      /enqueue\(Echo\): "manager" belongs to a transaction that has already ended/,
+    ],
     // Found by these properties: any value but false counted finished jobs.
     [
       "monitor.counts({ finished: 'no' })",
