@@ -3,10 +3,6 @@ import { JobsError } from './errors.js';
 /** Deeper than this is a data structure gone wrong, not a job's input (and JSON itself recurses). */
 export const MAX_PAYLOAD_DEPTH = 64;
 
-/** In JSON text: NUL, which jsonb refuses, and \u-escaped surrogates without their other half. */
-const JSONB_REFUSES =
-  /\\u0000|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}/i;
-
 /**
  * Serialises a payload once, refusing what JSON would silently change
  * (functions and undefined vanish, holes become null, BigInt throws, Dates
@@ -19,7 +15,8 @@ export function serializePayload(jobName: string, payload: unknown, maxBytes: nu
       `Job "${jobName}": the payload is not JSON-serialisable at ${path} (${reason}). ` +
         `Potential fix: pass plain data (objects, arrays, strings, finite numbers, booleans, null); send ids instead of class instances and convert BigInt/Date to strings.`,
     );
-  const problem = findUnserialisable(payload);
+  const walk = { opaque: false };
+  const problem = findUnserialisable(payload, walk);
   if (problem) throw refuse(problem.path, problem.reason);
   let json: string | undefined;
   try {
@@ -29,14 +26,18 @@ export function serializePayload(jobName: string, payload: unknown, maxBytes: nu
     throw refuse('$', `JSON.stringify threw: ${(error as Error)?.message ?? String(error)}`);
   }
   if (json === undefined) throw refuse('$', 'its toJSON() returned nothing');
-  // What toJSON() returned was not scanned: look at the text for what jsonb refuses.
-  if (JSONB_REFUSES.test(json)) throw refuse('$', 'a toJSON() result holds NUL or a lone surrogate');
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > maxBytes) {
     throw new JobsError(
       `Job "${jobName}": the payload is ${bytes} bytes, over maxPayloadBytes (${maxBytes}). ` +
         `Potential fix: store the data elsewhere (a table, object storage) and pass its id, or raise JobsModule's "maxPayloadBytes".`,
     );
+  }
+  // What toJSON() returned was not walked: walk the data it became. (Searching the JSON text
+  // for an escaped NUL instead also refused a plain string holding a backslash and "u0000".)
+  if (walk.opaque) {
+    const inner = findUnserialisable(JSON.parse(json) as unknown, { opaque: false });
+    if (inner) throw refuse(inner.path, `${inner.reason}, in what a toJSON() returned`);
   }
   return json;
 }
@@ -48,7 +49,7 @@ type Problem = { path: string; reason: string };
  * refused, not overflow the stack), reading each property once inside a
  * try: a getter or a proxy that throws is a refusal, not a crash.
  */
-function findUnserialisable(root: unknown): Problem | null {
+function findUnserialisable(root: unknown, seen: { opaque: boolean }): Problem | null {
   // `exit` frames take a container off the current path once its children are done.
   const stack: Array<{ value: unknown; path: string; depth: number } | { exit: object }> = [
     { value: root, path: '$', depth: 0 },
@@ -70,7 +71,10 @@ function findUnserialisable(root: unknown): Problem | null {
     if (onPath.has(obj)) return { path, reason: 'a circular reference' };
     if (depth >= MAX_PAYLOAD_DEPTH) return { path, reason: `nested deeper than ${MAX_PAYLOAD_DEPTH} levels` };
     const kind = containerKind(obj, path);
-    if (kind === 'opaque') continue;
+    if (kind === 'opaque') {
+      seen.opaque = true;
+      continue;
+    }
     if (typeof kind !== 'string') return kind;
     let children: Array<[string, unknown]>;
     try {

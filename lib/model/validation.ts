@@ -78,7 +78,9 @@ export function checkInteger(
   example: number,
 ): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    const range = max === INT4_MAX ? `>= ${min}` : `from ${min} to ${max}`;
+    // int4's upper limit is noise in the message, unless it is the limit the value broke.
+    const range =
+      max === INT4_MAX && !(typeof value === 'number' && value > max) ? `>= ${min}` : `from ${min} to ${max}`;
     throw new JobsError(
       `${where}: "${field}" must be an integer ${range}, got ${describeValue(value)}. Potential fix: ${field}: ${example}.`,
     );

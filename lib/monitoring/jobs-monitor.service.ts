@@ -5,6 +5,7 @@ import {
   Clock,
   databaseCall,
   describeValue,
+  EARLIEST_TIME,
   JOB_STATES,
   isUuid,
   JobsError,
@@ -62,6 +63,11 @@ export class JobsMonitor {
         `JobsMonitor.counts(): "since" must be a valid Date, got ${describeValue(options.since)}. Potential fix: pass new Date(...) or leave it out for the last 24 hours.`,
       );
     }
+    if (options.finished !== undefined && typeof options.finished !== 'boolean') {
+      throw new JobsError(
+        `JobsMonitor.counts(): "finished" must be true or false, got ${describeValue(options.finished)}. Potential fix: { finished: false } for the live states only.`,
+      );
+    }
     const total = emptyCounts();
     const queues: Record<string, StateCounts> = {};
     const finishedSince = options.finished === false ? null : since;
@@ -89,7 +95,9 @@ export class JobsMonitor {
         `JobsMonitor.workers(): "stoppedWithin" must be a duration in ms (>= 0), got ${describeValue(within)}. Potential fix: pass e.g. 3_600_000 for an hour.`,
       );
     }
-    const rows = await databaseCall('JobsMonitor.workers()', () => this.storage.workers(new Date(now - within)));
+    // No worker stopped before 1970: a longer window is all of them, not a date PostgreSQL refuses.
+    const stoppedSince = new Date(Math.max(now - within, EARLIEST_TIME));
+    const rows = await databaseCall('JobsMonitor.workers()', () => this.storage.workers(stoppedSince));
     return rows.map((w) => ({
       ...w,
       alive: w.stoppedAt === null && now - w.lastHeartbeat.getTime() <= this.options.staleAfter,

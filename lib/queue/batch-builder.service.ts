@@ -1,6 +1,7 @@
 import { Injectable, type Type } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { checkName, checkOptions, JobsError, type JobHandler, type PayloadOf } from '../model/index.js';
+import { refuseAwait } from './flow-drafts.js';
 import { checkManager } from './manager.js';
 import type { DependencyOn } from './queue-options.js';
 import { WorkflowWriter, type BatchPlan, type StepOptions } from './workflow-writer.js';
@@ -21,12 +22,14 @@ export class BatchDraft {
   }
 
   add<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    this.checkOpen('add');
     this.plan.members.push({ job, payload, options });
     return this;
   }
 
   /** Runs once every member has succeeded. */
   then<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    refuseAwait(`batch${this.plan.name ? ` "${this.plan.name}"` : ''}`, job, payload);
     return this.callback('success', job, payload, options);
   }
 
@@ -42,6 +45,7 @@ export class BatchDraft {
 
   /** A failed member does not cancel the members that have not started. */
   allowFailures(): this {
+    this.checkOpen('allowFailures');
     this.plan.allowFailures = true;
     return this;
   }
@@ -59,8 +63,19 @@ export class BatchDraft {
   }
 
   private callback(on: DependencyOn, job: Type | string, payload: unknown, options: StepOptions): this {
+    this.checkOpen(on === 'success' ? 'then' : on === 'failure' ? 'catch' : 'finally');
     this.plan.callbacks.push({ on, job, payload, options });
     return this;
+  }
+
+  /** The batch is written whole at dispatch(): a job added later would never be written. */
+  private checkOpen(call: string): void {
+    if (this.dispatched) {
+      throw new JobsError(
+        `batch${this.plan.name ? ` "${this.plan.name}"` : ''}.${call}(): the batch was already dispatched, so this would be lost. ` +
+          `Potential fix: add everything before dispatch(), or call batches.create() again for another batch.`,
+      );
+    }
   }
 }
 

@@ -37,16 +37,19 @@ export class FlowDraft {
         `flow().add('${key}'): "after" must be an array of step keys, got ${describeValue(after)}. Potential fix: { after: ['resize'] }.`,
       );
     }
-    const edges = after.map((e) => {
+    const edges: FlowNode['after'] = [];
+    // By index, not map(): map() skips the holes of a sparse array, which then broke dispatch() with a TypeError.
+    for (let i = 0; i < after.length; i++) {
+      const e = after[i] as FlowEdge | undefined;
       const edge =
         typeof e === 'string' ? { key: e, on: 'success' as const } : e && { key: e.key, on: e.on ?? 'success' };
       if (!edge || typeof edge.key !== 'string' || !isDependencyTrigger(edge.on)) {
         throw new JobsError(
-          `flow().add('${key}'): each "after" entry is a step key or { key, on: 'success' | 'failure' | 'always' }, got ${describeValue(e)}. Potential fix: { after: ['resize', { key: 'scan', on: 'always' }] }.`,
+          `flow().add('${key}'): each "after" entry is a step key or { key, on: 'success' | 'failure' | 'always' }, got ${describeValue(e)} at index ${i}. Potential fix: { after: ['resize', { key: 'scan', on: 'always' }] }.`,
         );
       }
-      return edge;
-    });
+      edges.push(edge);
+    }
     this.nodes.push({ key, job, payload, options: rest, after: edges });
     return this;
   }
@@ -68,6 +71,7 @@ export class ChainDraft {
   constructor(private readonly writer: WorkflowWriter) {}
 
   then<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    refuseAwait('chain()', job, payload);
     this.steps.push({ job, payload, options });
     return this;
   }
@@ -86,5 +90,22 @@ export class ChainDraft {
     );
     const ids = await this.writer.dispatchFlow(nodes, 'chain()', manager);
     return { ids: nodes.map((n) => ids[n.key]!) };
+  }
+}
+
+/**
+ * A draft with a then() method is a thenable: `await chain.then(A, a)`
+ * (dispatch() forgotten) makes the promise machinery call then(resolve,
+ * reject), which took the two functions as a job and its payload and never
+ * settled, so the caller hung. A job is a class or a name, and a payload is
+ * never a function: those two arguments mean an await, which this turns
+ * into a rejection.
+ */
+export function refuseAwait(draft: string, job: unknown, payload: unknown): void {
+  if (typeof job === 'function' && !('prototype' in job) && typeof payload === 'function') {
+    throw new JobsError(
+      `${draft} was awaited (or given two functions to then()), but a draft is not a promise and nothing was written. ` +
+        `Potential fix: await ${draft.startsWith('batch') ? 'batch' : 'chain'}.dispatch().`,
+    );
   }
 }

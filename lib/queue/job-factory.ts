@@ -41,6 +41,7 @@ export class JobFactory {
     const name = this.resolveName(job);
     const where = `enqueue('${name}')`;
     const options = checkOptions(where, given, '{ delay: 5000 }') ?? {};
+    refuseCallOptions(where, options);
     validateJobOptions(where, options);
     const defaults = this.registry.optionsOf(name);
     if (options.queue === undefined && !defaults.queueKnown) {
@@ -156,4 +157,26 @@ function flowControl(
     uniqueWindow: null,
     uniqueReplace: unique.replace ?? false,
   };
+}
+
+/**
+ * "after" and "manager" belong to a whole call. Given per job (an item of
+ * enqueueMany, a batch member, a chain or flow step) they used to be
+ * ignored: the job ran without waiting for its parent, or was written
+ * outside the caller's transaction.
+ */
+function refuseCallOptions(where: string, options: object): void {
+  const o = options as { after?: unknown; manager?: unknown };
+  if (o.after !== undefined) {
+    throw new JobsError(
+      `${where}: "after" is not taken per job here, and the job would run without waiting for its parent. ` +
+        `Potential fix: enqueue(job, payload, { after }) for one job, or flow().add(key, job, payload, { after: [keys] }) for several.`,
+    );
+  }
+  if (o.manager !== undefined) {
+    throw new JobsError(
+      `${where}: "manager" is not taken per job here, and the job would be written outside your transaction. ` +
+        `Potential fix: pass it to the call that writes, e.g. enqueueMany(items, { manager }) or dispatch({ manager }).`,
+    );
+  }
 }

@@ -71,8 +71,11 @@ export class JobQueue {
     payload: PayloadOf<H>,
     options: EnqueueOptions = {},
   ): Promise<EnqueueResult> {
-    const given = checkOptions('enqueue()', options, '{ delay: 5000 }') ?? {};
-    const manager = checkManager('enqueue()', given.manager);
+    // Named before the job is resolved, so that even a bad options argument says which job it came with.
+    const where =
+      typeof job === 'string' ? `enqueue('${job}')` : typeof job === 'function' ? `enqueue(${job.name})` : 'enqueue()';
+    const given = checkOptions(where, options, '{ delay: 5000 }') ?? {};
+    const manager = checkManager(where, given.manager);
     if (given.after !== undefined) return { ...(await this.writer.enqueueAfter(job, payload, given)), created: true };
     const now = this.factory.clock.now();
     const { manager: _manager, ...rest } = given;
@@ -96,14 +99,17 @@ export class JobQueue {
     const now = this.factory.clock.now();
     const ids: string[] = [];
     const build = (from: number, to: number): NewJob[] => {
-      const rows = items.slice(from, to).map((item, k) => {
+      const rows: NewJob[] = [];
+      // By index, not map(): map() skips the holes of a sparse array, and a missing item must be refused.
+      for (let i = from; i < Math.min(to, items.length); i++) {
+        const item = items[i];
         if (!item || typeof item !== 'object' || (typeof item.job !== 'function' && typeof item.job !== 'string')) {
           throw new JobsError(
-            `enqueueMany(): item ${from + k} has no "job" (got ${describeValue(item)}). Nothing was written. Potential fix: pass { job: HandlerClass, payload }.`,
+            `enqueueMany(): item ${i} has no "job" (got ${describeValue(item)}). Nothing was written. Potential fix: pass { job: HandlerClass, payload }.`,
           );
         }
-        return this.factory.build(item.job, item.payload, item.options ?? {}, now);
-      });
+        rows.push(this.factory.build(item.job, item.payload, item.options ?? {}, now));
+      }
       for (const r of rows) ids.push(r.id);
       return rows;
     };

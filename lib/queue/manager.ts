@@ -15,5 +15,14 @@ export function checkManager(where: string, manager: unknown): EntityManager | u
         `Potential fix: dataSource.transaction(async (manager) => jobs.enqueue(Job, payload, { manager })).`,
     );
   }
+  // Storage runs a manager without a live transaction on the pool, which for one whose transaction
+  // has ended (an enqueue not awaited inside the callback) wrote the job outside it, kept even if
+  // that transaction rolled back.
+  if ((manager as EntityManager).queryRunner?.isReleased) {
+    throw new JobsError(
+      `${where}: "manager" belongs to a transaction that has already ended, so the job would be written outside it. ` +
+        `Potential fix: await the call inside dataSource.transaction(async (manager) => …), before the callback returns.`,
+    );
+  }
   return manager as EntityManager;
 }

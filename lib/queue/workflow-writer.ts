@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import {
+  describeValue,
   isDependencyTrigger,
   isTerminal,
   databaseCall,
@@ -166,25 +167,37 @@ export class WorkflowWriter {
   }
 }
 
-function normalizeParents(jobName: string, after: string | ParentRef[]): ParentRef[] {
-  const list = typeof after === 'string' ? [{ job: after }] : after;
+function normalizeParents(jobName: string, after: unknown): ParentRef[] {
+  const where = `enqueue('${jobName}')`;
+  const list: unknown = typeof after === 'string' ? [{ job: after }] : after;
   if (!Array.isArray(list) || list.length === 0) {
     throw new JobsError(
-      `enqueue('${jobName}'): "after" must be a job id or a non-empty list of { job | batch, on }. Potential fix: after: parentId.`,
+      `${where}: "after" must be a job id or a non-empty list of { job | batch, on }, got ${describeValue(after)}. Potential fix: after: parentId.`,
     );
   }
-  for (const p of list) {
-    const id = p && ('job' in p ? p.job : 'batch' in p ? p.batch : undefined);
-    if (!isUuid(id)) {
+  const parents: ParentRef[] = [];
+  // By index, not map(): map() skips the holes of a sparse array, and a missing entry must be refused.
+  for (let i = 0; i < list.length; i++) {
+    const p: unknown = list[i];
+    const entry = p !== null && typeof p === 'object' ? (p as { job?: unknown; batch?: unknown; on?: unknown }) : null;
+    const kind = entry && 'job' in entry ? 'job' : entry && 'batch' in entry ? 'batch' : null;
+    const id = kind && entry![kind];
+    if (!kind || !isUuid(id)) {
       throw new JobsError(
-        `enqueue('${jobName}'): "after" has an entry without a valid job or batch id (${JSON.stringify(p)}). Potential fix: { job: '<uuid>', on: 'success' }.`,
+        `${where}: "after" entry ${i} is not { job: id } or { batch: id } with a valid id (got ${kind ? `${kind} ${describeValue(id)}` : describeValue(p)}). Potential fix: { job: '<uuid>', on: 'success' }.`,
       );
     }
-    if (p.on !== undefined && !isDependencyTrigger(p.on)) {
-      throw new JobsError(`enqueue('${jobName}'): "on" must be 'success', 'failure' or 'always', got ${String(p.on)}.`);
+    const on = entry!.on;
+    if (on !== undefined && !isDependencyTrigger(on)) {
+      throw new JobsError(
+        `${where}: "on" of "after" entry ${i} must be 'success', 'failure' or 'always', got ${describeValue(on)}. Potential fix: { ${kind}: id, on: 'always' }.`,
+      );
     }
+    // Ids come back from PostgreSQL in lower case, and the parents are looked up by them.
+    const parentId = id.toLowerCase();
+    parents.push(kind === 'job' ? { job: parentId, on } : { batch: parentId, on });
   }
-  return list;
+  return parents;
 }
 
 function unknownParent(jobName: string, kind: 'job' | 'batch', id: string): JobsError {

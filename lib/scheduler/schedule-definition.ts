@@ -52,7 +52,7 @@ export function defineSchedule(
   const timeZone = typeof requestedZone === 'string' ? canonicalTimeZone(requestedZone) : null;
   if (!timeZone) {
     throw new JobsError(
-      `${where}: time zone ${JSON.stringify(requestedZone)} is not a valid IANA time zone. ` +
+      `${where}: time zone ${typeof requestedZone === 'string' ? JSON.stringify(requestedZone) : describeValue(requestedZone)} is not a valid IANA time zone. ` +
         `Potential fix: timeZone: 'Europe/Berlin', 'America/New_York' or 'UTC' (the default); offsets such as '+02:00' and 'local' are not accepted.`,
     );
   }
@@ -69,13 +69,13 @@ export function defineSchedule(
   const catchUp = (input.catchUp ?? 'latest') as CatchUpMode;
   if (!CATCH_UP_MODES.includes(catchUp)) {
     throw new JobsError(
-      `${where}: catchUp must be one of ${CATCH_UP_MODES.map((m) => `'${m}'`).join(', ')}, got ${String(input.catchUp)}. Potential fix: catchUp: 'latest'.`,
+      `${where}: catchUp must be one of ${CATCH_UP_MODES.map((m) => `'${m}'`).join(', ')}, got ${describeValue(input.catchUp)}. Potential fix: catchUp: 'latest'.`,
     );
   }
   const overlap = (input.overlap ?? 'allow') as OverlapMode;
   if (!OVERLAP_MODES.includes(overlap)) {
     throw new JobsError(
-      `${where}: overlap must be 'allow' or 'skip', got ${String(input.overlap)}. Potential fix: overlap: 'skip' to skip ticks while the previous run is unfinished.`,
+      `${where}: overlap must be 'allow' or 'skip', got ${describeValue(input.overlap)}. Potential fix: overlap: 'skip' to skip ticks while the previous run is unfinished.`,
     );
   }
   return {

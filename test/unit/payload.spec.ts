@@ -31,6 +31,19 @@ describe('serializePayload', () => {
   it('accepts objects that define toJSON', () => {
     expect(serializePayload('j', { v: { toJSON: () => 'x' } }, 100)).toBe('{"v":"x"}');
   });
+
+  it('refuses what a toJSON() returns when jsonb would refuse it, naming where it landed', () => {
+    expect(() => serializePayload('j', { v: { toJSON: () => ({ w: 'a\u0000' }) } }, 100)).toThrow(
+      '$.v.w (a NUL character at index 1, in what a toJSON() returned)',
+    );
+    expect(() => serializePayload('j', [{ toJSON: () => 'x\ud800' }], 100)).toThrow('$[0] (a lone UTF-16 surrogate');
+  });
+
+  it('accepts text that spells an escape: a backslash followed by "u0000" or "ud800" is no NUL or surrogate', () => {
+    const payload = { path: 'C:\\u0000\\ud800', json: JSON.stringify('\u0000') };
+    expect(JSON.parse(serializePayload('j', payload, 1000))).toEqual(payload);
+    expect(serializePayload('j', { v: { toJSON: () => '\\u0000' } }, 100)).toBe('{"v":"\\\\u0000"}');
+  });
 });
 
 describe('uuidv7', () => {
