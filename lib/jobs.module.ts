@@ -1,5 +1,6 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { JobsAdmin } from './admin/jobs-admin.service.js';
 import { JOBS_DISCOVERY_OPTIONS, type JobsDiscoveryOptions } from './discovery/discovery-options.js';
 import { JobRegistry } from './discovery/job-registry.js';
 import { JobsExplorer } from './discovery/jobs.explorer.js';
@@ -19,6 +20,7 @@ import {
   JobTracing,
   NoTracing,
   QUEUE_SETTINGS,
+  SCHEDULE_CONTROL,
   SystemClock,
   type QueueSettings,
 } from './model/index.js';
@@ -33,6 +35,8 @@ import { RecurringSchedules } from './scheduler/recurring-schedules.service.js';
 import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
 import { resolveSchedulerOptions, SCHEDULER_OPTIONS } from './scheduler/scheduler-options.js';
 import { SchedulesExplorer } from './scheduler/schedules.explorer.js';
+import { ADMIN_STORAGE } from './storage/admin/admin-storage.interface.js';
+import { PostgresAdminStorage } from './storage/admin/postgres-admin-storage.js';
 import { JobsConnection } from './storage/connection/jobs-connection.js';
 import { resolveTimeouts } from './storage/connection/timeouts.js';
 import { JOB_STORAGE } from './storage/jobs/job-storage.interface.js';
@@ -104,6 +108,11 @@ function coreProviders(): Provider[] {
       useFactory: (c: StorageContext) => new PostgresMonitoringStorage(c),
     },
     {
+      provide: ADMIN_STORAGE,
+      inject: [StorageContext],
+      useFactory: (c: StorageContext) => new PostgresAdminStorage(c),
+    },
+    {
       provide: JobNotifications,
       inject: [StorageContext],
       useFactory: (c: StorageContext) => new NotificationListener(c),
@@ -171,7 +180,9 @@ function coreProviders(): Provider[] {
     SchedulesExplorer,
     ScheduleRunner,
     RecurringSchedules,
+    { provide: SCHEDULE_CONTROL, useExisting: RecurringSchedules },
     JobsMonitor,
+    JobsAdmin,
     JobEvents,
     JobsLifecycle,
   ];
@@ -183,6 +194,7 @@ const EXPORTS = [
   BatchBuilder,
   RecurringSchedules,
   JobsMonitor,
+  JobsAdmin,
   JobEvents,
   RetentionService,
   Clock,

@@ -13,3 +13,5 @@ export * from './job-tracing.js';
 export * from './job-options.js';
 export * from './validation.js';
 export * from './deadline.js';
+export * from './admin.js';
+export * from './queue-control.js';

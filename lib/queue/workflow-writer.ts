@@ -174,7 +174,9 @@ function normalizeParents(jobName: string, after: string | ParentRef[]): ParentR
     );
   }
   for (const p of list) {
-    const id = p && ('job' in p ? p.job : 'batch' in p ? p.batch : undefined);
+    // A bare id in the list is refused like any other entry without one ('in' would throw on a string).
+    const id =
+      typeof p === 'object' && p !== null ? ('job' in p ? p.job : 'batch' in p ? p.batch : undefined) : undefined;
     if (!isUuid(id)) {
       throw new JobsError(
         `enqueue('${jobName}'): "after" has an entry without a valid job or batch id (${JSON.stringify(p)}). Potential fix: { job: '<uuid>', on: 'success' }.`,
