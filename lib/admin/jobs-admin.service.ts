@@ -1,16 +1,17 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import {
   BATCH_STATES,
+  CANCEL_STATES,
   checkDate,
   checkId,
+  checkInteger,
   checkName,
   checkOptions,
   Clock,
   databaseCall,
-  checkInteger,
   JOB_LIST_STATES,
+  JobsDatabaseError,
   JobsError,
-  CANCEL_STATES,
   QUEUE_CONTROL,
   RETRY_STATES,
   SCHEDULE_CONTROL,
@@ -251,9 +252,15 @@ export class JobsAdmin {
         `${where}: no cutoff given, so nothing would be purged. Potential fix: purge({ succeededBefore: ${example} }); failedBefore, cancelledBefore and skippedBefore work alike.`,
       );
     }
-    return databaseCall(where, () =>
-      new PurgeRun(this.storage, BULK_CHUNK).run({ ...cutoffs, skipped: o?.skippedBefore }),
-    );
+    const run = new PurgeRun(this.storage, BULK_CHUNK);
+    try {
+      return await run.run({ ...cutoffs, skipped: o?.skippedBefore });
+    } catch (error) {
+      const { jobs, batches } = run.progress;
+      const deleted = Object.values(jobs).reduce((a, b) => a + b, 0);
+      const at = deleted || batches ? `${where} (after deleting ${deleted} job(s) and ${batches} batch(es))` : where;
+      throw new JobsDatabaseError(at, error);
+    }
   }
 
   /** Batches newest first, with their counts; members through `search({ batchId })` or `JobQueue.batchMembers()`. */
@@ -336,8 +343,12 @@ export class JobsAdmin {
     each: (result: ChunkResult) => void,
   ): Promise<void> {
     let after: string | null = null;
+    let changed = 0;
     for (;;) {
-      const result = await databaseCall(where, () => run(after));
+      // Earlier chunks committed: a failure says how far the call got, since the message otherwise claims nothing was written.
+      const at = changed ? `${where} (after ${changed} job(s) changed by earlier chunks)` : where;
+      const result = await databaseCall(at, () => run(after));
+      changed += result.ids.length;
       each(result);
       if (result.seen < BULK_CHUNK || result.last === null) return;
       after = result.last;

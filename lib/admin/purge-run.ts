@@ -9,7 +9,8 @@ type Cutoffs = Partial<Record<'succeeded' | 'failed' | 'cancelled' | 'skipped', 
  * batches that settled in that state.
  */
 export class PurgeRun {
-  private readonly result: PurgeResult = {
+  /** What the rounds so far deleted (each committed): the result, or how far a failed run got. */
+  readonly progress: PurgeResult = {
     jobs: { succeeded: 0, failed: 0, cancelled: 0, skipped: 0 },
     batches: 0,
     batchMembers: 0,
@@ -29,7 +30,7 @@ export class PurgeRun {
       // A batch never ends "skipped".
       if (state !== 'skipped') await this.batches(state, before);
     }
-    return this.result;
+    return this.progress;
   }
 
   private async jobs(state: keyof PurgeResult['jobs'], before: Date): Promise<void> {
@@ -37,8 +38,8 @@ export class PurgeRun {
     for (;;) {
       const round = await this.storage.purgeChunk({ state, before, after, limit: this.chunk });
       if (round.seen === 0) return;
-      this.result.rounds++;
-      this.result.jobs[state] += round.ids.length;
+      this.progress.rounds++;
+      this.progress.jobs[state] += round.ids.length;
       if (round.seen < this.chunk || round.last === null) return;
       after = round.last;
     }
@@ -50,9 +51,9 @@ export class PurgeRun {
     for (;;) {
       const round = await this.storage.purgeBatches(state, before, after, this.chunk);
       if (round.last === null) return;
-      this.result.rounds++;
-      this.result.batches += round.batches;
-      this.result.batchMembers += round.members;
+      this.progress.rounds++;
+      this.progress.batches += round.batches;
+      this.progress.batchMembers += round.members;
       after = round.last;
     }
   }

@@ -205,6 +205,46 @@ describe('JobsAdmin bulk actions', () => {
     await expect(t.admin.retryAll({ batchId: 'not-a-batch' })).rejects.toBeInstanceOf(JobsError);
   });
 
+  it('says how far it got when the database fails part-way: earlier chunks stay done', async () => {
+    await sql(`ALTER TABLE "${t.schema}".job DISABLE TRIGGER log_move`);
+    const rows = await fabricate(t.schema, 'failed', BULK_CHUNK + 200, new Date(Date.now() - HOUR), 'poison');
+    await sql(`ALTER TABLE "${t.schema}".job ENABLE TRIGGER log_move`);
+    const poisoned = [...rows].sort()[BULK_CHUNK + 100]!;
+    await sql(`CREATE FUNCTION "${t.schema}".poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF OLD.id = '${poisoned}' THEN RAISE EXCEPTION 'poisoned row'; END IF;
+        RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+      END $$`);
+    await sql(`CREATE TRIGGER poison BEFORE UPDATE OR DELETE ON "${t.schema}".job
+      FOR EACH ROW EXECUTE FUNCTION "${t.schema}".poison()`);
+    try {
+      const retry = (await t.admin.retryAll({ queue: 'poison' }).catch((e: unknown) => e)) as Error;
+      expect(retry).toBeInstanceOf(JobsError);
+      expect(retry.message).toMatch(
+        new RegExp(
+          `^JobsAdmin.retryAll\\(\\) \\(after ${BULK_CHUNK} job\\(s\\) changed by earlier chunks\\): the database call failed \\(poisoned row\\)`,
+        ),
+      );
+      const [queued] = await sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM "${t.schema}".job WHERE queue = 'poison' AND state = 'queued'`,
+      );
+      expect(queued!.n).toBe(BULK_CHUNK);
+      await sql(
+        `UPDATE "${t.schema}".job SET state = 'failed', completed_at = now() - interval '1 minute'
+          WHERE queue = 'poison' AND state = 'queued'`,
+      );
+      const purge = (await t.admin.purge({ failedBefore: new Date() }).catch((e: unknown) => e)) as Error;
+      expect(purge).toBeInstanceOf(JobsError);
+      expect(purge.message).toMatch(
+        new RegExp(
+          `^JobsAdmin.purge\\(\\) \\(after deleting ${BULK_CHUNK} job\\(s\\) and 0 batch\\(es\\)\\): the database call failed \\(poisoned row\\)`,
+        ),
+      );
+    } finally {
+      await sql(`DROP TRIGGER poison ON "${t.schema}".job`);
+    }
+  });
+
   it('made only moves the model allows', async () => {
     const moves = await sql<{ from_state: JobState | null; to_state: JobState }>(
       `SELECT DISTINCT from_state, to_state FROM "${t.schema}".move`,
