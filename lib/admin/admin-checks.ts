@@ -101,7 +101,7 @@ function checkIds(where: string, value: unknown): string[] | null {
 /** The fields every filter shares: queue, name, batch, ids. */
 export function checkFilter(
   where: string,
-  filter: BulkFilter<JobListState> & { idPrefix?: unknown },
+  filter: BulkFilter<JobListState>,
   allowedStates: readonly JobListState[],
   example: JobListState,
 ): CheckedFilter {

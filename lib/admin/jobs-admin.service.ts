@@ -177,7 +177,7 @@ export class JobsAdmin {
     const where = 'JobsAdmin.retryAll()';
     const f = checkOptions(where, filter, "{ queue: 'emails' }") ?? {};
     const checked = checkFilter(where, f, RETRY_STATES, 'failed');
-    const base: JobFilter = { ...checked, states: checked.states ?? ['failed'], idPrefix: null, now: this.clock.now() };
+    const base: JobFilter = { ...checked, states: checked.states ?? ['failed'], now: this.clock.now() };
     const ids: string[] = [];
     let count = 0;
     await this.chunks(
@@ -206,7 +206,7 @@ export class JobsAdmin {
     const result: CancelAllResult = { cancelled: 0, requested: 0, ids: [] };
     const notStarted = states.filter((s) => s !== 'active');
     if (notStarted.length) {
-      const base: JobFilter = { ...checked, states: notStarted, idPrefix: null, now };
+      const base: JobFilter = { ...checked, states: notStarted, now };
       await this.chunks(
         where,
         (after) => this.storage.cancelChunk({ ...base, after, limit: BULK_CHUNK }, now),
@@ -218,7 +218,7 @@ export class JobsAdmin {
     }
     // After the queued ones: a job claimed while they were cancelled is active by now.
     if (states.includes('active')) {
-      const base: JobFilter = { ...checked, states: ['active'], idPrefix: null, now };
+      const base: JobFilter = { ...checked, states: ['active'], now };
       await this.chunks(
         where,
         (after) => this.storage.requestCancelChunk({ ...base, after, limit: BULK_CHUNK }),
@@ -256,6 +256,7 @@ export class JobsAdmin {
     try {
       return await run.run({ ...cutoffs, skipped: o?.skippedBefore });
     } catch (error) {
+      if (error instanceof JobsError) throw error;
       const { jobs, batches } = run.progress;
       const deleted = Object.values(jobs).reduce((a, b) => a + b, 0);
       const at = deleted || batches ? `${where} (after deleting ${deleted} job(s) and ${batches} batch(es))` : where;

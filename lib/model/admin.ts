@@ -86,6 +86,8 @@ export interface BulkFilter<S extends JobListState> {
   queue?: string;
   name?: string;
   batchId?: string;
+  /** The start of an id, as in `JobSearch`. */
+  idPrefix?: string;
   /** Exactly these jobs (at most 1,000), e.g. the rows an operator ticked. */
   ids?: string[];
 }

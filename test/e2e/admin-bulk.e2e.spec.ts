@@ -168,6 +168,11 @@ describe('JobsAdmin bulk actions', () => {
       ids: [otherLater],
     });
     expect(await t.stateOf(otherDue)).toBe('queued');
+    expect(await t.admin.cancelAll({ idPrefix: otherDue.slice(0, 23) })).toEqual({
+      cancelled: 1,
+      requested: 0,
+      ids: [otherDue],
+    });
     const byQueue = await t.admin.cancelAll({ queue: 'cx' });
     expect(byQueue).toMatchObject({ cancelled: 3, requested: 0 });
     expect([...byQueue.ids].sort()).toEqual([due, later, waiting].sort());
@@ -203,6 +208,7 @@ describe('JobsAdmin bulk actions', () => {
     await expect(t.admin.retryAll({ ids: tooMany })).rejects.toThrow(/"ids" must be an array of 1 to 1000 job ids/);
     await expect(t.admin.cancelAll({ ids: ['x'] })).rejects.toThrow(/ids\[0\]: the string "x" is not a job id/);
     await expect(t.admin.retryAll({ batchId: 'not-a-batch' })).rejects.toBeInstanceOf(JobsError);
+    await expect(t.admin.cancelAll({ idPrefix: 'zz' })).rejects.toThrow(/"idPrefix" must be the start of a job id/);
   });
 
   it('says how far it got when the database fails part-way: earlier chunks stay done', async () => {

@@ -102,6 +102,7 @@ describe('JobsAdmin reads', () => {
       [{ queue: '' }, /"queue" must be a non-empty string/],
       [{ batchId: 'x' }, /is not a batch id/],
       ['failed', /the options must be an object/],
+      [{ ids: [ids.failed] }, /"ids" is not a search field. Potential fix: use idPrefix/],
     ];
     for (const [filter, message] of refusals) {
       const error = await admin.search(filter as JobSearch).catch((e: unknown) => e);
