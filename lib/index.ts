@@ -21,6 +21,7 @@ export type { BatchMember, BatchGraph } from './storage/workflows/workflow-stora
 export type { WorkerOptions } from './worker/worker-options.js';
 export { RetentionService, type RetentionOptions } from './worker/retention.service.js';
 export { JobsMonitor } from './monitoring/jobs-monitor.service.js';
+export { JobsAdmin, BULK_CHUNK, MAX_DETAIL_CHILDREN } from './admin/jobs-admin.service.js';
 export { JobsDashboardModule, type JobsDashboardOptions } from './dashboard/jobs-dashboard.module.js';
 export { Cron, type CronOptions } from './scheduler/cron.decorator.js';
 export { RecurringSchedules, type DynamicScheduleOptions } from './scheduler/recurring-schedules.service.js';
@@ -85,4 +86,29 @@ export {
   type JobSummary,
   type JobListFilter,
   type JobPage,
+  JOB_LIST_STATES,
+  RETRY_STATES,
+  CANCEL_STATES,
+  type JobListState,
+  type JobSearch,
+  type JobSearchPage,
+  type JobDetail,
+  type DependencyEdge,
+  type EdgeEnd,
+  type BulkFilter,
+  type RetryState,
+  type CancelState,
+  type RetryAllFilter,
+  type CancelAllFilter,
+  type RetryAllResult,
+  type CancelAllResult,
+  type PurgeOptions,
+  type PurgeResult,
+  type BatchSummary,
+  type BatchListFilter,
+  type BatchPage,
+  type Throughput,
+  type ThroughputPoint,
+  type RunNowResult,
+  type DeletedJob,
 } from './model/index.js';

@@ -1,5 +1,6 @@
 import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { JobsAdmin } from './admin/jobs-admin.service.js';
 import { JOBS_DISCOVERY_OPTIONS, type JobsDiscoveryOptions } from './discovery/discovery-options.js';
 import { JobEventsExplorer } from './discovery/job-events.explorer.js';
 import { JobRegistry } from './discovery/job-registry.js';
@@ -20,6 +21,7 @@ import {
   JobTracing,
   NoTracing,
   QUEUE_SETTINGS,
+  SCHEDULE_CONTROL,
   SystemClock,
   type QueueSettings,
 } from './model/index.js';
@@ -36,6 +38,8 @@ import { RecurringSchedules } from './scheduler/recurring-schedules.service.js';
 import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
 import { resolveSchedulerOptions, SCHEDULER_OPTIONS } from './scheduler/scheduler-options.js';
 import { SchedulesExplorer } from './scheduler/schedules.explorer.js';
+import { ADMIN_STORAGE } from './storage/admin/admin-storage.interface.js';
+import { PostgresAdminStorage } from './storage/admin/postgres-admin-storage.js';
 import { JobsConnection } from './storage/connection/jobs-connection.js';
 import { resolveTimeouts } from './storage/connection/timeouts.js';
 import { JOB_STORAGE } from './storage/jobs/job-storage.interface.js';
@@ -119,6 +123,11 @@ function coreProviders(): Provider[] {
       useFactory: (o: JobsModuleOptions) => resolveQueueDeclarations(o.queues),
     },
     {
+      provide: ADMIN_STORAGE,
+      inject: [StorageContext],
+      useFactory: (c: StorageContext) => new PostgresAdminStorage(c),
+    },
+    {
       provide: JobNotifications,
       inject: [StorageContext],
       useFactory: (c: StorageContext) => new NotificationListener(c),
@@ -187,10 +196,12 @@ function coreProviders(): Provider[] {
     SchedulesExplorer,
     ScheduleRunner,
     RecurringSchedules,
+    { provide: SCHEDULE_CONTROL, useExisting: RecurringSchedules },
     JobsMonitor,
     // Listener errors are logged under this context; the model layer has no logger of its own.
     { provide: JobEvents, useFactory: () => new JobEvents(new Logger('JobEvents')) },
     JobEventsExplorer,
+    JobsAdmin,
     JobsLifecycle,
   ];
 }
@@ -202,6 +213,7 @@ const EXPORTS = [
   BatchBuilder,
   RecurringSchedules,
   JobsMonitor,
+  JobsAdmin,
   JobEvents,
   RetentionService,
   Clock,

@@ -14,3 +14,4 @@ export * from './job-options.js';
 export * from './validation.js';
 export * from './deadline.js';
 export * from './queue-settings.js';
+export * from './admin.js';

@@ -47,7 +47,7 @@ export interface ScheduleInfo {
   paused: boolean;
   /** The next tick the database will turn into a job; null while paused. */
   nextRunAt: Date | null;
-  /** The tick of the last job this schedule started. */
+  /** When the last job this schedule started was due: its tick, or the time of a `runNow()`. */
   lastRunAt: Date | null;
   lastJobId: string | null;
   /** State of that job now, or null when it was deleted. */
@@ -57,3 +57,18 @@ export interface ScheduleInfo {
   lastSkippedAt: Date | null;
   updatedAt: Date;
 }
+
+/**
+ * What operators do to schedules, as the scheduler offers it
+ * (`RecurringSchedules`). The admin layer reaches it through this token, so
+ * that it never depends on the scheduler.
+ */
+export interface ScheduleControl {
+  list(): Promise<ScheduleInfo[]>;
+  get(name: string): Promise<ScheduleInfo | null>;
+  pause(name: string): Promise<void>;
+  resume(name: string): Promise<void>;
+  /** Starts one run now, outside the timing; the ticks go on as before. */
+  runNow(name: string): Promise<{ jobId: string }>;
+}
+export const SCHEDULE_CONTROL = Symbol('SCHEDULE_CONTROL');

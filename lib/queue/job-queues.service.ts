@@ -138,8 +138,10 @@ export class JobQueues {
     if (configs.some((c: QueueConfig) => c.queue === name)) return name;
     const counts = await databaseCall(where, () => this.monitoring.counts(this.clock.now(), null));
     if (counts.some((c) => c.queue === name)) return name;
+    // A tool without the app's handlers (the CLI) knows a queue by its history.
+    if (await databaseCall(where, () => this.storage.hasJobs(name))) return name;
     throw new JobsError(
-      `${where}: no queue "${name}" is known (no handler serves it, JobsModule's "queues" does not declare it, and it holds no live jobs). ` +
+      `${where}: no queue "${name}" is known (no handler serves it, JobsModule's "queues" does not declare it, and it holds no jobs). ` +
         `Potential fix: check the name against JobQueues.list(), or declare it in JobsModule's "queues".`,
     );
   }

@@ -12,7 +12,9 @@ import {
   type JobHandler,
   type OverlapMode,
   type PayloadOf,
+  type ScheduleControl,
   type ScheduleInfo,
+  uuidv7,
   QUEUE_SETTINGS,
   type QueueSettings,
 } from '../model/index.js';
@@ -37,7 +39,7 @@ export interface DynamicScheduleOptions<Payload = unknown> {
  * removed.
  */
 @Injectable()
-export class RecurringSchedules {
+export class RecurringSchedules implements ScheduleControl {
   constructor(
     @Inject(SCHEDULE_STORAGE) private readonly storage: ScheduleStorage,
     private readonly registry: JobRegistry,
@@ -112,6 +114,27 @@ export class RecurringSchedules {
     throw new JobsError(
       `RecurringSchedules.resume('${name}'): the schedule kept changing while resuming. Potential fix: retry the call.`,
     );
+  }
+
+  /**
+   * Starts one run of the schedule now (its job, payload and options, due
+   * at once), whether or not it is paused; its ticks go on as before. The
+   * run counts as the schedule's last one, so with `overlap: 'skip'` the
+   * next tick waits for it, and it is refused while the last run is live.
+   */
+  async runNow(name: string): Promise<{ jobId: string }> {
+    const where = this.where('runNow', name);
+    const now = this.clock.now();
+    const jobId = uuidv7(now.getTime());
+    const result = await databaseCall(where, () => this.storage.runNow(name, jobId, now));
+    if (result.outcome === 'not-found') throw this.notFound('runNow', name);
+    if (result.outcome === 'busy') {
+      throw new JobsError(
+        `${where}: its last run (job ${result.jobId}) is still ${result.state}, and the schedule's overlap is 'skip'. ` +
+          `Potential fix: wait until that job ends, or cancel it first.`,
+      );
+    }
+    return { jobId };
   }
 
   /** Removes a dynamic schedule; false when there was none. Its jobs already written stay. */

@@ -67,29 +67,7 @@ export class ScheduleRunner {
    */
   async start(): Promise<void> {
     if (this.state !== 'idle') return;
-    const now = this.clock.now();
-    const definitions = this.explorer.schedules.map((s) =>
-      defineSchedule(
-        `@Cron('${s.metadata.expression}') on ${s.className}`,
-        {
-          ...s.metadata.options,
-          name: s.metadata.options.name ?? s.jobName,
-          jobName: s.jobName,
-          cron: s.metadata.expression,
-        },
-        scheduledJobOptions(this.registry, s.jobName),
-        this.queueSettings.maxPayloadBytes,
-        now,
-      ),
-    );
-    const { removed } = await this.storage.syncCodeSchedules(definitions, this.registry.externalNames(), now);
-    if (removed.length)
-      this.logger.log(`Removed code-defined schedule(s) no longer in the code: ${removed.join(', ')}`);
-    if (definitions.length) {
-      this.logger.log(
-        `Code-defined schedule(s): ${definitions.map((d) => `${d.name} (${d.cron} ${d.timeZone})`).join(', ')}`,
-      );
-    }
+    if (this.options.syncCodeSchedules) await this.writeCodeSchedules();
     if (!this.options.enabled) return;
     this.state = 'running';
     this.unsubscribe.push(
@@ -113,6 +91,33 @@ export class ScheduleRunner {
     this.intervals.push(poll);
     await this.sync.run();
     await this.due.run();
+  }
+
+  /** Writes this app's @Cron declarations, and removes code-defined rows it no longer declares. */
+  private async writeCodeSchedules(): Promise<void> {
+    const now = this.clock.now();
+    const definitions = this.explorer.schedules.map((s) =>
+      defineSchedule(
+        `@Cron('${s.metadata.expression}') on ${s.className}`,
+        {
+          ...s.metadata.options,
+          name: s.metadata.options.name ?? s.jobName,
+          jobName: s.jobName,
+          cron: s.metadata.expression,
+        },
+        scheduledJobOptions(this.registry, s.jobName),
+        this.queueSettings.maxPayloadBytes,
+        now,
+      ),
+    );
+    const { removed } = await this.storage.syncCodeSchedules(definitions, this.registry.externalNames(), now);
+    if (removed.length)
+      this.logger.log(`Removed code-defined schedule(s) no longer in the code: ${removed.join(', ')}`);
+    if (definitions.length) {
+      this.logger.log(
+        `Code-defined schedule(s): ${definitions.map((d) => `${d.name} (${d.cron} ${d.timeZone})`).join(', ')}`,
+      );
+    }
   }
 
   /** Turns every due tick into jobs now; resolves after a full pass that began after the call. */

@@ -6,6 +6,13 @@ export interface SchedulerOptions {
    * instances do). Code-defined schedules are still written at start.
    */
   enabled?: boolean;
+  /**
+   * false: leave the stored code-defined schedules as they are at start,
+   * instead of writing this app's @Cron declarations over them (and removing
+   * those it does not declare). For processes that boot JobsModule without
+   * the app's handlers, such as the CLI; default true.
+   */
+  syncCodeSchedules?: boolean;
   /** Fallback look at the schedule table, in ms, for a missed change notification; default 5000. */
   pollInterval?: number;
   /**
@@ -33,6 +40,7 @@ export function resolveSchedulerOptions(o: SchedulerOptions = {}, schema: string
   }
   return {
     enabled: o.enabled ?? true,
+    syncCodeSchedules: o.syncCodeSchedules ?? true,
     pollInterval: o.pollInterval ?? 5_000,
     misfireThreshold: o.misfireThreshold ?? 60_000,
     timerPrefix: `nestjs-durable-jobs:${schema}:`,

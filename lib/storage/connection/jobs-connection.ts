@@ -28,6 +28,8 @@ const CLOSE_WITHIN_MS = 5_000;
  */
 export class JobsConnection implements OnApplicationShutdown {
   private static readonly logger = new Logger('JobsModule');
+  /** Schema versions this connection's start applied (with migrationsRun). */
+  migrated: number[] = [];
 
   private constructor(
     readonly dataSource: DataSource,
@@ -69,7 +71,7 @@ export class JobsConnection implements OnApplicationShutdown {
     }
     try {
       if (settings.migrationsRun) {
-        await migrateSchema(connection.dataSource, schema);
+        connection.migrated = await migrateSchema(connection.dataSource, schema);
       } else {
         const pending = await pendingSchemaVersions(connection.dataSource, schema);
         if (pending.length) {

@@ -39,6 +39,10 @@ export class PostgresQueueStorage implements QueueStorage {
     await this.run('syncCode', [JSON.stringify(rows), now, this.channel]);
   }
 
+  async hasJobs(queue: string): Promise<boolean> {
+    return (await this.run('hasJobs', [queue]))[0]!['found'] === true;
+  }
+
   async configs(): Promise<QueueConfig[]> {
     return (await this.run('configs', [])).map((r) => ({
       queue: r.queue as string,

@@ -66,6 +66,8 @@ export function queueStatements(schema: string) {
       FROM (SELECT name AS q FROM qrows UNION SELECT queue FROM nrows UNION SELECT name FROM gone
             UNION SELECT queue FROM gone_names) x`,
 
+    /** $1 queue. Any job at all, ended ones included: the typo check of pause and setLimits, not a hot path. */
+    hasJobs: `SELECT EXISTS (SELECT 1 FROM ${s}.job WHERE queue = $1) AS found`,
     configs: `SELECT q.name AS queue, q.concurrency, q.concurrency_source, q.rate_max, q.rate_per_ms, q.rate_source, q.paused,
              q.has_groups, q.has_serial, q.group_min_inflight, q.group_share,
              coalesce((SELECT jsonb_agg(jsonb_build_object('name', l.name, 'concurrency', l.concurrency,

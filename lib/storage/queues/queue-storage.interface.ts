@@ -46,6 +46,8 @@ export interface QueueStorage {
    */
   syncCode(declared: readonly CodeLimits[], now: Date): Promise<void>;
   configs(): Promise<QueueConfig[]>;
+  /** Whether any job, ended or not, was ever in the queue (until pruned). */
+  hasJobs(queue: string): Promise<boolean>;
   /** Creates the queue's row when missing. */
   setPaused(queue: string, paused: boolean, now: Date): Promise<void>;
   setLimits(queue: string, name: string | null, change: LimitChange, now: Date): Promise<void>;

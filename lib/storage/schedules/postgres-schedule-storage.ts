@@ -12,6 +12,7 @@ import type {
   FireRequest,
   FireResult,
   RemoveScheduleResult,
+  RunScheduleResult,
   ScheduleStorage,
   ScheduleTiming,
 } from './schedule-storage.interface.js';
@@ -112,6 +113,16 @@ export class PostgresScheduleStorage implements ScheduleStorage {
       queued: (row?.queued as number) ?? 0,
       skipped: (row?.skipped as number) ?? 0,
     };
+  }
+
+  runNow(name: string, jobId: string, now: Date): Promise<RunScheduleResult> {
+    return this.pool.transaction(async (tx) => {
+      const [found] = await tx.query(this.sql.lockSchedule, [name]);
+      if (!found) return { outcome: 'not-found' };
+      const [row] = await tx.query<Row>(this.sql.runNow, [name, jobId, now, this.channel]);
+      if (row?.busy_id) return { outcome: 'busy', jobId: row.busy_id as string, state: row.busy_state as JobState };
+      return { outcome: 'queued', queue: row!.queue as string };
+    });
   }
 }
 

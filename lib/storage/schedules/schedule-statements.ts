@@ -13,6 +13,14 @@ const DEFINITION_RECORD = `(name text, job_name text, cron text, time_zone text,
 const KEEP_NEXT_RUN = `CASE WHEN r.cron = EXCLUDED.cron AND r.time_zone = EXCLUDED.time_zone AND r.next_run_at IS NOT NULL
             THEN r.next_run_at ELSE EXCLUDED.next_run_at END`;
 
+/** A tick's job options, from the schedule row `r`'s stored options (defaults where they are left out). */
+const TICK_JOB = {
+  queue: (r: string) => `coalesce(${r}.options->>'queue', ${sqlLiterals([JOB_DEFAULTS.queue])})`,
+  priority: (r: string) => `coalesce((${r}.options->>'priority')::int, ${JOB_DEFAULTS.priority})`,
+  maxAttempts: (r: string) => `coalesce((${r}.options->>'maxAttempts')::int, ${JOB_DEFAULTS.maxAttempts})`,
+  timeoutMs: (r: string) => `(${r}.options->>'timeoutMs')::int`,
+};
+
 const SCHEDULE_COLUMNS = `r.name, r.job_name, r.cron, r.time_zone, r.payload, r.source, r.catch_up, r.overlap, r.paused,
   r.next_run_at, r.last_run_at, r.last_job_id, r.skipped_count, r.last_skipped_at, r.updated_at`;
 
@@ -147,10 +155,8 @@ export function scheduleStatements(schema: string) {
     ), ins AS (
       INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, unique_key,
                             unique_while, created_at, completed_at, last_error)
-      SELECT p.id, w.job_name, coalesce(w.options->>'queue', ${sqlLiterals([JOB_DEFAULTS.queue])}), w.payload, p.state,
-             coalesce((w.options->>'priority')::int, ${JOB_DEFAULTS.priority}), p.tick,
-             coalesce((w.options->>'maxAttempts')::int, ${JOB_DEFAULTS.maxAttempts}),
-             (w.options->>'timeoutMs')::int,
+      SELECT p.id, w.job_name, ${TICK_JOB.queue('w')}, w.payload, p.state, ${TICK_JOB.priority('w')}, p.tick,
+             ${TICK_JOB.maxAttempts('w')}, ${TICK_JOB.timeoutMs('w')},
              'schedule:' || w.name || ':' || to_char(p.tick AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
              'queued-or-active', $6,
              CASE WHEN p.state = 'skipped' THEN $6::timestamptz END,
@@ -167,6 +173,35 @@ export function scheduleStatements(schema: string) {
            (SELECT count(*) FROM ins WHERE state = 'queued')::int AS queued,
            (SELECT count(*) FROM ins WHERE state = 'skipped')::int AS skipped,
            (SELECT count(*) FROM n)::int AS notified`,
+
+    lockSchedule: `SELECT name FROM ${sched} WHERE name = $1 FOR UPDATE`,
+
+    /**
+     * One run outside the timing (run after lockSchedule, in its
+     * transaction, so a tick firing meanwhile is seen). It becomes the
+     * schedule's last run, which is what overlap 'skip' looks at; with
+     * 'skip' it is refused while that run is still live.
+     *
+     * $1 name, $2 the job id, $3 now, $4 the channel.
+     */
+    runNow: `WITH r AS (
+      SELECT name, job_name, payload, options, overlap, last_job_id FROM ${sched} WHERE name = $1
+    ), busy AS (
+      SELECT j.id, j.state FROM r JOIN ${s}.job j ON j.id = r.last_job_id
+       WHERE r.overlap = 'skip' AND j.state IN (${sqlLiterals(LIVE_JOB_STATES)})
+    ), ins AS (
+      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, created_at)
+      SELECT $2, r.job_name, ${TICK_JOB.queue('r')}, r.payload, 'queued', ${TICK_JOB.priority('r')}, $3,
+             ${TICK_JOB.maxAttempts('r')}, ${TICK_JOB.timeoutMs('r')}, $3
+        FROM r WHERE NOT EXISTS (SELECT 1 FROM busy)
+      RETURNING id, queue
+    ), u AS (
+      UPDATE ${sched} w SET last_run_at = $3, last_job_id = ins.id FROM ins WHERE w.name = $1 RETURNING w.name
+    ), n AS (
+      SELECT ${notifySql('queue', '$4', 'ins.queue')} FROM ins
+    )
+    SELECT (SELECT queue FROM ins) AS queue, (SELECT id FROM busy) AS busy_id, (SELECT state FROM busy) AS busy_state,
+           (SELECT count(*) FROM u)::int AS updated, (SELECT count(*) FROM n)::int AS notified`,
   };
 }
 

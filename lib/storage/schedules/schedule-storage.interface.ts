@@ -1,4 +1,4 @@
-import type { CatchUpMode, ScheduleDefinition, ScheduleInfo } from '../../model/index.js';
+import type { CatchUpMode, JobState, ScheduleDefinition, ScheduleInfo } from '../../model/index.js';
 
 /** What arms an in-process timer. */
 export interface ScheduleTiming {
@@ -38,6 +38,12 @@ export interface FireResult {
 
 export type RemoveScheduleResult = 'removed' | 'not-found' | 'code-defined';
 
+export type RunScheduleResult =
+  | { outcome: 'queued'; queue: string }
+  | { outcome: 'not-found' }
+  /** overlap 'skip', and the last run is still live. */
+  | { outcome: 'busy'; jobId: string; state: JobState };
+
 export interface ScheduleStorage {
   /**
    * Writes every code-defined schedule and removes code-defined rows not
@@ -59,6 +65,8 @@ export interface ScheduleStorage {
   timings(): Promise<ScheduleTiming[]>;
   due(now: Date): Promise<DueSchedule[]>;
   fire(request: FireRequest): Promise<FireResult>;
+  /** Writes one job of the schedule, due `now`, with id `jobId`. */
+  runNow(name: string, jobId: string, now: Date): Promise<RunScheduleResult>;
 }
 
 export const SCHEDULE_STORAGE = Symbol('SCHEDULE_STORAGE');

@@ -1,0 +1,360 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  BATCH_STATES,
+  CANCEL_STATES,
+  checkDate,
+  checkId,
+  checkInteger,
+  checkName,
+  checkOptions,
+  Clock,
+  databaseCall,
+  JOB_LIST_STATES,
+  JobsDatabaseError,
+  JobsError,
+  RETRY_STATES,
+  SCHEDULE_CONTROL,
+  type BatchListFilter,
+  type BatchPage,
+  type CancelAllFilter,
+  type CancelAllResult,
+  type DeletedJob,
+  type JobDetail,
+  type JobSearch,
+  type JobSearchPage,
+  type PurgeOptions,
+  type PurgeResult,
+  type QueueInfo,
+  type RetryAllFilter,
+  type RetryAllResult,
+  type RunNowResult,
+  type ScheduleControl,
+  type ScheduleInfo,
+  type Throughput,
+} from '../model/index.js';
+import { JobQueue } from '../queue/job-queue.service.js';
+import { JobQueues } from '../queue/job-queues.service.js';
+import {
+  ADMIN_STORAGE,
+  type AdminStorage,
+  type ChunkResult,
+  type JobFilter,
+} from '../storage/admin/admin-storage.interface.js';
+import { checkCursor, checkFilter, checkLimit, checkStates, MAX_IDS } from './admin-checks.js';
+import { PurgeRun } from './purge-run.js';
+import { denseThroughput, throughputWindow } from './throughput.js';
+
+/**
+ * Rows per bulk statement: large enough that 100k jobs take a hundred round
+ * trips, small enough that each chunk's transaction is a few milliseconds.
+ */
+export const BULK_CHUNK = 1_000;
+/** The most children a job's detail lists. */
+export const MAX_DETAIL_CHILDREN = 500;
+
+/**
+ * Operators' actions, for the dashboard, the CLI and your own tools: find
+ * jobs, look at one with its edges, retry, cancel or delete them one by one
+ * or in bulk, make a delayed job due, purge history, and look after
+ * schedules. Single-job retry and cancel are `JobQueue`'s, with its rules
+ * and messages; bulk actions work in chunks of `BULK_CHUNK` rows, each its
+ * own short transaction, so they never hold what workers need for long.
+ * Every refusal is a `JobsError` naming the fix.
+ */
+@Injectable()
+export class JobsAdmin {
+  constructor(
+    @Inject(ADMIN_STORAGE) private readonly storage: AdminStorage,
+    private readonly jobs: JobQueue,
+    private readonly clock: Clock,
+    @Inject(SCHEDULE_CONTROL) private readonly schedules: ScheduleControl,
+    private readonly queues: JobQueues,
+  ) {}
+
+  /**
+   * Jobs newest first, by any mix of state (`scheduled` included: queued
+   * for later), queue, name, batch and id prefix; page with `before: next`.
+   */
+  async search(filter: JobSearch = {}): Promise<JobSearchPage> {
+    const where = 'JobsAdmin.search()';
+    const f = checkOptions(where, filter, "{ state: 'failed', queue: 'emails' }") ?? {};
+    const checked = checkFilter(where, f, JOB_LIST_STATES, 'failed');
+    if (checked.ids) throw new JobsError(`${where}: "ids" is not a search field. Potential fix: use idPrefix.`);
+    const limit = checkLimit(where, f.limit, 500, 50);
+    const before = checkCursor(where, 'before', f.before);
+    // One more than asked tells whether a next page exists.
+    const rows = await databaseCall(where, () =>
+      this.storage.searchJobs({ ...checked, now: this.clock.now(), before, limit: limit + 1 }),
+    );
+    const jobs = rows.slice(0, limit);
+    return { jobs, next: rows.length > limit ? jobs[jobs.length - 1]!.id : null };
+  }
+
+  /** A job with its history, its dependency edges (parents, children) and its batch; null if unknown. */
+  async detail(id: string): Promise<JobDetail | null> {
+    const jobId = checkId('JobsAdmin.detail()', id);
+    const where = `JobsAdmin.detail(${jobId})`;
+    const job = await this.jobs.get(jobId);
+    if (!job) return null;
+    const [edges, batch] = await Promise.all([
+      databaseCall(where, () => this.storage.jobEdges(jobId, MAX_DETAIL_CHILDREN + 1)),
+      job.batchId ? this.jobs.batchStatus(job.batchId) : Promise.resolve(null),
+    ]);
+    return {
+      ...job,
+      parents: edges.parents,
+      children: edges.children.slice(0, MAX_DETAIL_CHILDREN),
+      moreChildren: edges.children.length > MAX_DETAIL_CHILDREN,
+      batch,
+    };
+  }
+
+  /** Deletes one ended job and its history; refuses a live one, a batch member, or a parent a live job waits on. */
+  async delete(id: string): Promise<DeletedJob> {
+    const jobId = checkId('JobsAdmin.delete()', id);
+    const where = `JobsAdmin.delete(${jobId})`;
+    const result = await databaseCall(where, () => this.storage.deleteJob(jobId));
+    switch (result.outcome) {
+      case 'deleted':
+        return { id: jobId, state: result.state };
+      case 'not-found':
+        throw new JobsError(`${where}: no such job. Potential fix: check the id (search() finds jobs by id prefix).`);
+      case 'live':
+        throw new JobsError(
+          `${where}: the job is "${result.state}"; only ended jobs (succeeded, failed, cancelled, skipped) can be deleted. ` +
+            `Potential fix: cancel() it first, and delete it once it has ended.`,
+        );
+      case 'batch-member':
+        throw new JobsError(
+          `${where}: the job is a member of batch ${result.batchId}, whose counts include it. ` +
+            `Potential fix: deleteBatch('${result.batchId}') once the batch has settled deletes it with the others.`,
+        );
+      case 'hook-pending':
+        throw new JobsError(
+          `${where}: the job's onFailure hook has not run yet, and it runs from this row. ` +
+            `Potential fix: wait until an instance with its handler has run it.`,
+        );
+      case 'children-waiting':
+        throw new JobsError(
+          `${where}: ${result.children} live job(s) wait on it, and their triggers read its outcome. ` +
+            `Potential fix: wait until they have run, or cancel them first (detail() lists them).`,
+        );
+    }
+  }
+
+  /** A job queued for later (a delay, a retry's backoff) becomes due now, and idle workers are woken. */
+  async runNow(id: string): Promise<RunNowResult> {
+    const jobId = checkId('JobsAdmin.runNow()', id);
+    const where = `JobsAdmin.runNow(${jobId})`;
+    const now = this.clock.now();
+    const result = await databaseCall(where, () => this.storage.runNow(jobId, now));
+    switch (result.outcome) {
+      case 'moved':
+        return { id: jobId, queue: result.queue, previousRunAt: result.previousRunAt, runAt: now };
+      case 'not-found':
+        throw new JobsError(`${where}: no such job. Potential fix: check the id (search() finds jobs by id prefix).`);
+      case 'due':
+        throw new JobsError(
+          `${where}: the job is already due (since ${result.runAt.toISOString()}); it runs as soon as a worker of its queue is free. ` +
+            `Potential fix: nothing to do here; if it stays queued, check that an alive worker serves its queue (JobsMonitor.workers()).`,
+        );
+      case 'not-queued':
+        throw new JobsError(
+          `${where}: the job is "${result.state}"; only a queued job due later (a delay or a retry's backoff) can be run now. ` +
+            `Potential fix: ${
+              result.state === 'waiting'
+                ? 'it runs once its parents have ended (detail() shows them)'
+                : result.state === 'active'
+                  ? 'it is running already'
+                  : 'retry() an ended job to run it again'
+            }.`,
+        );
+    }
+  }
+
+  /** Failed (by default), cancelled or skipped jobs that match → queued again with fresh attempts. */
+  async retryAll(filter: RetryAllFilter = {}): Promise<RetryAllResult> {
+    const where = 'JobsAdmin.retryAll()';
+    const f = checkOptions(where, filter, "{ queue: 'emails' }") ?? {};
+    const checked = checkFilter(where, f, RETRY_STATES, 'failed');
+    const base: JobFilter = { ...checked, states: checked.states ?? ['failed'], now: this.clock.now() };
+    const ids: string[] = [];
+    let count = 0;
+    await this.chunks(
+      where,
+      (after) => this.storage.retryChunk({ ...base, after, limit: BULK_CHUNK }, base.now),
+      (r) => {
+        count += r.ids.length;
+        collect(ids, r.ids);
+      },
+    );
+    return { count, ids };
+  }
+
+  /**
+   * Live jobs that match: waiting and queued ones → cancelled now; active
+   * ones are asked to stop (their signal aborts, they end cancelled). A job
+   * a worker claims at the very moment its chunk runs may be passed over:
+   * run it again to catch those.
+   */
+  async cancelAll(filter: CancelAllFilter = {}): Promise<CancelAllResult> {
+    const where = 'JobsAdmin.cancelAll()';
+    const f = checkOptions(where, filter, "{ queue: 'emails' }") ?? {};
+    const checked = checkFilter(where, f, CANCEL_STATES, 'queued');
+    const states = checked.states ?? CANCEL_STATES;
+    const now = this.clock.now();
+    const result: CancelAllResult = { cancelled: 0, requested: 0, ids: [] };
+    const notStarted = states.filter((s) => s !== 'active');
+    if (notStarted.length) {
+      const base: JobFilter = { ...checked, states: notStarted, now };
+      await this.chunks(
+        where,
+        (after) => this.storage.cancelChunk({ ...base, after, limit: BULK_CHUNK }, now),
+        (r) => {
+          result.cancelled += r.ids.length;
+          collect(result.ids, r.ids);
+        },
+      );
+    }
+    // After the queued ones: a job claimed while they were cancelled is active by now.
+    if (states.includes('active')) {
+      const base: JobFilter = { ...checked, states: ['active'], now };
+      await this.chunks(
+        where,
+        (after) => this.storage.requestCancelChunk({ ...base, after, limit: BULK_CHUNK }),
+        (r) => {
+          result.requested += r.ids.length;
+          collect(result.ids, r.ids);
+        },
+      );
+    }
+    return result;
+  }
+
+  /**
+   * Deletes finished jobs that ended before the given times, and settled
+   * batches with their members, in rounds of `BULK_CHUNK` rows, each its own
+   * short transaction; rows locked by someone else are passed over. Keeps
+   * what retention keeps: a job or batch a live job still waits on, and a
+   * failed job whose onFailure hook has not run.
+   */
+  async purge(options: PurgeOptions): Promise<PurgeResult> {
+    const where = 'JobsAdmin.purge()';
+    const o = checkOptions(where, options, '{ succeededBefore: new Date(Date.now() - 7 * 86_400_000) }');
+    const cutoffs = { succeeded: o?.succeededBefore, failed: o?.failedBefore, cancelled: o?.cancelledBefore };
+    const skipped = o?.skippedBefore;
+    const example = 'new Date(Date.now() - 7 * 86_400_000)';
+    for (const [state, value] of [...Object.entries(cutoffs), ['skipped', skipped] as const]) {
+      if (value !== undefined) checkDate(where, `${state}Before`, value, example);
+    }
+    if (Object.values(cutoffs).every((v) => v === undefined) && skipped === undefined) {
+      throw new JobsError(
+        `${where}: no cutoff given, so nothing would be purged. Potential fix: purge({ succeededBefore: ${example} }); failedBefore, cancelledBefore and skippedBefore work alike.`,
+      );
+    }
+    const run = new PurgeRun(this.storage, BULK_CHUNK);
+    try {
+      return await run.run({ ...cutoffs, skipped: o?.skippedBefore });
+    } catch (error) {
+      if (error instanceof JobsError) throw error;
+      const { jobs, batches } = run.progress;
+      const deleted = Object.values(jobs).reduce((a, b) => a + b, 0);
+      const at = deleted || batches ? `${where} (after deleting ${deleted} job(s) and ${batches} batch(es))` : where;
+      throw new JobsDatabaseError(at, error);
+    }
+  }
+
+  /** Batches newest first, with their counts; members through `search({ batchId })` or `JobQueue.batchMembers()`. */
+  async listBatches(filter: BatchListFilter = {}): Promise<BatchPage> {
+    const where = 'JobsAdmin.listBatches()';
+    const f = checkOptions(where, filter, "{ state: 'failed' }") ?? {};
+    const [state] = checkStates(where, f.state, BATCH_STATES, 'failed') ?? [null];
+    const name = f.name === undefined ? null : checkName(where, 'name', f.name, 'import-october');
+    const before = checkCursor(where, 'before', f.before);
+    const limit = checkLimit(where, f.limit, 500, 50);
+    const rows = await databaseCall(where, () =>
+      this.storage.listBatches({ state: state ?? null, name, before, limit: limit + 1 }),
+    );
+    const batches = rows.slice(0, limit);
+    return { batches, next: rows.length > limit ? batches[batches.length - 1]!.id : null };
+  }
+
+  /**
+   * Jobs that succeeded and failed (for good) per queue and minute over the
+   * last `minutes` (default 60, at most 1,440), the current minute included.
+   * Read among the jobs created since one more window back (a primary-key
+   * range): a job created longer before it ended is not counted.
+   */
+  async throughput(options: { minutes?: number; queue?: string } = {}): Promise<Throughput> {
+    const where = 'JobsAdmin.throughput()';
+    const o = checkOptions(where, options, '{ minutes: 60 }') ?? {};
+    const minutes = o.minutes === undefined ? 60 : checkInteger(where, 'minutes', o.minutes, 1, 1_440, 60);
+    const queue = o.queue === undefined ? null : checkName(where, 'queue', o.queue, 'emails');
+    const window = throughputWindow(this.clock.now(), minutes);
+    const rows = await databaseCall(where, () =>
+      this.storage.throughput(window.since, window.until, window.createdSince, queue),
+    );
+    return denseThroughput(window, rows);
+  }
+
+  /** Every schedule with its next and last run. */
+  listSchedules(): Promise<ScheduleInfo[]> {
+    return this.schedules.list();
+  }
+
+  async pauseSchedule(name: string): Promise<ScheduleInfo> {
+    await this.schedules.pause(name);
+    return (await this.schedules.get(name))!;
+  }
+
+  async resumeSchedule(name: string): Promise<ScheduleInfo> {
+    await this.schedules.resume(name);
+    return (await this.schedules.get(name))!;
+  }
+
+  /** One run of the schedule now; its ticks go on as before. */
+  runSchedule(name: string): Promise<{ jobId: string }> {
+    return this.schedules.runNow(name);
+  }
+
+  /** Workers stop claiming from the queue on every instance; running jobs finish (JobQueues.pause). */
+  pauseQueue(queue: string): Promise<void> {
+    return this.queues.pause(queue);
+  }
+
+  resumeQueue(queue: string): Promise<void> {
+    return this.queues.resume(queue);
+  }
+
+  /** Each queue's limits, paused flag and live counts (JobQueues.list). */
+  listQueues(): Promise<QueueInfo[]> {
+    return this.queues.list();
+  }
+
+  /** Runs chunks in id order until one comes back short. */
+  private async chunks(
+    where: string,
+    run: (after: string | null) => Promise<ChunkResult>,
+    each: (result: ChunkResult) => void,
+  ): Promise<void> {
+    let after: string | null = null;
+    let changed = 0;
+    for (;;) {
+      // Earlier chunks committed: a failure says how far the call got, since the message otherwise claims nothing was written.
+      const at = changed ? `${where} (after ${changed} job(s) changed by earlier chunks)` : where;
+      const result = await databaseCall(at, () => run(after));
+      changed += result.ids.length;
+      each(result);
+      if (result.seen < BULK_CHUNK || result.last === null) return;
+      after = result.last;
+    }
+  }
+}
+
+/** Keeps the first MAX_IDS ids of a bulk action. */
+function collect(into: string[], ids: readonly string[]): void {
+  for (const id of ids) {
+    if (into.length >= MAX_IDS) return;
+    into.push(id);
+  }
+}

@@ -1,0 +1,60 @@
+import type { PurgeResult } from '../model/index.js';
+import type { AdminStorage } from '../storage/admin/admin-storage.interface.js';
+
+type Cutoffs = Partial<Record<'succeeded' | 'failed' | 'cancelled' | 'skipped', Date>>;
+
+/**
+ * One purge: for each state with a cutoff, its jobs round by round in id
+ * order (a cursor, so the rows a guard keeps are not read again), then the
+ * batches that settled in that state.
+ */
+export class PurgeRun {
+  /** What the rounds so far deleted (each committed): the result, or how far a failed run got. */
+  readonly progress: PurgeResult = {
+    jobs: { succeeded: 0, failed: 0, cancelled: 0, skipped: 0 },
+    batches: 0,
+    batchMembers: 0,
+    rounds: 0,
+  };
+
+  constructor(
+    private readonly storage: AdminStorage,
+    private readonly chunk: number,
+  ) {}
+
+  async run(cutoffs: Cutoffs): Promise<PurgeResult> {
+    for (const state of ['succeeded', 'failed', 'cancelled', 'skipped'] as const) {
+      const before = cutoffs[state];
+      if (!before) continue;
+      await this.jobs(state, before);
+      // A batch never ends "skipped".
+      if (state !== 'skipped') await this.batches(state, before);
+    }
+    return this.progress;
+  }
+
+  private async jobs(state: keyof PurgeResult['jobs'], before: Date): Promise<void> {
+    let after: string | null = null;
+    for (;;) {
+      const round = await this.storage.purgeChunk({ state, before, after, limit: this.chunk });
+      if (round.seen === 0) return;
+      this.progress.rounds++;
+      this.progress.jobs[state] += round.ids.length;
+      if (round.seen < this.chunk || round.last === null) return;
+      after = round.last;
+    }
+  }
+
+  /** Batches go whole (their members with them), as many per round as fit in about one chunk of members. */
+  private async batches(state: 'succeeded' | 'failed' | 'cancelled', before: Date): Promise<void> {
+    let after: string | null = null;
+    for (;;) {
+      const round = await this.storage.purgeBatches(state, before, after, this.chunk);
+      if (round.last === null) return;
+      this.progress.rounds++;
+      this.progress.batches += round.batches;
+      this.progress.batchMembers += round.members;
+      after = round.last;
+    }
+  }
+}

@@ -1,0 +1,86 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import type { JobsAdmin } from '../admin/jobs-admin.service.js';
+import { JobsError } from '../model/index.js';
+import type { JobsMonitor } from '../monitoring/jobs-monitor.service.js';
+import type { JobQueue } from '../queue/job-queue.service.js';
+import { stringOption, UsageError, type OptionValues } from './cli-args.js';
+import type { CliOutput } from './cli-output.js';
+
+export const DEFAULT_SCHEMA = 'jobs';
+
+/** Where the CLI works: the database and schema from the options or the environment. */
+export interface CliTarget {
+  databaseUrl: string;
+  schema: string;
+}
+
+export function cliTarget(options: OptionValues, env: NodeJS.ProcessEnv): CliTarget {
+  const databaseUrl = stringOption(options, 'database-url') ?? env.DATABASE_URL;
+  if (!databaseUrl) {
+    throw new UsageError('no database: set DATABASE_URL or pass --database-url postgres://user@host/db');
+  }
+  return { databaseUrl, schema: stringOption(options, 'schema') ?? DEFAULT_SCHEMA };
+}
+
+/** The services a command uses, from an application context booted for this one call. */
+export interface CliServices {
+  admin: JobsAdmin;
+  jobs: JobQueue;
+  monitor: JobsMonitor;
+  out: CliOutput;
+}
+
+/**
+ * Boots JobsModule as a tool, not as an instance of the app: no worker, no
+ * scheduler, the stored code-defined schedules left as they are (this
+ * process declares none), and no migration (`migrate` does that on purpose).
+ */
+export async function withServices<T>(
+  target: CliTarget,
+  out: CliOutput,
+  run: (services: CliServices) => Promise<T>,
+): Promise<T> {
+  // Loaded here, not at the top: usage errors and --help answer without loading Nest and TypeORM.
+  const [{ NestFactory }, { JobsModule }, { JobsAdmin }, { JobQueue }, { JobsMonitor }] = await Promise.all([
+    import('@nestjs/core'),
+    import('../jobs.module.js'),
+    import('../admin/jobs-admin.service.js'),
+    import('../queue/job-queue.service.js'),
+    import('../monitoring/jobs-monitor.service.js'),
+  ]);
+  let app: INestApplicationContext;
+  try {
+    app = await NestFactory.createApplicationContext(
+      JobsModule.forRoot({
+        connection: target.databaseUrl,
+        schema: target.schema,
+        migrationsRun: false,
+        worker: { enabled: false },
+        scheduler: { enabled: false, syncCodeSchedules: false },
+      }),
+      { logger: false, abortOnError: false },
+    );
+  } catch (error) {
+    throw bootError(error, target);
+  }
+  try {
+    return await run({
+      admin: app.get(JobsAdmin),
+      jobs: app.get(JobQueue),
+      monitor: app.get(JobsMonitor),
+      out,
+    });
+  } finally {
+    await app.close();
+  }
+}
+
+/** A schema that is missing or behind this build gets the CLI's own fix. */
+function bootError(error: unknown, target: CliTarget): unknown {
+  const lacking = error instanceof JobsError ? /lacks migration\(s\) ([\d, ]+)/.exec(error.message) : null;
+  if (!lacking) return error;
+  return new JobsError(
+    `schema "${target.schema}" lacks version(s) ${lacking[1]!.trim()} of the job tables (a wrong --schema, or a schema this build has not migrated). ` +
+      `Potential fix: check --schema, or run: nestjs-durable-jobs migrate --schema ${target.schema}`,
+  );
+}

@@ -1,0 +1,177 @@
+import type { BatchState, DependencyOn, JobState } from './job-state.js';
+import type { BatchInfo, JobInfo, JobSummary } from './records.js';
+
+/**
+ * The states lists and bulk actions filter by: the job states, plus
+ * `scheduled`, as `JobsMonitor.counts()` reports them. There `queued` is a
+ * job due now and `scheduled` one queued for later (a delay, a retry's
+ * backoff); a filter reads them the same way, so a list matches its count.
+ */
+export const JOB_LIST_STATES = [
+  'waiting',
+  'queued',
+  'scheduled',
+  'active',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'skipped',
+] as const satisfies ReadonlyArray<JobState | 'scheduled'>;
+export type JobListState = (typeof JOB_LIST_STATES)[number];
+
+/** States `retryAll()` takes, and those `cancelAll()` takes. */
+export const RETRY_STATES = ['failed', 'cancelled', 'skipped'] as const satisfies readonly JobListState[];
+export type RetryState = (typeof RETRY_STATES)[number];
+export const CANCEL_STATES = ['waiting', 'queued', 'scheduled', 'active'] as const satisfies readonly JobListState[];
+export type CancelState = (typeof CANCEL_STATES)[number];
+
+/** What `JobsAdmin.search()` takes; every field narrows the list. */
+export interface JobSearch {
+  /** One state or several (`scheduled` included); default every state. */
+  state?: JobListState | JobListState[];
+  queue?: string;
+  name?: string;
+  batchId?: string;
+  /** The start of an id, hex digits with or without dashes (e.g. `0193a1b2`): a key range, since ids are time-ordered. */
+  idPrefix?: string;
+  /** The `next` of the previous page. */
+  before?: string;
+  /** 1 to 500; default 50. */
+  limit?: number;
+}
+
+/** A page of jobs, newest first (by id, which is creation order). */
+export interface JobSearchPage {
+  jobs: JobSummary[];
+  /** Pass as `before` for the next page; null on the last one. */
+  next: string | null;
+}
+
+/** The other end of a dependency edge. */
+export interface EdgeEnd {
+  id: string;
+  name: string | null;
+  /** A job's state, or a batch's (`executing`, `succeeded`, …). */
+  state: JobState | BatchState;
+}
+
+/**
+ * One edge of the dependency graph: the child waits for the parent (a job
+ * or a batch) to end `on` success, failure or either. `parentOutcome` is
+ * how the parent ended, once it has (null while it has not).
+ */
+export interface DependencyEdge {
+  kind: 'job' | 'batch';
+  /** A parent in `parents`, a child in `children`. */
+  other: EdgeEnd;
+  on: DependencyOn;
+  parentOutcome: string | null;
+}
+
+/** A job with its history, its edges and its batch: what `JobsAdmin.detail()` returns. */
+export interface JobDetail extends JobInfo {
+  /** Jobs and batches this job waits (or waited) for. */
+  parents: DependencyEdge[];
+  /** Jobs waiting (or that waited) for this one, oldest first; at most `MAX_DETAIL_CHILDREN`. */
+  children: DependencyEdge[];
+  /** True when the job has more children than `children` lists. */
+  moreChildren: boolean;
+  /** The batch it is a member of, with its counts. */
+  batch: BatchInfo | null;
+}
+
+/** Which jobs a bulk action touches; every field narrows. */
+export interface BulkFilter<S extends JobListState> {
+  state?: S | S[];
+  queue?: string;
+  name?: string;
+  batchId?: string;
+  /** The start of an id, as in `JobSearch`. */
+  idPrefix?: string;
+  /** Exactly these jobs (at most 1,000), e.g. the rows an operator ticked. */
+  ids?: string[];
+}
+
+export type RetryAllFilter = BulkFilter<RetryState>;
+export type CancelAllFilter = BulkFilter<CancelState>;
+
+export interface RetryAllResult {
+  /** Jobs queued again. */
+  count: number;
+  /** Their ids, the first 1,000. */
+  ids: string[];
+}
+
+export interface CancelAllResult {
+  /** Waiting or queued jobs cancelled at once. */
+  cancelled: number;
+  /** Running jobs asked to stop (their signal aborts; they end `cancelled`). */
+  requested: number;
+  /** The ids of both, the first 1,000. */
+  ids: string[];
+}
+
+/** `JobsAdmin.purge()`: finished jobs that ended before each time go; a state left out is kept. */
+export interface PurgeOptions {
+  succeededBefore?: Date;
+  failedBefore?: Date;
+  cancelledBefore?: Date;
+  skippedBefore?: Date;
+}
+
+export interface PurgeResult {
+  /** Jobs deleted, by state (batch members are counted in `batches`, not here). */
+  jobs: { succeeded: number; failed: number; cancelled: number; skipped: number };
+  /** Settled batches deleted with their members (a batch's state decides which cutoff applies). */
+  batches: number;
+  /** Batch members deleted with those batches. */
+  batchMembers: number;
+  /** Delete statements run, each its own short transaction. */
+  rounds: number;
+}
+
+/** A batch as lists show it: counts, without the member scan `batchStatus()` makes for `startedAt`. */
+export type BatchSummary = Omit<BatchInfo, 'startedAt'>;
+
+export interface BatchListFilter {
+  state?: BatchState;
+  name?: string;
+  before?: string;
+  /** 1 to 500; default 50. */
+  limit?: number;
+}
+
+export interface BatchPage {
+  batches: BatchSummary[];
+  next: string | null;
+}
+
+/** One minute of one queue: jobs that ended in it. */
+export interface ThroughputPoint {
+  /** The minute's start. */
+  minute: Date;
+  succeeded: number;
+  failed: number;
+}
+
+export interface Throughput {
+  since: Date;
+  until: Date;
+  /** Per queue with any job ended in the window: one point per minute, oldest first, zeros included. */
+  queues: Record<string, ThroughputPoint[]>;
+}
+
+/** What `JobsAdmin.runNow()` moved. */
+export interface RunNowResult {
+  id: string;
+  queue: string;
+  /** The time it was due before. */
+  previousRunAt: Date;
+  runAt: Date;
+}
+
+/** What `JobsAdmin.delete()` removed. */
+export interface DeletedJob {
+  id: string;
+  state: JobState;
+}

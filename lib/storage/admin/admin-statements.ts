@@ -1,0 +1,175 @@
+import { LIVE_JOB_STATES, NOT_STARTED_STATES, RETRYABLE_STATES } from '../../model/index.js';
+import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
+import { notifySql } from '../notifications/notification-topics.js';
+
+const SUMMARY_COLUMNS = `id, name, queue, state, priority, attempt, max_attempts, run_at, created_at, started_at,
+       completed_at, progress, worker_id, batch_id, last_error`;
+
+const LIVE = sqlLiterals(LIVE_JOB_STATES);
+
+/**
+ * The SQL of operators' actions for one schema. Searches and bulk actions
+ * are built around a chunk selection (see admin-filter.ts) and run unnamed,
+ * each planned for its own filter. Bulk writes lock their chunk in id order
+ * with SKIP LOCKED: a row a worker is claiming or finishing at that moment
+ * is passed over rather than waited for, so a chunk never queues behind the
+ * hot path nor makes the hot path queue behind it.
+ */
+export function adminStatements(schema: string) {
+  const s = quoteIdent(schema);
+  /** No live job waits on `job` (an alias) as its parent: what retention keeps a parent for. */
+  const noLiveChildren = (job: string) => `NOT (${job}.has_dependents AND EXISTS (
+      SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
+       WHERE d.parent_job_id = ${job}.id AND c.state IN (${LIVE})))`;
+  /** An onFailure hook that has not run yet needs its row. */
+  const noPendingHook = (job: string) => `(${job}.failure_hook IS NULL OR ${job}.failure_hook = 'done')`;
+  return {
+    search: (where: string, limit: string) => `SELECT ${SUMMARY_COLUMNS} FROM ${s}.job
+      WHERE ${where} ORDER BY id DESC LIMIT ${limit}`,
+
+    /** A chunk of a bulk action: the next `limit` matching rows by id, locked, passing over locked ones. */
+    chunk: (where: string, limit: string) => `SELECT id, state, batch_id, has_dependents FROM ${s}.job
+      WHERE ${where} ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+
+    // The bulk form of JobStatements.retry, with the same reset of the row:
+    // a retried job gets a fresh set of attempts and loses its last run's
+    // outcome; one that settled a batch or parents reopens them
+    // (reopen_job, one call per such row, after every row of the chunk is
+    // queued again). $1 now, $2 the channel.
+    retry: (chunk: string) => `WITH prev AS (${chunk}), u AS (
+      UPDATE ${s}.job j
+         SET state = 'queued', max_attempts = j.attempt + j.max_attempts, run_at = $1, completed_at = NULL,
+             worker_id = NULL, cancel_requested = false, result = NULL, progress = NULL, progress_message = NULL,
+             failure_hook = NULL, hook_worker_id = NULL, hook_lease_expires_at = NULL
+        FROM prev WHERE j.id = prev.id AND j.state IN (${sqlLiterals(RETRYABLE_STATES)})
+      RETURNING j.id, j.queue
+    ), r AS (
+      SELECT ${s}.reopen_job(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents
+    ), n AS (
+      SELECT ${notifySql('queue', '$2', 'q.queue')} FROM (SELECT DISTINCT queue FROM u) q
+    )
+    SELECT id, NULL::uuid AS seen FROM u
+    UNION ALL SELECT NULL, NULL FROM r
+    UNION ALL SELECT NULL, NULL FROM n
+    UNION ALL SELECT NULL, id FROM prev`,
+
+    // The bulk form of JobStatements.cancelQueued: cancelled now, then
+    // batches and dependents settle as for a single cancel. $1 now, $2 the channel.
+    cancel: (chunk: string) => `WITH c AS (${chunk}), u AS (
+      UPDATE ${s}.job j SET state = 'cancelled', completed_at = $1, cancel_requested = true
+        FROM c WHERE j.id = c.id AND j.state IN (${sqlLiterals(NOT_STARTED_STATES)})
+      RETURNING j.id, j.batch_id, j.has_dependents
+    ), w AS (
+      SELECT array_agg(id) AS ids FROM u WHERE batch_id IS NOT NULL OR has_dependents
+    ), settled AS (
+      SELECT ${s}.settle_jobs(w.ids, array_fill('cancelled'::text, ARRAY[array_length(w.ids, 1)]), $1, $2)
+        FROM w WHERE w.ids IS NOT NULL
+    )
+    SELECT id, NULL::uuid AS seen FROM u
+    UNION ALL SELECT NULL, NULL FROM settled
+    UNION ALL SELECT NULL, id FROM c`,
+
+    // The bulk form of JobStatements.cancelActive: the worker holding each
+    // job hears of it at once (or at its next lease renewal). $1 the channel.
+    requestCancel: (chunk: string) => `WITH c AS (${chunk}), u AS (
+      UPDATE ${s}.job j SET cancel_requested = true
+        FROM c WHERE j.id = c.id AND j.state = 'active' AND NOT j.cancel_requested
+      RETURNING j.id
+    ), n AS (
+      SELECT ${notifySql('cancel', '$1', 'u.id::text')} FROM u
+    )
+    SELECT id, NULL::uuid AS seen FROM u
+    UNION ALL SELECT NULL, NULL FROM n
+    UNION ALL SELECT NULL, id FROM c`,
+
+    // $1 id, $2 now, $3 the channel. Only a job queued for later moves.
+    runNow: `WITH prev AS (
+      SELECT id, run_at FROM ${s}.job WHERE id = $1 AND state = 'queued' AND run_at > $2 FOR UPDATE
+    ), u AS (
+      UPDATE ${s}.job j SET run_at = $2 FROM prev WHERE j.id = prev.id RETURNING j.id, j.queue, prev.run_at AS previous
+    )
+    SELECT id, queue, previous, ${notifySql('queue', '$3', 'queue')} FROM u`,
+
+    stateOf: `SELECT state, run_at, batch_id, failure_hook FROM ${s}.job WHERE id = $1`,
+    lockJob: `SELECT state, batch_id, failure_hook FROM ${s}.job WHERE id = $1 FOR UPDATE`,
+
+    // Run after lockJob in the same transaction: an enqueue naming this job
+    // as a parent locks it first, so the check sees every edge made before.
+    deleteJob: `WITH blockers AS (
+      SELECT count(*)::int AS n FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
+       WHERE d.parent_job_id = $1 AND c.state IN (${LIVE})
+    ), d AS (
+      DELETE FROM ${s}.job WHERE id = $1 AND (SELECT n FROM blockers) = 0 RETURNING id
+    )
+    SELECT (SELECT n FROM blockers) AS children, (SELECT count(*) FROM d)::int AS deleted`,
+
+    // Ids are UUIDv7: a job that ended before $4 was created before it, so
+    // the id bound ($2) makes the walk a key range (the failed index's, for
+    // failed jobs). $1 state, $3 the previous round's last id.
+    purgeCandidates: `SELECT id FROM ${s}.job
+      WHERE state = $1 AND id < $2::uuid AND id > $3::uuid AND completed_at < $4 AND batch_id IS NULL
+      ORDER BY id LIMIT $5 FOR UPDATE SKIP LOCKED`,
+
+    // A second statement, after purgeCandidates locked the rows: its fresh
+    // snapshot sees every edge made to them before (see deleteJob).
+    purgeJobs: `DELETE FROM ${s}.job j
+      WHERE j.id = ANY($1::uuid[]) AND ${noLiveChildren('j')} AND ${noPendingHook('j')}
+      RETURNING j.id`,
+
+    // Settled batches by key after $6, as many as fit in $5 member rows (at
+    // least one); the rest of the $4 locked are let go at commit.
+    purgeBatchCandidates: `WITH c AS (
+      SELECT id, total FROM ${s}.job_batch
+       WHERE state = $1 AND id < $2::uuid AND id > $6::uuid AND completed_at < $3
+       ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED
+    ), sized AS (
+      SELECT id, sum(total) OVER (ORDER BY id) - total AS before_it FROM c
+    )
+    SELECT id FROM sized WHERE before_it < $5 OR before_it = 0 ORDER BY id`,
+
+    // Retention's guards: a batch stays while a live job waits on it or on
+    // one of its members; here also while a member's onFailure hook waits.
+    purgeBatches: `WITH d AS (
+      DELETE FROM ${s}.job_batch b
+       WHERE b.id = ANY($1::uuid[]) AND b.state <> 'executing'
+         AND NOT EXISTS (
+               SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
+                WHERE d.parent_batch_id = b.id AND c.state IN (${LIVE}))
+         AND NOT EXISTS (
+               SELECT 1 FROM ${s}.job m
+                WHERE m.batch_id = b.id AND (NOT ${noLiveChildren('m')} OR NOT ${noPendingHook('m')}))
+      RETURNING b.total
+    )
+    SELECT count(*)::int AS batches, coalesce(sum(total), 0)::int AS members FROM d`,
+
+    listBatches: (where: string, limit: string) => `SELECT id, name, state, total, pending, succeeded, failed,
+             cancelled, skipped, created_at, completed_at
+        FROM ${s}.job_batch WHERE ${where} ORDER BY id DESC LIMIT ${limit}`,
+
+    // Parents: jobs and batches; the edge says how the child wanted each to end.
+    parents: `SELECT d.trigger, d.parent_outcome, d.parent_job_id, d.parent_batch_id,
+             p.name AS job_name, p.state AS job_state, b.name AS batch_name, b.state AS batch_state
+        FROM ${s}.job_dependency d
+        LEFT JOIN ${s}.job p ON p.id = d.parent_job_id
+        LEFT JOIN ${s}.job_batch b ON b.id = d.parent_batch_id
+       WHERE d.child_id = $1
+       ORDER BY coalesce(d.parent_job_id, d.parent_batch_id)`,
+    children: `SELECT d.trigger, d.parent_outcome, c.id, c.name, c.state
+        FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
+       WHERE d.parent_job_id = $1
+       ORDER BY c.id LIMIT $2`,
+
+    // completed_at has no index (it would cost every completion a write), so
+    // the window is read among the jobs created since $3, a primary-key range.
+    // Minutes are cut from the epoch: the same in every session time zone.
+    throughput: `SELECT queue, to_timestamp(floor(extract(epoch FROM completed_at) / 60) * 60) AS minute,
+             count(*) FILTER (WHERE state = 'succeeded')::int AS succeeded,
+             count(*) FILTER (WHERE state = 'failed')::int AS failed
+        FROM ${s}.job
+       WHERE id >= $3::uuid AND state IN ('succeeded', 'failed') AND completed_at >= $1 AND completed_at < $2
+         AND ($4::text IS NULL OR queue = $4)
+       GROUP BY 1, 2`,
+  };
+}
+
+export type AdminStatements = ReturnType<typeof adminStatements>;

@@ -1,0 +1,207 @@
+import {
+  LIVE_JOB_STATES,
+  type BatchState,
+  type BatchSummary,
+  type DependencyEdge,
+  type DependencyOn,
+  type JobState,
+  type JobSummary,
+} from '../../model/index.js';
+import type { PoolExecutor } from '../connection/sql-executor.js';
+import { uuidv7Floor } from '../jobs/job-encoding.js';
+import { jobSummaryFromRow } from '../jobs/job-rows.js';
+import type { StorageContext } from '../storage-context.js';
+import type {
+  AdminStorage,
+  BatchPurgeResult,
+  BatchQuery,
+  BulkChunk,
+  ChunkResult,
+  DeleteJobResult,
+  JobSearchQuery,
+  PurgeChunk,
+  RunNowOutcome,
+  ThroughputRow,
+} from './admin-storage.interface.js';
+import { filterConditions, SqlParams } from './admin-filter.js';
+import { adminStatements, type AdminStatements } from './admin-statements.js';
+
+type Row = Record<string, unknown>;
+
+/** Below every UUID: the cursor of a first chunk. */
+const FIRST = '00000000-0000-0000-0000-000000000000';
+
+/** Batches looked at per purge round; the member bound usually stops it sooner. */
+const BATCH_CANDIDATES = 100;
+
+export class PostgresAdminStorage implements AdminStorage {
+  private readonly sql: AdminStatements;
+  private readonly pool: PoolExecutor;
+  private readonly channel: string;
+
+  constructor(context: StorageContext) {
+    this.sql = adminStatements(context.schema);
+    this.pool = context.executor;
+    this.channel = context.channel;
+  }
+
+  async searchJobs(q: JobSearchQuery): Promise<JobSummary[]> {
+    const params = new SqlParams();
+    const where = filterConditions(q, params);
+    if (q.before !== null) where.push(`id < ${params.add(q.before, '::uuid')}`);
+    const text = this.sql.search(where.join(' AND ') || 'TRUE', params.add(q.limit, '::int'));
+    return (await this.pool.query<Row>(text, params.values)).map(jobSummaryFromRow);
+  }
+
+  async jobEdges(id: string, childLimit: number) {
+    const [parents, children] = await Promise.all([
+      this.pool.query<Row>(this.sql.parents, [id]),
+      this.pool.query<Row>(this.sql.children, [id, childLimit]),
+    ]);
+    return {
+      parents: parents.map((r): DependencyEdge => ({
+        kind: r.parent_job_id ? 'job' : 'batch',
+        other: r.parent_job_id
+          ? { id: r.parent_job_id as string, name: r.job_name as string, state: r.job_state as JobState }
+          : {
+              id: r.parent_batch_id as string,
+              name: (r.batch_name as string | null) ?? null,
+              state: r.batch_state as BatchState,
+            },
+        on: r.trigger as DependencyOn,
+        parentOutcome: (r.parent_outcome as string | null) ?? null,
+      })),
+      children: children.map((r): DependencyEdge => ({
+        kind: 'job',
+        other: { id: r.id as string, name: r.name as string, state: r.state as JobState },
+        on: r.trigger as DependencyOn,
+        parentOutcome: (r.parent_outcome as string | null) ?? null,
+      })),
+    };
+  }
+
+  deleteJob(id: string): Promise<DeleteJobResult> {
+    return this.pool.transaction(async (tx) => {
+      const [row] = await tx.query<Row>(this.sql.lockJob, [id]);
+      if (!row) return { outcome: 'not-found' };
+      const state = row.state as JobState;
+      if (LIVE_JOB_STATES.includes(state)) return { outcome: 'live', state };
+      if (row.batch_id) return { outcome: 'batch-member', batchId: row.batch_id as string };
+      if (row.failure_hook === 'pending' || row.failure_hook === 'running') return { outcome: 'hook-pending' };
+      const [result] = await tx.query<{ children: number; deleted: number }>(this.sql.deleteJob, [id]);
+      if (result!.deleted === 1) return { outcome: 'deleted', state };
+      return { outcome: 'children-waiting', children: result!.children };
+    });
+  }
+
+  async runNow(id: string, now: Date): Promise<RunNowOutcome> {
+    const [moved] = await this.pool.query<Row>(this.sql.runNow, [id, now, this.channel]);
+    if (moved) return { outcome: 'moved', queue: moved.queue as string, previousRunAt: moved.previous as Date };
+    const [row] = await this.pool.query<Row>(this.sql.stateOf, [id]);
+    if (!row) return { outcome: 'not-found' };
+    if (row.state !== 'queued') return { outcome: 'not-queued', state: row.state as JobState };
+    return { outcome: 'due', runAt: row.run_at as Date };
+  }
+
+  retryChunk(chunk: BulkChunk, now: Date): Promise<ChunkResult> {
+    return this.bulk(chunk, (select) => this.sql.retry(select), [now, this.channel]);
+  }
+
+  cancelChunk(chunk: BulkChunk, now: Date): Promise<ChunkResult> {
+    return this.bulk(chunk, (select) => this.sql.cancel(select), [now, this.channel]);
+  }
+
+  requestCancelChunk(chunk: BulkChunk): Promise<ChunkResult> {
+    return this.bulk(chunk, (select) => this.sql.requestCancel(select), [this.channel]);
+  }
+
+  /** One bulk statement: `fixed` are its leading parameters, the chunk's filter follows them. */
+  private async bulk(chunk: BulkChunk, statement: (select: string) => string, fixed: unknown[]): Promise<ChunkResult> {
+    const params = new SqlParams();
+    for (const value of fixed) params.add(value);
+    const where = filterConditions(chunk, params);
+    where.push(`id > ${params.add(chunk.after ?? FIRST, '::uuid')}`);
+    const select = this.sql.chunk(where.join(' AND '), params.add(chunk.limit, '::int'));
+    const rows = await this.pool.query<{ id: string | null; seen: string | null }>(statement(select), params.values);
+    const ids: string[] = [];
+    let last: string | null = null;
+    let seen = 0;
+    for (const r of rows) {
+      if (r.id) ids.push(r.id);
+      if (r.seen) {
+        seen++;
+        if (last === null || r.seen > last) last = r.seen;
+      }
+    }
+    return { ids, last, seen };
+  }
+
+  purgeChunk(c: PurgeChunk): Promise<ChunkResult> {
+    return this.pool.transaction(async (tx) => {
+      const locked = await tx.query<{ id: string }>(this.sql.purgeCandidates, [
+        c.state,
+        uuidv7Floor(c.before),
+        c.after ?? FIRST,
+        c.before,
+        c.limit,
+      ]);
+      if (locked.length === 0) return { ids: [], last: null, seen: 0 };
+      const ids = locked.map((r) => r.id);
+      const deleted = await tx.query<{ id: string }>(this.sql.purgeJobs, [ids]);
+      return { ids: deleted.map((r) => r.id), last: ids[ids.length - 1]!, seen: ids.length };
+    });
+  }
+
+  purgeBatches(
+    state: Exclude<BatchState, 'executing'>,
+    before: Date,
+    after: string | null,
+    maxMembers: number,
+  ): Promise<BatchPurgeResult> {
+    return this.pool.transaction(async (tx) => {
+      const locked = await tx.query<{ id: string }>(this.sql.purgeBatchCandidates, [
+        state,
+        uuidv7Floor(before),
+        before,
+        BATCH_CANDIDATES,
+        maxMembers,
+        after ?? FIRST,
+      ]);
+      if (locked.length === 0) return { batches: 0, members: 0, last: null };
+      const ids = locked.map((r) => r.id);
+      const [row] = await tx.query<{ batches: number; members: number }>(this.sql.purgeBatches, [ids]);
+      return { batches: row!.batches, members: row!.members, last: ids[ids.length - 1]! };
+    });
+  }
+
+  async listBatches(q: BatchQuery): Promise<BatchSummary[]> {
+    const params = new SqlParams();
+    const where: string[] = [];
+    if (q.state !== null) where.push(`state = ${params.add(q.state, '::text')}`);
+    if (q.name !== null) where.push(`name = ${params.add(q.name, '::text')}`);
+    if (q.before !== null) where.push(`id < ${params.add(q.before, '::uuid')}`);
+    const text = this.sql.listBatches(where.join(' AND ') || 'TRUE', params.add(q.limit, '::int'));
+    return (await this.pool.query<Row>(text, params.values)).map((r) => {
+      const total = r.total as number;
+      const pending = r.pending as number;
+      return {
+        id: r.id as string,
+        name: (r.name as string | null) ?? null,
+        state: r.state as BatchState,
+        total,
+        pending,
+        succeeded: r.succeeded as number,
+        failed: r.failed as number,
+        cancelled: r.cancelled as number,
+        skipped: r.skipped as number,
+        progress: total === 0 ? 1 : (total - pending) / total,
+        createdAt: r.created_at as Date,
+        completedAt: (r.completed_at as Date | null) ?? null,
+      };
+    });
+  }
+
+  throughput(since: Date, until: Date, createdSince: Date, queue: string | null): Promise<ThroughputRow[]> {
+    return this.pool.query<ThroughputRow>(this.sql.throughput, [since, until, uuidv7Floor(createdSince), queue]);
+  }
+}

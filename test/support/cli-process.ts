@@ -1,0 +1,40 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { databaseUrl } from './database.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the CLI's real entry as its own process, TypeScript loaded through
+ * SWC, with DATABASE_URL pointing at the test server unless `env` says
+ * otherwise (a key set to undefined removes it).
+ */
+export function runCli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+  const merged: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl(), ...env };
+  for (const [key, value] of Object.entries(env)) if (value === undefined) delete merged[key];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', './test/support/register-swc.mjs', 'lib/cli/main.ts', ...args], {
+      cwd: ROOT,
+      env: merged,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The CLI's --json output, parsed. */
+export function json<T = Record<string, unknown>>(run: CliRun): T {
+  if (run.code !== 0) throw new Error(`the CLI exited ${run.code}: ${run.stderr}`);
+  return JSON.parse(run.stdout) as T;
+}
