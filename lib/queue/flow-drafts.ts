@@ -17,6 +17,7 @@ export type FlowEdge = string | { key: string; on?: DependencyOn };
 /** A DAG of jobs by key, written in one statement by `dispatch()`. */
 export class FlowDraft {
   private readonly nodes: FlowNode[] = [];
+  private dispatched = false;
 
   constructor(private readonly writer: WorkflowWriter) {}
 
@@ -26,6 +27,7 @@ export class FlowDraft {
     payload: PayloadOf<H>,
     options: StepOptions & { after?: FlowEdge[] } = {},
   ): this {
+    refuseAfterDispatch('flow()', 'add', this.dispatched);
     if (typeof key !== 'string' || key === '') {
       throw new JobsError(
         `flow().add(): every step needs a non-empty string key. Potential fix: add('resize', Resize, payload).`,
@@ -56,10 +58,12 @@ export class FlowDraft {
 
   /** Returns the id of each step by its key. */
   async dispatch(options: { manager?: EntityManager } = {}): Promise<{ ids: Record<string, string> }> {
+    refuseAfterDispatch('flow()', 'dispatch', this.dispatched);
     const manager = checkManager(
       'flow().dispatch()',
       checkOptions('flow().dispatch()', options, '{ manager }')?.manager,
     );
+    this.dispatched = true;
     return { ids: await this.writer.dispatchFlow(this.nodes, 'flow()', manager) };
   }
 }
@@ -67,16 +71,19 @@ export class FlowDraft {
 /** Jobs that run one after another; a job that fails for good skips the rest. */
 export class ChainDraft {
   private readonly steps: Array<{ job: Type | string; payload: unknown; options: StepOptions }> = [];
+  private dispatched = false;
 
   constructor(private readonly writer: WorkflowWriter) {}
 
   then<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
     refuseAwait('chain()', job, payload);
+    refuseAfterDispatch('chain()', 'then', this.dispatched);
     this.steps.push({ job, payload, options });
     return this;
   }
 
   async dispatch(options: { manager?: EntityManager } = {}): Promise<{ ids: string[] }> {
+    refuseAfterDispatch('chain()', 'dispatch', this.dispatched);
     const nodes: FlowNode[] = this.steps.map((s, i) => ({
       key: String(i),
       job: s.job,
@@ -88,6 +95,7 @@ export class ChainDraft {
       'chain().dispatch()',
       checkOptions('chain().dispatch()', options, '{ manager }')?.manager,
     );
+    this.dispatched = true;
     const ids = await this.writer.dispatchFlow(nodes, 'chain()', manager);
     return { ids: nodes.map((n) => ids[n.key]!) };
   }
@@ -108,4 +116,16 @@ export function refuseAwait(draft: string, job: unknown, payload: unknown): void
         `Potential fix: await ${draft.startsWith('batch') ? 'batch' : 'chain'}.dispatch().`,
     );
   }
+}
+
+/**
+ * A draft writes its jobs once: a second dispatch() would write them all
+ * again, and a step added after the first would be lost.
+ */
+function refuseAfterDispatch(draft: 'flow()' | 'chain()', call: string, dispatched: boolean): void {
+  if (!dispatched) return;
+  throw new JobsError(
+    `${draft}.${call}(): this ${draft.slice(0, -2)} was already dispatched, so ${call === 'dispatch' ? 'its jobs would be written twice' : 'this step would be lost'}. ` +
+      `Potential fix: start a new one with jobs.${draft} for more work.`,
+  );
 }

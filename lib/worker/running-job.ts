@@ -1,6 +1,7 @@
 import { ContextIdFactory, type ModuleRef } from '@nestjs/core';
 import type { RegisteredJob } from '../discovery/job-registry.js';
 import {
+  describeValue,
   computeBackoff,
   DeadlineExceededError,
   SnoozeJob,
@@ -201,7 +202,9 @@ export class RunningJob {
       continueWith: (ref, payload, options = {}) => {
         const { on = 'success', ...rest } = options;
         if (!isDependencyTrigger(on)) {
-          throw new JobsError(`ctx.continueWith(): "on" must be 'success', 'failure' or 'always', got ${String(on)}.`);
+          throw new JobsError(
+            `ctx.continueWith() in job "${job.name}": "on" must be 'success', 'failure' or 'always', got ${describeValue(on)}. Potential fix: ctx.continueWith(Next, payload, { on: 'always' }).`,
+          );
         }
         if (this.ended) {
           throw new JobsError(

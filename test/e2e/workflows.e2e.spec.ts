@@ -297,6 +297,21 @@ describe('continuations and flows', () => {
     expect(await jobCount()).toBe(before);
   });
 
+  it('a chain or flow is written once: a second dispatch or a later step is refused', async () => {
+    const chain = jobs.chain().then(Step, { tag: 'once-c1' });
+    const flow = jobs.flow().add('a', Step, { tag: 'once-f1' });
+    await chain.dispatch();
+    await flow.dispatch();
+    const before = await jobCount();
+    await expect(chain.dispatch()).rejects.toThrow(
+      /chain\(\)\.dispatch\(\): this chain was already dispatched, so its jobs would be written twice\. Potential fix/,
+    );
+    expect(() => chain.then(Step, { tag: 'once-c2' })).toThrow(/this step would be lost/);
+    await expect(flow.dispatch()).rejects.toThrow(/flow\(\)\.dispatch\(\): this flow was already dispatched/);
+    expect(() => flow.add('b', Step, { tag: 'once-f2' })).toThrow(JobsError);
+    expect(await jobCount()).toBe(before);
+  });
+
   it('continueWith is written with the outcome, only for the matching outcome', async () => {
     const ok = await jobs.enqueue(Continue, { tag: 'cw-ok', fail: false });
     const bad = await jobs.enqueue(Continue, { tag: 'cw-bad', fail: true });
@@ -312,5 +327,16 @@ describe('continuations and flows', () => {
       `SELECT count(*)::int AS n FROM "${schema}_jobs".job WHERE payload->>'tag' IN ('cw-ok-on-failure', 'cw-bad-on-success')`,
     );
     expect(written[0]!.n).toBe(0);
+  });
+
+  it('continueWith refuses an "on" it cannot take with a JobsError naming the job and the fix', async () => {
+    const { id } = await jobs.enqueue(Continue, { tag: 'cw-on', fail: false, badOn: true });
+    await until(id, 'succeeded');
+    expect((await jobs.get(id))!.result).toEqual({
+      name: 'JobsError',
+      message: expect.stringMatching(
+        /^ctx\.continueWith\(\) in job "[^"]+": "on" must be 'success', 'failure' or 'always', got .*Potential fix/,
+      ),
+    });
   });
 });

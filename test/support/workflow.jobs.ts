@@ -58,8 +58,17 @@ export class Grow implements JobHandler<{ tag: string; extra: number }> {
 
 /** Stages continuations for each outcome, then succeeds or fails as told. */
 @Job('wf-continue', { maxAttempts: 1 })
-export class Continue implements JobHandler<{ tag: string; fail: boolean }> {
-  async run(payload: { tag: string; fail: boolean }, ctx: JobContext): Promise<void> {
+export class Continue implements JobHandler<{ tag: string; fail: boolean; badOn?: boolean }, unknown> {
+  async run(payload: { tag: string; fail: boolean; badOn?: boolean }, ctx: JobContext): Promise<unknown> {
+    if (payload.badOn) {
+      // What continueWith throws for an "on" it cannot take, as the handler sees it.
+      try {
+        ctx.continueWith(Step, { tag: `${payload.tag}-never` }, { on: Object.create(null) as never });
+      } catch (error) {
+        return { name: (error as Error).name, message: (error as Error).message };
+      }
+      return null;
+    }
     ctx.continueWith(Step, { tag: `${payload.tag}-on-success` });
     ctx.continueWith(Step, { tag: `${payload.tag}-on-failure` }, { on: 'failure' });
     ctx.continueWith(Step, { tag: `${payload.tag}-always` }, { on: 'always' });
