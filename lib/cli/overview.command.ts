@@ -1,19 +1,17 @@
-import { BATCH_STATES, type BatchPage, type JobCounts, type StateCounts, type Throughput } from '../model/index.js';
+import {
+  BATCH_STATES,
+  JOB_LIST_STATES,
+  type BatchPage,
+  type JobCounts,
+  type StateCounts,
+  type Throughput,
+} from '../model/index.js';
 import { idValue, integerOption, pastTime, positionals, statesOption, stringOption, UsageError } from './cli-args.js';
 import type { CliCommand } from './cli-command.js';
 import { withServices } from './cli-context.js';
 import { table, time } from './cli-output.js';
 
-const STATES: ReadonlyArray<keyof StateCounts> = [
-  'waiting',
-  'queued',
-  'scheduled',
-  'active',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'skipped',
-];
+const STATES: ReadonlyArray<keyof StateCounts> = JOB_LIST_STATES;
 
 function countsText(counts: JobCounts): string {
   const row = (name: string, c: StateCounts) => [name, ...STATES.map((s) => String(c[s]))];

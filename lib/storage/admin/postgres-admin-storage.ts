@@ -11,6 +11,7 @@ import type { PoolExecutor } from '../connection/sql-executor.js';
 import { uuidv7Floor } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { StorageContext } from '../storage-context.js';
+import { batchSummaryFromRow } from '../workflows/batch-rows.js';
 import type {
   AdminStorage,
   BatchPurgeResult,
@@ -181,24 +182,7 @@ export class PostgresAdminStorage implements AdminStorage {
     if (q.name !== null) where.push(`name = ${params.add(q.name, '::text')}`);
     if (q.before !== null) where.push(`id < ${params.add(q.before, '::uuid')}`);
     const text = this.sql.listBatches(where.join(' AND ') || 'TRUE', params.add(q.limit, '::int'));
-    return (await this.pool.query<Row>(text, params.values)).map((r) => {
-      const total = r.total as number;
-      const pending = r.pending as number;
-      return {
-        id: r.id as string,
-        name: (r.name as string | null) ?? null,
-        state: r.state as BatchState,
-        total,
-        pending,
-        succeeded: r.succeeded as number,
-        failed: r.failed as number,
-        cancelled: r.cancelled as number,
-        skipped: r.skipped as number,
-        progress: total === 0 ? 1 : (total - pending) / total,
-        createdAt: r.created_at as Date,
-        completedAt: (r.completed_at as Date | null) ?? null,
-      };
-    });
+    return (await this.pool.query<Row>(text, params.values)).map(batchSummaryFromRow);
   }
 
   throughput(since: Date, until: Date, createdSince: Date, queue: string | null): Promise<ThroughputRow[]> {

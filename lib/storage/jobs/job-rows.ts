@@ -1,4 +1,4 @@
-import type { JobState, JobSummary, SerializedError } from '../../model/index.js';
+import type { JobExecution, JobInfo, JobState, JobSummary, SerializedError } from '../../model/index.js';
 
 type Row = Record<string, unknown>;
 
@@ -20,5 +20,42 @@ export function jobSummaryFromRow(r: Row): JobSummary {
     lastError: (r.last_error as SerializedError | null) ?? null,
     workerId: (r.worker_id as string | null) ?? null,
     batchId: (r.batch_id as string | null) ?? null,
+  };
+}
+
+/** A `job` row and its `job_execution` rows as the detail `JobQueue.get()` returns. */
+export function jobInfoFromRows(row: Row, executionRows: readonly Row[]): JobInfo {
+  const executions: JobExecution[] = executionRows.map((e) => ({
+    attempt: e.attempt as number,
+    workerId: (e.worker_id as string | null) ?? null,
+    state: e.state as JobExecution['state'],
+    startedAt: (e.started_at as Date | null) ?? null,
+    endedAt: (e.ended_at as Date | null) ?? null,
+    error: (e.error as SerializedError | null) ?? null,
+  }));
+  const state = row.state as JobState;
+  const attempt = row.attempt as number;
+  // A successful or running attempt writes no history row: the job row tells its story.
+  if (
+    (state === 'active' || state === 'succeeded') &&
+    attempt > 0 &&
+    !executions.some((e) => e.attempt === attempt && e.state !== 'interrupted')
+  ) {
+    executions.push({
+      attempt,
+      workerId: (row.worker_id as string | null) ?? null,
+      state,
+      startedAt: (row.started_at as Date | null) ?? null,
+      endedAt: state === 'succeeded' ? ((row.completed_at as Date | null) ?? null) : null,
+      error: null,
+    });
+  }
+  return {
+    ...jobSummaryFromRow(row),
+    payload: row.payload,
+    progressMessage: (row.progress_message as string | null) ?? null,
+    result: row.result ?? null,
+    cancelRequested: row.cancel_requested as boolean,
+    executions,
   };
 }

@@ -4,7 +4,6 @@ import {
   isUuid,
   type ClaimedJob,
   type FinishedAttempt,
-  type JobExecution,
   type JobInfo,
   type JobState,
   type NewJob,
@@ -25,7 +24,7 @@ import type {
 import { jobStatements, type JobStatements } from './job-statements.js';
 import { dueQueues, encodeNewJobColumns, encodeUniformJobs, queueFeatures, uuidv7Floor } from './job-encoding.js';
 import { insertUniqueJobs } from './unique-jobs.js';
-import { jobSummaryFromRow } from './job-rows.js';
+import { jobInfoFromRows } from './job-rows.js';
 import { executorFor, PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
 import { WorkerPool } from '../connection/worker-pool.js';
 import type { StorageContext } from '../storage-context.js';
@@ -365,39 +364,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     if (!isUuid(id)) return null;
     const [[row], executionRows] = await Promise.all([this.run('getJob', [id]), this.run('getExecutions', [id])]);
     if (!row) return null;
-    const executions: JobExecution[] = executionRows.map((e) => ({
-      attempt: e.attempt as number,
-      workerId: (e.worker_id as string | null) ?? null,
-      state: e.state as JobExecution['state'],
-      startedAt: (e.started_at as Date | null) ?? null,
-      endedAt: (e.ended_at as Date | null) ?? null,
-      error: (e.error as SerializedError | null) ?? null,
-    }));
-    const state = row.state as JobState;
-    const attempt = row.attempt as number;
-    // A successful or running attempt writes no history row: the job row tells its story.
-    if (
-      (state === 'active' || state === 'succeeded') &&
-      attempt > 0 &&
-      !executions.some((e) => e.attempt === attempt && e.state !== 'interrupted')
-    ) {
-      executions.push({
-        attempt,
-        workerId: (row.worker_id as string | null) ?? null,
-        state,
-        startedAt: (row.started_at as Date | null) ?? null,
-        endedAt: state === 'succeeded' ? ((row.completed_at as Date | null) ?? null) : null,
-        error: null,
-      });
-    }
-    return {
-      ...jobSummaryFromRow(row),
-      payload: row.payload,
-      progressMessage: (row.progress_message as string | null) ?? null,
-      result: row.result ?? null,
-      cancelRequested: row.cancel_requested as boolean,
-      executions,
-    };
+    return jobInfoFromRows(row, executionRows);
   }
 
   async registerWorker(w: WorkerRegistration): Promise<void> {

@@ -3,7 +3,6 @@ import {
   isUuid,
   JobsError,
   type BatchInfo,
-  type BatchState,
   type FinishedAttempt,
   type JobState,
   type NewJob,
@@ -12,6 +11,7 @@ import { asStorageTx, executorFor, PoolExecutor, type SqlExecutor } from '../con
 import { dueQueues, encodeFlags, encodeNewJobColumns, queueFeatures } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { PostgresJobStorage } from '../jobs/postgres-job-storage.js';
+import { batchInfoFromRow } from './batch-rows.js';
 import type { StorageContext } from '../storage-context.js';
 import type { StorageTx, TxScope } from '../storage-tx.interface.js';
 import type { BatchGraph, BatchMember, JobGraph, ParentStates, WorkflowStorage } from './workflow-storage.interface.js';
@@ -149,7 +149,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   async batchStatus(id: string): Promise<BatchInfo | null> {
     if (!isUuid(id)) return null;
     const [row] = await this.run('batch', [id]);
-    return row ? toBatchInfo(row) : null;
+    return row ? batchInfoFromRow(row) : null;
   }
 
   async batchMembers(id: string, f: { state?: JobState; skip: number; take: number }): Promise<BatchMember[]> {
@@ -212,26 +212,6 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     if ((await this.run('deleteBatch', [id])).length) return 'deleted';
     return (await this.run('batchState', [id])).length ? 'executing' : 'not-found';
   }
-}
-
-function toBatchInfo(row: Row): BatchInfo {
-  const total = row.total as number;
-  const pending = row.pending as number;
-  return {
-    id: row.id as string,
-    name: (row.name as string | null) ?? null,
-    state: row.state as BatchState,
-    total,
-    pending,
-    succeeded: row.succeeded as number,
-    failed: row.failed as number,
-    cancelled: row.cancelled as number,
-    skipped: row.skipped as number,
-    progress: total === 0 ? 1 : (total - pending) / total,
-    createdAt: row.created_at as Date,
-    startedAt: (row.first_started_at as Date | null) ?? null,
-    completedAt: (row.completed_at as Date | null) ?? null,
-  };
 }
 
 /**
