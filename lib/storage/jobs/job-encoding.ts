@@ -81,9 +81,12 @@ export function encodeNewJobColumns(jobs: readonly NewJob[]): string[] {
  * Jobs that share every column but id and payload (one job type, one set of
  * options: the usual bulk call), as two array literals and the shared values
  * in the order of NEW_JOB_COLUMNS from the third on; null when they differ.
+ * With `unique`, jobs that also each have their own unique key (held the
+ * same way): the key's place holds a third array literal.
  */
-export function encodeUniformJobs(jobs: readonly NewJob[]): unknown[] | null {
+export function encodeUniformJobs(jobs: readonly NewJob[], unique = false): unknown[] | null {
   const first = jobs[0]!;
+  if (unique && (first.uniqueKey == null || first.uniqueReplace)) return null;
   const runAt = first.runAt.getTime();
   const deadline = first.deadline?.getTime() ?? null;
   for (const j of jobs) {
@@ -97,7 +100,12 @@ export function encodeUniformJobs(jobs: readonly NewJob[]): unknown[] | null {
       (j.timeoutMs ?? null) !== (first.timeoutMs ?? null) ||
       (j.batchId ?? null) !== (first.batchId ?? null) ||
       (j.groupKey ?? null) !== (first.groupKey ?? null) ||
-      j.uniqueKey != null ||
+      (unique
+        ? j.uniqueKey == null ||
+          j.uniqueReplace ||
+          (j.uniqueWhile ?? null) !== (first.uniqueWhile ?? null) ||
+          (j.uniqueWindow ?? null) !== (first.uniqueWindow ?? null)
+        : j.uniqueKey != null) ||
       (j.remainingDependencies ?? 0) !== (first.remainingDependencies ?? 0) ||
       j.traceContext != null ||
       (j.serialKey ?? null) !== (first.serialKey ?? null) ||
@@ -118,13 +126,13 @@ export function encodeUniformJobs(jobs: readonly NewJob[]): unknown[] | null {
     first.timeoutMs ?? null,
     first.batchId ?? null,
     first.groupKey ?? null,
-    null,
+    unique ? arrayLiteral(jobs, (j) => j.uniqueKey!, true) : null,
     first.remainingDependencies ?? 0,
     null,
     first.serialKey ?? null,
     first.deadline ?? null,
-    null,
-    null,
+    unique ? (first.uniqueWhile ?? null) : null,
+    unique ? (first.uniqueWindow ?? null) : null,
   ];
 }
 

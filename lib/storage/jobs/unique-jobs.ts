@@ -1,6 +1,6 @@
 import type { NewJob } from '../../model/index.js';
 import type { SqlExecutor } from '../connection/sql-executor.js';
-import { encodeNewJobColumns } from './job-encoding.js';
+import { encodeNewJobColumns, encodeUniformJobs } from './job-encoding.js';
 import type { JobStatements } from './job-statements.js';
 
 type Run = (
@@ -30,8 +30,12 @@ export async function insertUniqueJobs(
   let pending = jobs.filter((j) => !j.uniqueReplace);
   for (let round = 0; pending.length; round++) {
     if (round === MAX_ROUNDS) throw new Error(`unique keys kept changing hands (${pending.length} jobs not written)`);
+    const uniform = encodeUniformJobs(pending, true);
+    const insert = uniform
+      ? run('insertUniqueUniform', [...uniform, now, channel], executor)
+      : run('insertUnique', [...encodeNewJobColumns(pending), now, channel], executor);
     const written = new Set(
-      (await run('insertUnique', [...encodeNewJobColumns(pending), now, channel], executor))
+      (await insert)
         .map((r) => r.id as string | null)
         .filter(Boolean),
     );
