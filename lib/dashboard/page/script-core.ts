@@ -212,10 +212,13 @@ function refresh() {
 async function loadOnce() {
   const view = current;
   const gen = generation;
+  const hash = routedHash;
   try {
     const data = await view.load();
     if (gen !== generation) { again = true; return; }
     $('main').replaceChildren(view.render(data));
+    // Which view the content shows, for tests and styles: set once it is drawn.
+    $('main').dataset.route = hash;
     $('status').textContent = 'Updated ' + new Date().toLocaleTimeString();
     $('status').className = 'status';
   } catch (error) {
