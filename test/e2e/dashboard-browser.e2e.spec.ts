@@ -193,6 +193,20 @@ it('draws a flow around a job, and bulk-cancels ticked jobs after confirming', a
   expect(states).toEqual(['cancelled', 'cancelled', 'queued']);
 });
 
+it('runs a delayed job now and deletes it once ended, each after confirming', async () => {
+  const jobs = app.get(JobQueue);
+  await open(`#/jobs/${seed.delayedId}`);
+  await page.waitForSelector('.detail[data-state="queued"]');
+  expect(await page.locator('main button:text-is("Delete")').isDisabled()).toBe(true);
+  await confirmClick('button:text-is("Run now")', /Make dash-step .* due now/);
+  expect(await flashed()).toBe('Due now.');
+  await page.waitForSelector('.detail[data-state="succeeded"]', { timeout: 15_000 });
+  await confirmClick('button:text-is("Delete")', /Delete dash-step .* for good\?/);
+  expect(await flashed()).toBe('Deleted.');
+  await drawn('#/jobs');
+  expect(await jobs.get(seed.delayedId)).toBeNull();
+});
+
 it("refuses an action posted by another site's page", async () => {
   fragile.failing = true;
   const jobs = app.get(JobQueue);

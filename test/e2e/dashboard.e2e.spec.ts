@@ -1,8 +1,23 @@
 import { ForbiddenException, type CanActivate, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import { JobQueue, JobQueues, JobsDashboardModule, JobsError, RecurringSchedules } from 'nestjs-durable-jobs';
+import {
+  BatchBuilder,
+  JobQueue,
+  JobQueues,
+  JobsDashboardModule,
+  JobsError,
+  RecurringSchedules,
+} from 'nestjs-durable-jobs';
 import { dropSchemas, uniqueSchema } from '../support/database.js';
-import { dashboardProviders, fragile, HOSTILE, seedDashboard, type DashboardSeed } from '../support/dashboard.jobs.js';
+import {
+  dashboardProviders,
+  fragile,
+  HOSTILE,
+  Notify,
+  seedDashboard,
+  Step,
+  type DashboardSeed,
+} from '../support/dashboard.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { startSampleApp } from '../support/sample-app.js';
 import { waitFor } from '../support/wait.js';
@@ -169,6 +184,23 @@ describe('the dashboard over HTTP', () => {
     expect(batchGraph.body.nodes.map((n: { role?: string }) => n.role).sort()).toEqual(
       ['batch', 'finally', 'member', 'member', 'member', 'then'].sort(),
     );
+  });
+
+  it("groups a large batch's members by name and state in its graph", async () => {
+    const builder = app.get(BatchBuilder).create('dash-big');
+    for (let n = 0; n < 30; n++) builder.add(Step, { n });
+    const big = await builder.then(Notify, { what: 'all imported' }).dispatch();
+    await waitFor(
+      'the big batch to settle',
+      async () => (await app.get(JobQueue).batchStatus(big.id))?.state === 'succeeded',
+    );
+    const graph = (await http.get(api(`/batches/${big.id}/graph`)).expect(200)).body;
+    expect(graph.nodes.map((n: { kind: string; count?: number }) => [n.kind, n.count])).toEqual([
+      ['group', 30],
+      ['batch', undefined],
+      ['job', undefined],
+    ]);
+    expect(graph.edges).toHaveLength(2);
   });
 
   it('serves counts, workers, queues with limits, throughput and schedules', async () => {

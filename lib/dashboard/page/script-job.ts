@@ -10,8 +10,7 @@ views.job = (id) => ({
   nav: 'jobs',
   load: async () => {
     const job = await api('/jobs/' + enc(id));
-    const graph = job.parents.length || job.children.length ? await api('/jobs/' + enc(id) + '/graph').catch(() => null) : null;
-    return { job, graph };
+    return { job, graph: job.parents.length || job.children.length ? await flowGraph(job) : null };
   },
   render: ({ job, graph }) => h('div', { class: 'detail', 'data-state': job.state },
     h('h2', { class: 'detail-title' }, job.name, ' ', badge(job.state), job.cancelRequested && job.state === 'active' ? h('span', { class: 'badge paused' }, 'cancel requested') : null),
@@ -37,6 +36,17 @@ views.job = (id) => ({
       ? h('section', null, h('h3', null, 'Result'), details('result:' + job.id, 'result', h('pre', { class: 'json', id: 'result' }, json(job.result)), true)) : null,
     dependencies(job, graph)),
 });
+
+// A flow's graph walks up to 40 jobs: read again every 15 s, or when this job's edges changed state.
+const graphCache = new Map();
+async function flowGraph(job) {
+  const key = job.id + ':' + job.state + ':' + [...job.parents, ...job.children].map((e) => e.other.state).join(',');
+  const hit = graphCache.get(job.id);
+  if (hit && hit.key === key && Date.now() - hit.at < 15000) return hit.graph;
+  const graph = await api('/jobs/' + enc(job.id) + '/graph').catch(() => null);
+  graphCache.set(job.id, { key, at: Date.now(), graph });
+  return graph;
+}
 
 function fact(label, value) {
   return [h('dt', null, label), h('dd', null, value)];

@@ -70,7 +70,7 @@ function throughputCharts(t) {
   }));
 }
 function barChart(points) {
-  const W = 360, H = 80, TOP = 12, BOTTOM = 14;
+  const W = 272, H = 72, TOP = 12, BOTTOM = 14;
   const max = Math.max(1, ...points.map((p) => p.succeeded + p.failed));
   const bw = W / Math.max(1, points.length);
   const y = (n) => ((H - TOP - BOTTOM) * n) / max;
