@@ -64,8 +64,9 @@ export class AppModule {
           }),
         }),
         TerminusModule,
-        // Open to anyone who reaches the port: fine for a local demo; production passes guards.
-        JobsDashboardModule.register({ path: 'dashboard', title: 'Sample jobs' }),
+        // public: true opens the dashboard to anyone who reaches the port: fine for a local demo only.
+        // Production apps pass their authentication guard instead: register({ guards: [AdminGuard] }).
+        JobsDashboardModule.register({ path: 'dashboard', title: 'Sample jobs', public: true }),
       ],
       controllers: [
         OrdersController,

@@ -28,7 +28,9 @@ async function main(): Promise<void> {
   app.enableShutdownHooks([], { useProcessExit: true });
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port);
-  logger.log(`Sample app on http://localhost:${port} — POST /orders, GET /jobs/:id, DELETE /jobs/:id, GET /schedules`);
+  logger.log(
+    `Sample app on http://localhost:${port} — POST /orders, GET /jobs/:id, DELETE /jobs/:id, GET /schedules; dashboard at /dashboard`,
+  );
 }
 
 main().catch((error: unknown) => {

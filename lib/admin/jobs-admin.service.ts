@@ -12,6 +12,7 @@ import {
   JOB_LIST_STATES,
   JobsDatabaseError,
   JobsError,
+  JobsNotFoundError,
   RETRY_STATES,
   SCHEDULE_CONTROL,
   type BatchListFilter,
@@ -118,7 +119,9 @@ export class JobsAdmin {
       case 'deleted':
         return { id: jobId, state: result.state };
       case 'not-found':
-        throw new JobsError(`${where}: no such job. Potential fix: check the id (search() finds jobs by id prefix).`);
+        throw new JobsNotFoundError(
+          `${where}: no such job. Potential fix: check the id (search() finds jobs by id prefix).`,
+        );
       case 'live':
         throw new JobsError(
           `${where}: the job is "${result.state}"; only ended jobs (succeeded, failed, cancelled, skipped) can be deleted. ` +
@@ -152,7 +155,9 @@ export class JobsAdmin {
       case 'moved':
         return { id: jobId, queue: result.queue, previousRunAt: result.previousRunAt, runAt: now };
       case 'not-found':
-        throw new JobsError(`${where}: no such job. Potential fix: check the id (search() finds jobs by id prefix).`);
+        throw new JobsNotFoundError(
+          `${where}: no such job. Potential fix: check the id (search() finds jobs by id prefix).`,
+        );
       case 'due':
         throw new JobsError(
           `${where}: the job is already due (since ${result.runAt.toISOString()}); it runs as soon as a worker of its queue is free. ` +

@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { BatchBuilder, JobQueue, RecurringSchedules } from 'nestjs-durable-jobs';
+import { BatchBuilder, JobQueue, JobQueues, RecurringSchedules } from 'nestjs-durable-jobs';
 import { ImportCleanup, ImportFile, NotifyAdmin, NotifyUser } from '../imports/import.jobs.js';
 import { FlakySync } from '../jobs/flaky-sync.job.js';
 import { Heartbeat } from '../jobs/heartbeat.job.js';
@@ -18,6 +18,7 @@ export class DemoService implements OnApplicationBootstrap {
     private readonly dataSource: DataSource,
     private readonly batches: BatchBuilder,
     private readonly schedules: RecurringSchedules,
+    private readonly queues: JobQueues,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -41,6 +42,7 @@ export class DemoService implements OnApplicationBootstrap {
       .finally(ImportCleanup, { batch: 'demo-import' })
       .dispatch();
     this.logger.log(`Dispatched batch demo-import ${batch.id}: two files, then notify-user, finally import-cleanup`);
+    await this.dashboardExtras();
     this.logger.log(`Follow one: curl http://localhost:${process.env.PORT ?? 3000}/jobs/${flaky.id}`);
     // A dynamic schedule: stored, so it also ticks on every other instance, once per tick in all.
     await this.schedules.upsert('demo-heartbeat', Heartbeat, '*/5 * * * * *', {
@@ -49,6 +51,33 @@ export class DemoService implements OnApplicationBootstrap {
     });
     this.logger.log(
       `Schedule "demo-heartbeat" ticks every 5 s; see curl http://localhost:${process.env.PORT ?? 3000}/schedules`,
+    );
+  }
+
+  /** A little of everything else the dashboard shows: failures, a failed batch, a flow, a job for later, limits. */
+  private async dashboardExtras(): Promise<void> {
+    const broken = await this.batches
+      .create('demo-import-broken')
+      .add(ImportFile, { file: 'invoices.csv' })
+      .add(ImportFile, { file: 'broken-upload.csv' })
+      .then(NotifyUser, { userId: 7, batch: 'demo-import-broken' })
+      .catch(NotifyAdmin, { batch: 'demo-import-broken' })
+      .finally(ImportCleanup, { batch: 'demo-import-broken' })
+      .dispatch();
+    const failed = await this.jobs.enqueue(ImportFile, { file: 'broken-export.csv' });
+    const flow = await this.jobs
+      .flow()
+      .add('sync', FlakySync, { account: 'initech' })
+      .add('report', SlowReport, { steps: 3, stepMs: 300 }, { after: ['sync'] })
+      .add('notify', NotifyUser, { userId: 9, batch: 'initech-report' }, { after: ['report'] })
+      .add('alert', NotifyAdmin, { batch: 'initech-sync' }, { after: [{ key: 'sync', on: 'failure' }] })
+      .dispatch();
+    const nextHour = await this.jobs.enqueue(SlowReport, { steps: 2, stepMs: 200 }, { delay: 3_600_000 });
+    // A limit changed at run time (the dashboard's Queues page shows it as "runtime").
+    await this.queues.setLimits('imports', { concurrency: 4 });
+    this.logger.log(
+      `Dashboard demo: batch demo-import-broken ${broken.id} (one file fails), import-file ${failed.id} (fails), ` +
+        `flow sync → report → notify ${flow.ids.sync}, slow-report ${nextHour.id} (due in an hour)`,
     );
   }
 }

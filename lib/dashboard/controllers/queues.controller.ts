@@ -1,0 +1,62 @@
+import { Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { JobsAdmin } from '../../admin/jobs-admin.service.js';
+import { JobsMonitor } from '../../monitoring/jobs-monitor.service.js';
+import { integer, one, onlyKnown, type Query as Q } from '../dashboard-input.js';
+import type { DashboardConfig } from '../dashboard-options.js';
+import { DashboardRoutes } from './dashboard-routes.js';
+
+/** Queues and the overview: counts by state, workers, limits and pause, throughput per minute. */
+export function queuesController(config: DashboardConfig) {
+  @DashboardRoutes(config)
+  class JobsDashboardQueuesController {
+    constructor(
+      readonly admin: JobsAdmin,
+      readonly monitor: JobsMonitor,
+    ) {}
+
+    /** Jobs by queue and state (finished states: the last 24 hours). */
+    @Get('api/stats')
+    stats(@Query() query: Q) {
+      onlyKnown(query, []);
+      return this.monitor.counts();
+    }
+
+    @Get('api/workers')
+    workers(@Query() query: Q) {
+      onlyKnown(query, []);
+      return this.monitor.workers();
+    }
+
+    /** Each queue's limits (with where each came from), paused flag and live counts, by name. */
+    @Get('api/queues')
+    queues(@Query() query: Q) {
+      onlyKnown(query, []);
+      return this.admin.listQueues();
+    }
+
+    /** ?minutes=60&queue= — jobs ended per queue and minute. */
+    @Get('api/throughput')
+    throughput(@Query() query: Q) {
+      const q = onlyKnown(query, ['minutes', 'queue']);
+      const minutes = integer(q, 'minutes', 1, 1_440);
+      const queue = one(q, 'queue');
+      return this.admin.throughput({
+        ...(minutes !== undefined ? { minutes } : {}),
+        ...(queue !== undefined ? { queue } : {}),
+      });
+    }
+
+    @Post('api/queues/:name/pause')
+    @HttpCode(204)
+    pause(@Param('name') name: string) {
+      return this.admin.pauseQueue(name);
+    }
+
+    @Post('api/queues/:name/resume')
+    @HttpCode(204)
+    resume(@Param('name') name: string) {
+      return this.admin.resumeQueue(name);
+    }
+  }
+  return JobsDashboardQueuesController;
+}

@@ -1,0 +1,101 @@
+/**
+ * One job: state and timings, progress, the attempts table (worker, start,
+ * end, duration, outcome, error with its stack folded), payload and result
+ * folded, its parents and children with their triggers drawn as a graph,
+ * its batch; retry, cancel, run now and delete behind a confirmation.
+ */
+export const SCRIPT_JOB = String.raw`
+views.job = (id) => ({
+  title: 'Job ' + id,
+  nav: 'jobs',
+  load: async () => {
+    const job = await api('/jobs/' + enc(id));
+    return { job, graph: job.parents.length || job.children.length ? await flowGraph(job) : null };
+  },
+  render: ({ job, graph }) => h('div', { class: 'detail', 'data-state': job.state },
+    h('h2', { class: 'detail-title' }, job.name, ' ', badge(job.state), job.cancelRequested && job.state === 'active' ? h('span', { class: 'badge paused' }, 'cancel requested') : null),
+    h('p', { class: 'mono muted' }, job.id),
+    jobActions(job),
+    h('dl', { class: 'facts' },
+      fact('queue', h('a', { href: '#/jobs?queue=' + enc(job.queue) }, job.queue)),
+      fact('attempts', job.attempt + ' of ' + job.maxAttempts),
+      fact('priority', String(job.priority)),
+      fact('created', time(job.createdAt, true)),
+      fact(job.state === 'queued' || job.state === 'waiting' ? 'due' : 'was due', time(job.runAt, true)),
+      fact('started', time(job.startedAt)),
+      fact('ended', time(job.completedAt)),
+      fact('run time', job.startedAt && job.completedAt ? duration(new Date(job.completedAt) - new Date(job.startedAt)) : '—'),
+      fact('worker', job.workerId ? h('span', { class: 'mono' }, job.workerId) : '—'),
+      fact('batch', job.batch ? h('span', null, batchLink(job.batch.id, job.batch.name || shortId(job.batch.id)), ' ', badge(job.batch.state),
+        ' ' + job.batch.succeeded + '/' + job.batch.total + ' succeeded') : '—')),
+    job.progress !== null ? h('section', null, h('h3', null, 'Progress'), progressBar(job.progress, Math.round(job.progress * 100) + '%' + (job.progressMessage ? ' · ' + job.progressMessage : ''))) : null,
+    job.lastError && job.state !== 'succeeded' ? h('section', null, h('h3', null, 'Last error'), errorBlock('last-error:' + job.id, job.lastError)) : null,
+    h('section', null, h('h3', null, 'Attempts'), attemptsTable(job)),
+    h('section', null, h('h3', null, 'Payload'), details('payload:' + job.id, 'payload', h('pre', { class: 'json', id: 'payload' }, json(job.payload)), true)),
+    job.state === 'succeeded' || job.result !== null
+      ? h('section', null, h('h3', null, 'Result'), details('result:' + job.id, 'result', h('pre', { class: 'json', id: 'result' }, json(job.result)), true)) : null,
+    dependencies(job, graph)),
+});
+
+// A flow's graph walks up to 40 jobs: read again every 15 s, or when this job's edges changed state.
+const graphCache = new Map();
+async function flowGraph(job) {
+  const key = job.id + ':' + job.state + ':' + [...job.parents, ...job.children].map((e) => e.other.state).join(',');
+  const hit = graphCache.get(job.id);
+  if (hit && hit.key === key && Date.now() - hit.at < 15000) return hit.graph;
+  const graph = await api('/jobs/' + enc(job.id) + '/graph').catch(() => null);
+  graphCache.set(job.id, { key, at: Date.now(), graph });
+  return graph;
+}
+
+function fact(label, value) {
+  return [h('dt', null, label), h('dd', null, value)];
+}
+
+function jobActions(job) {
+  const retryable = ['failed', 'cancelled', 'skipped'].includes(job.state);
+  const cancellable = ['waiting', 'queued', 'active'].includes(job.state);
+  const later = job.state === 'queued' && new Date(job.runAt).getTime() > Date.now();
+  const ended = ['succeeded', 'failed', 'cancelled', 'skipped'].includes(job.state);
+  const label = job.name + ' ' + shortId(job.id);
+  return h('div', { class: 'actions' },
+    actionButton('Retry', retryable, () => act('Retry job', 'Queue ' + label + ' again with fresh attempts?', 'Retry',
+      () => post('/jobs/' + enc(job.id) + '/retry'), 'Queued again.')),
+    actionButton('Run now', later, () => act('Run now', 'Make ' + label + ' due now instead of ' + when(job.runAt) + '?', 'Run now',
+      () => post('/jobs/' + enc(job.id) + '/run-now'), 'Due now.')),
+    actionButton('Cancel', cancellable, () => act('Cancel job', 'Cancel ' + label + '?' + (job.state === 'active' ? ' It is running: its signal aborts and it ends cancelled.' : ''), 'Cancel job',
+      () => post('/jobs/' + enc(job.id) + '/cancel'), job.state === 'active' ? 'Cancel requested.' : 'Cancelled.'), 'danger'),
+    actionButton('Delete', ended, () => act('Delete job', 'Delete ' + label + ' and its history for good?', 'Delete',
+      async () => { await post('/jobs/' + enc(job.id) + '/delete'); navigate('#/jobs'); }, 'Deleted.'), 'danger'));
+}
+
+function errorBlock(key, error) {
+  return h('div', { class: 'error-box' },
+    h('div', { class: 'err-msg' }, h('strong', null, error.name + ': '), error.message),
+    error.stack ? details(key, 'stack', h('pre', { class: 'stack' }, error.stack)) : null);
+}
+
+function attemptsTable(job) {
+  const rows = job.executions.map((x) => h('tr', { 'data-attempt': x.attempt, class: 'attempt-' + x.state },
+    td(String(x.attempt), 'n'), td(x.workerId ? h('span', { class: 'mono', title: x.workerId }, x.workerId) : '—'),
+    td(time(x.startedAt)), td(time(x.endedAt)),
+    td(x.startedAt && x.endedAt ? duration(new Date(x.endedAt) - new Date(x.startedAt)) : (x.state === 'active' ? 'running' : ''), 'n'),
+    td(badge(x.state)),
+    td(x.error ? [h('span', { class: 'err' }, x.error.name + ': ' + x.error.message),
+      x.error.stack ? details('stack:' + job.id + ':' + x.attempt, 'stack', h('pre', { class: 'stack' }, x.error.stack)) : null] : '', 'wide')));
+  return table([{ attrs: { class: 'n' }, text: '#' }, 'worker', 'started', 'ended', { attrs: { class: 'n' }, text: 'duration' }, 'outcome', 'error'],
+    rows, job.state === 'waiting' ? 'Not started: it waits for its parents.' : 'Not started yet.');
+}
+
+function dependencies(job, graph) {
+  if (!job.parents.length && !job.children.length) return null;
+  const edgeRow = (e) => h('tr', null,
+    td(e.kind === 'batch' ? batchLink(e.other.id, e.other.name || 'batch') : jobLink(e.other.id, e.other.name || shortId(e.other.id))),
+    td(badge(e.other.state)), td(e.on), td(e.parentOutcome || h('span', { class: 'muted' }, 'not yet')));
+  return h('section', null, h('h3', null, 'Dependencies'),
+    graph ? drawGraph(graph, job.id) : null,
+    job.parents.length ? h('div', null, h('h4', null, 'Waits for'), table(['parent', 'state', 'trigger', 'parent outcome'], job.parents.map(edgeRow))) : null,
+    job.children.length ? h('div', null, h('h4', null, 'Waited on by'), table(['child', 'state', 'trigger', 'parent outcome'], job.children.map(edgeRow)),
+      job.moreChildren ? h('p', { class: 'muted' }, 'More children than listed here.') : null) : null);
+}
+`;

@@ -1,0 +1,249 @@
+import { existsSync } from 'node:fs';
+import type { INestApplication } from '@nestjs/common';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { JobQueue, JobQueues, JobsDashboardModule, RecurringSchedules } from 'nestjs-durable-jobs';
+import { dropSchemas, uniqueSchema } from '../support/database.js';
+import { dashboardProviders, fragile, HOSTILE, seedDashboard, type DashboardSeed } from '../support/dashboard.jobs.js';
+import { startJobsApp } from '../support/jobs-app.js';
+import { waitFor } from '../support/wait.js';
+
+/**
+ * The dashboard in a real browser: headless Chromium (Debian's package,
+ * driven by playwright-core) against an app on real PostgreSQL. One browser
+ * and one page for the file; the tests run in order and share the data.
+ * Without Chromium the file fails: a skipped browser test hides a broken page.
+ */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+const schema = uniqueSchema('dashweb');
+let app: INestApplication;
+let browser: Browser;
+let page: Page;
+let origin: string;
+let seed: DashboardSeed;
+/** Script errors, failed requests the page did not expect, CSP violations: the last test wants none. */
+const problems: string[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `No Chromium at ${CHROMIUM}: the dashboard's browser tests need it and are not skipped. ` +
+        `Potential fix: apt-get install -y chromium (.ci/run does), or set CHROMIUM_PATH to a Chromium binary.`,
+    );
+  }
+  app = await startJobsApp(
+    schema,
+    { worker: { pollInterval: 100 } },
+    {
+      imports: [JobsDashboardModule.register({ path: 'ops/jobs', title: 'Ops jobs', public: true })],
+      providers: dashboardProviders,
+    },
+  );
+  await app.listen(0, '127.0.0.1');
+  origin = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+  [seed, browser] = await Promise.all([
+    seedDashboard(app),
+    chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
+  ]);
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' || message.type() === 'warning') problems.push(`console: ${message.text()}`);
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await dropSchemas(schema);
+});
+
+async function open(hash: string): Promise<void> {
+  if (page.url().startsWith(`${origin}/ops/jobs`)) {
+    await page.evaluate((h) => (location.hash = h), hash);
+  } else {
+    await page.goto(`${origin}/ops/jobs${hash}`);
+  }
+  await drawn(hash);
+}
+
+/** Waits until the page has drawn the view of `hash` (not the one before it). */
+async function drawn(hash: string): Promise<void> {
+  await page.waitForSelector(`#main[data-route="${hash}"]`, { state: 'attached' });
+}
+
+/** Clicks a button, checks the confirmation dialog says `what`, and confirms (or backs out). */
+async function confirmClick(button: string, what: RegExp, confirm = true): Promise<void> {
+  // The flash line of an earlier action must not pass for this one's.
+  await page.evaluate(() => ((document.getElementById('flash') as HTMLElement).hidden = true));
+  await page.locator(`main ${button}`).click();
+  await page.waitForSelector('#confirm[open]');
+  expect(await page.textContent('#confirm-text')).toMatch(what);
+  await page.click(confirm ? '#confirm-ok' : '#confirm-cancel');
+  await page.waitForSelector('#confirm', { state: 'hidden' });
+}
+
+async function flashed(): Promise<string> {
+  await page.waitForSelector('#flash:not([hidden])');
+  return (await page.textContent('#flash')) ?? '';
+}
+
+it('finds the failed job through the state filter, shows its attempts and payload as text, and retries it to success', async () => {
+  await open('#/jobs');
+  await page.selectOption('#filter-state', 'failed');
+  await drawn('#/jobs?state=failed');
+  const row = page.locator(`tr[data-id="${seed.failedId}"]`);
+  await row.waitFor();
+  expect(await page.locator('tbody tr[data-id]').count()).toBe(1);
+  // The error's markup is text in the list, not an element.
+  expect(await row.textContent()).toContain(`${HOSTILE} broke`);
+  await row.locator('a').click();
+
+  await page.waitForSelector('.detail[data-state="failed"]');
+  expect(await page.textContent('.detail-title')).toBe('dash-fragile failed');
+  const attempt = page.locator('tr[data-attempt="1"]');
+  expect(await attempt.textContent()).toContain(`PermanentJobError: ${HOSTILE} broke`);
+  const stack = attempt.locator('pre.stack');
+  expect(await stack.isVisible()).toBe(false);
+  await attempt.locator('summary').click();
+  expect(await stack.isVisible()).toBe(true);
+  expect(await stack.textContent()).toContain('PermanentJobError');
+  expect(await page.textContent('#payload')).toContain(`"note": ${JSON.stringify(HOSTILE)}`);
+  expect(await page.locator('main img').count()).toBe(0);
+  expect(await page.evaluate(() => (window as { pwned?: boolean }).pwned)).toBeUndefined();
+  expect(await page.locator('button:text-is("Cancel")').isDisabled()).toBe(true);
+
+  // Backing out of the dialog does nothing; confirming retries, and this time it succeeds.
+  await confirmClick('button:text-is("Retry")', /Queue dash-fragile .* again/, false);
+  expect((await app.get(JobQueue).get(seed.failedId))?.state).toBe('failed');
+  fragile.failing = false;
+  await confirmClick('button:text-is("Retry")', /Queue dash-fragile .* again/);
+  expect(await flashed()).toBe('Queued again.');
+  await page.waitForSelector('.detail[data-state="succeeded"]', { timeout: 15_000 });
+  expect(await page.locator('tr[data-attempt]').count()).toBe(2);
+  expect(await page.textContent('tr[data-attempt="2"]')).toContain('succeeded');
+  // Still open after the refreshes: the stack the operator unfolded stays unfolded.
+  expect(await page.locator('tr[data-attempt="1"] pre.stack').isVisible()).toBe(true);
+  expect(await page.textContent('#result')).toContain('"ok": true');
+});
+
+it('pauses and resumes a schedule', async () => {
+  const schedules = app.get(RecurringSchedules);
+  await open('#/schedules');
+  const row = `tr[data-schedule="${seed.schedule}"]`;
+  await confirmClick(`${row} button:text-is("Pause")`, /Pause dash-hourly\?/);
+  expect(await flashed()).toBe('Schedule dash-hourly paused.');
+  await page.waitForSelector(`${row} .badge.paused`);
+  expect((await schedules.get(seed.schedule))?.paused).toBe(true);
+  await confirmClick(`${row} button:text-is("Resume")`, /Resume dash-hourly\?/);
+  expect(await flashed()).toBe('Schedule dash-hourly resumed.');
+  await page.waitForSelector(`${row} button:text-is("Pause")`);
+  expect((await schedules.get(seed.schedule))?.paused).toBe(false);
+});
+
+it('pauses and resumes a queue', async () => {
+  const paused = async () => (await app.get(JobQueues).list()).find((q) => q.name === 'dash-ops')?.paused;
+  await open('#/queues');
+  const row = 'tr[data-queue="dash-ops"]';
+  await confirmClick(`${row} button:text-is("Pause")`, /Pause dash-ops\?/);
+  await page.waitForSelector(`${row} .badge.paused`);
+  expect(await paused()).toBe(true);
+  await confirmClick(`${row} button:text-is("Resume")`, /Resume dash-ops\?/);
+  await page.waitForSelector(`${row} button:text-is("Pause")`);
+  expect(await paused()).toBe(false);
+});
+
+it('opens a batch from the list and draws its graph, whose boxes lead to the jobs', async () => {
+  await open('#/batches');
+  await page.click(`tr[data-id="${seed.batchId}"] a`);
+  await page.waitForSelector('svg.dag');
+  expect(await page.textContent('.detail-title')).toBe('dash-import succeeded');
+  // Three members, the batch, then and finally, and an edge into every box but the members.
+  expect(await page.locator('svg.dag g.node').count()).toBe(6);
+  expect(await page.locator('svg.dag g.edge').count()).toBe(5);
+  expect(await page.textContent('svg.dag')).toContain('then · succeeded');
+  expect(await page.locator('main tbody tr[data-id]').count()).toBe(3);
+  await page.locator('svg.dag a:has(g.node.kind-job)').first().click();
+  await page.waitForSelector('.detail[data-state="succeeded"]');
+  expect(await page.textContent('.detail-title')).toMatch(/^dash-(step|notify) succeeded$/);
+});
+
+it('draws a flow around a job, and bulk-cancels ticked jobs after confirming', async () => {
+  await open(`#/jobs/${seed.flow.parse}`);
+  await page.waitForSelector('svg.dag');
+  expect(await page.locator('svg.dag g.node').count()).toBe(3);
+  expect(await page.textContent('svg.dag')).toContain('failure');
+
+  const jobs = app.get(JobQueue);
+  const later = await Promise.all(
+    [1, 2, 3].map((n) => jobs.enqueue('dash-notify', { what: `later ${n}` }, { delay: 3_600_000 })),
+  );
+  await open('#/jobs?state=scheduled&queue=dash-flow');
+  await page.waitForSelector(`tr[data-id="${later[2]!.id}"]`);
+  for (const job of later.slice(0, 2)) await page.check(`input[data-job="${job.id}"]`);
+  expect(await page.textContent('.bulk')).toContain('2 selected');
+  await confirmClick('button:text-is("Cancel selected")', /Cancel 2 selected job\(s\)\?/);
+  expect(await flashed()).toBe('2 job(s) cancelled, 0 running job(s) asked to stop.');
+  await page.waitForFunction(
+    (gone) => gone.every((id) => !document.querySelector(`tr[data-id="${id}"]`)),
+    later.slice(0, 2).map((j) => j.id),
+  );
+  expect(await page.locator(`tr[data-id="${later[2]!.id}"]`).count()).toBe(1);
+  const states = await Promise.all(later.map(async (j) => (await jobs.get(j.id))?.state));
+  expect(states).toEqual(['cancelled', 'cancelled', 'queued']);
+});
+
+it('runs a delayed job now and deletes it once ended, each after confirming', async () => {
+  const jobs = app.get(JobQueue);
+  await open(`#/jobs/${seed.delayedId}`);
+  await page.waitForSelector('.detail[data-state="queued"]');
+  expect(await page.locator('main button:text-is("Delete")').isDisabled()).toBe(true);
+  await confirmClick('button:text-is("Run now")', /Make dash-step .* due now/);
+  expect(await flashed()).toBe('Due now.');
+  await page.waitForSelector('.detail[data-state="succeeded"]', { timeout: 15_000 });
+  await confirmClick('button:text-is("Delete")', /Delete dash-step .* for good\?/);
+  expect(await flashed()).toBe('Deleted.');
+  await drawn('#/jobs');
+  expect(await jobs.get(seed.delayedId)).toBeNull();
+});
+
+it("refuses an action posted by another site's page", async () => {
+  fragile.failing = true;
+  const jobs = app.get(JobQueue);
+  const { id } = await jobs.enqueue('dash-fragile', { note: 'cross-site' });
+  await waitFor('the job to fail', async () => (await jobs.get(id))?.state === 'failed');
+  // localhost and 127.0.0.1 are different sites to the browser: a form-like POST from one to the other.
+  const other = await browser.newPage();
+  try {
+    // A page there without the dashboard's CSP (which would stop the request before it left).
+    await other.goto(origin.replace('127.0.0.1', 'localhost') + '/ops/jobs/api/stats');
+    const status = await other.evaluate(
+      (url) => fetch(url, { method: 'POST', mode: 'no-cors', credentials: 'include' }).then((r) => r.type),
+      `${origin}/ops/jobs/api/jobs/${id}/retry`,
+    );
+    expect(status).toBe('opaque');
+  } finally {
+    await other.close();
+  }
+  expect((await jobs.get(id))?.attempt).toBe(1);
+  expect((await jobs.get(id))?.state).toBe('failed');
+});
+
+it('shows throughput per queue (the failure just above included) and keeps queue rows in place across refreshes', async () => {
+  await open('#/');
+  await page.waitForSelector('figure.chart[data-queue="dash-flow"] rect.bar-ok', { state: 'attached' });
+  const failedBar = await page.$$eval('figure.chart[data-queue="dash-ops"] rect.bar-failed', (rects) =>
+    rects.some((r) => Number(r.getAttribute('height')) > 0),
+  );
+  expect(failedBar).toBe(true);
+  const order = () => page.$$eval('tr[data-queue]', (rows) => rows.map((r) => (r as HTMLElement).dataset.queue));
+  const first = await order();
+  expect(first).toEqual(['dash-flow', 'dash-ops']);
+  const updated = await page.textContent('#status');
+  await page.waitForFunction((before) => document.getElementById('status')!.textContent !== before, updated);
+  expect(await order()).toEqual(first);
+});
+
+it('ran without script errors or CSP violations', () => {
+  expect(problems).toEqual([]);
+});
