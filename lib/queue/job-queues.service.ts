@@ -7,6 +7,7 @@ import {
   Clock,
   databaseCall,
   JobsError,
+  JobsNotFoundError,
   type LimitInfo,
   type QueueInfo,
   type QueueOptions,
@@ -140,7 +141,7 @@ export class JobQueues {
     if (counts.some((c) => c.queue === name)) return name;
     // A tool without the app's handlers (the CLI) knows a queue by its history.
     if (await databaseCall(where, () => this.storage.hasJobs(name))) return name;
-    throw new JobsError(
+    throw new JobsNotFoundError(
       `${where}: no queue "${name}" is known (no handler serves it, JobsModule's "queues" does not declare it, and it holds no jobs). ` +
         `Potential fix: check the name against JobQueues.list(), or declare it in JobsModule's "queues".`,
     );
