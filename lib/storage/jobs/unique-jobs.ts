@@ -34,11 +34,7 @@ export async function insertUniqueJobs(
     const insert = uniform
       ? run('insertUniqueUniform', [...uniform, now, channel], executor)
       : run('insertUnique', [...encodeNewJobColumns(pending), now, channel], executor);
-    const written = new Set(
-      (await insert)
-        .map((r) => r.id as string | null)
-        .filter(Boolean),
-    );
+    const written = new Set((await insert).map((r) => r.id as string | null).filter(Boolean));
     const skipped = pending.filter((j) => !written.has(j.id));
     pending = [];
     if (!skipped.length) break;
