@@ -36,4 +36,6 @@ const RELEASED: Record<number, string> = {
   1: '08c35005c1996488',
   2: '2ea86fb2c508fb4c',
   3: '9909e0e967bd5e76',
+  4: 'e03e17a376200d00',
+  5: '90a48b045e5ad8ca',
 };
