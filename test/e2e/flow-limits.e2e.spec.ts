@@ -58,8 +58,13 @@ async function maxOverlap(schema: string, queue: string): Promise<number> {
   return row!.n;
 }
 
+// Each test's instances close with it: a file's worth of them open at once (three instances of
+// ~16 connections per test) would reach PostgreSQL's default max_connections of 100.
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
+});
+
 afterAll(async () => {
-  for (const app of apps) await app.close().catch(() => undefined);
   await dropSchemas(...schemas);
 });
 
