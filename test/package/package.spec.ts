@@ -178,7 +178,7 @@ afterAll(async () => {
 describe('npm pack', () => {
   it('holds the built library (code, declarations, migrations) and nothing else', () => {
     const files = packed.files.map((f) => f.path).sort();
-    expect(files.filter((f) => !f.startsWith('dist/lib/'))).toEqual(['README.md', 'package.json']);
+    expect(files.filter((f) => !f.startsWith('dist/lib/'))).toEqual(['LICENSE', 'README.md', 'package.json']);
 
     const sources = (dir: string): string[] =>
       readdirSync(path.join(repo, dir), { withFileTypes: true }).flatMap((e) =>
