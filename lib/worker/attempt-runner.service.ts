@@ -6,13 +6,9 @@ import {
   JOB_ROW_BUILDER,
   JobEvents,
   JobTracing,
-  LeaseLostError,
-  WorkerShutdownError,
-  type AttemptEnd,
   type ClaimedJob,
   type JobHandler,
   type JobRowBuilder,
-  type StallReason,
 } from '../model/index.js';
 import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
@@ -86,7 +82,8 @@ export class AttemptRunner {
       : await run.execute();
     if (started >= 0) {
       // Raised as the attempt ends, before its outcome is written (the worker batches that write).
-      this.events.ended(job, result.outcome ?? stalled(job, result.reason), performance.now() - started);
+      const end = result.outcome ?? { kind: 'stalled' as const, reason: result.reason, error: result.error };
+      this.events.ended(job, end, performance.now() - started);
     }
     this.progress!.forget(job.id);
     return result;
@@ -96,14 +93,4 @@ export class AttemptRunner {
   drainProgress(): Promise<void> {
     return this.progress?.drain() ?? Promise.resolve();
   }
-}
-
-/** An attempt that ended with nothing of this worker's to record, with the error its signal aborted with. */
-function stalled(job: ClaimedJob, reason: StallReason): AttemptEnd {
-  const error =
-    reason === 'shutdown'
-      ? new WorkerShutdownError()
-      : new LeaseLostError(`Job ${job.id}: this worker lost its lease; another worker owns the job now`);
-  const { name, message } = error;
-  return { kind: 'stalled', reason, error: { name, message } };
 }

@@ -15,6 +15,7 @@ import {
   JobTimeoutError,
   PermanentJobError,
   serializeError,
+  type SerializedError,
   WorkerShutdownError,
   type AttemptOutcome,
   type ClaimedJob,
@@ -31,7 +32,9 @@ export type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
 
 /** What came of one attempt: an outcome to record, or nothing (the job is no longer ours). */
 export type RunResult =
-  { outcome: AttemptOutcome; continuations?: NewJob[] } | { outcome: null; reason: 'lost-lease' | 'shutdown' };
+  | { outcome: AttemptOutcome; continuations?: NewJob[] }
+  /** Nothing of this worker's to record; `error` is what the handler's signal aborted with. */
+  | { outcome: null; reason: 'lost-lease' | 'shutdown'; error: SerializedError };
 
 export interface RunnerDeps {
   moduleRef: ModuleRef;
@@ -218,8 +221,10 @@ export class RunningJob {
 
   private failure(error: unknown): RunResult {
     const { job } = this;
-    if (this.stopReason === 'lost-lease') return { outcome: null, reason: 'lost-lease' };
-    if (this.stopReason === 'shutdown') return { outcome: null, reason: 'shutdown' };
+    if (this.stopReason === 'lost-lease' || this.stopReason === 'shutdown') {
+      const { name, message } = this.abortReason!;
+      return { outcome: null, reason: this.stopReason, error: { name, message } };
+    }
     if (this.stopReason === 'cancel') return this.cancelled();
     const err = error instanceof Error ? error : new Error(String(error));
     const now = this.deps.clock.now().getTime();

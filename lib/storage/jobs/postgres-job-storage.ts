@@ -129,7 +129,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
       return new Map();
     }
     return executor.transaction(async (tx) => {
-      await this.flagQueuesOn(tx, jobs, now);
+      await this.flagQueuesOn(tx, jobs, now, features);
       const plain = unique.length ? jobs.filter((j) => !j.uniqueKey) : jobs;
       if (plain.length) await this.insertPlain(tx, plain, now);
       return unique.length
@@ -150,8 +150,12 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
    * in job-statements.ts); a no-op for jobs without either. Workflow inserts
    * call it too, in their own transaction.
    */
-  async flagQueuesOn(executor: SqlExecutor, jobs: readonly NewJob[], now: Date): Promise<void> {
-    const features = queueFeatures(jobs);
+  async flagQueuesOn(
+    executor: SqlExecutor,
+    jobs: readonly NewJob[],
+    now: Date,
+    features = queueFeatures(jobs),
+  ): Promise<void> {
     if (!features.groups.length && !features.serial.length) return;
     const queues = [...new Set([...features.groups, ...features.serial])];
     await this.run(

@@ -2,6 +2,17 @@ import { quoteIdent } from '../connection/sql-identifiers.js';
 import { notifySql } from '../notifications/notification-topics.js';
 
 /**
+ * A run-time change of a queue's or a job name's limits (row alias q): $2/$3 say whether the
+ * concurrency / the rate changes, $5 concurrency, $6 rate max, $7 rate per, $8 now.
+ */
+const RUNTIME_LIMITS_SET = `SET concurrency = CASE WHEN $2 THEN $5 ELSE q.concurrency END,
+            concurrency_source = CASE WHEN $2 THEN 'runtime' ELSE q.concurrency_source END,
+            rate_max = CASE WHEN $3 THEN $6 ELSE q.rate_max END,
+            rate_per_ms = CASE WHEN $3 THEN $7 ELSE q.rate_per_ms END,
+            rate_source = CASE WHEN $3 THEN 'runtime' ELSE q.rate_source END,
+            updated_at = $8`;
+
+/**
  * The SQL of queue settings. Each limit is stored three ways: the value in
  * force, the value the code declared (`*_code`), and where the value in
  * force came from; a start applies the code's value only where it differs
@@ -88,12 +99,7 @@ export function queueStatements(schema: string) {
       INSERT INTO ${s}.job_queue AS q (name, concurrency, concurrency_source, rate_max, rate_per_ms, rate_source, updated_at)
       VALUES ($1, $5, 'runtime', $6, $7, 'runtime', $8)
       ON CONFLICT (name) DO UPDATE
-        SET concurrency = CASE WHEN $2 THEN $5 ELSE q.concurrency END,
-            concurrency_source = CASE WHEN $2 THEN 'runtime' ELSE q.concurrency_source END,
-            rate_max = CASE WHEN $3 THEN $6 ELSE q.rate_max END,
-            rate_per_ms = CASE WHEN $3 THEN $7 ELSE q.rate_per_ms END,
-            rate_source = CASE WHEN $3 THEN 'runtime' ELSE q.rate_source END,
-            updated_at = $8
+        ${RUNTIME_LIMITS_SET}
       RETURNING q.name
     )
     SELECT ${notifySql('queues', '$4', 'u.name')} FROM u`,
@@ -106,12 +112,7 @@ export function queueStatements(schema: string) {
                                             rate_source, updated_at)
       VALUES ($1, $9, $5, 'runtime', $6, $7, 'runtime', $8)
       ON CONFLICT (queue, name) DO UPDATE
-        SET concurrency = CASE WHEN $2 THEN $5 ELSE q.concurrency END,
-            concurrency_source = CASE WHEN $2 THEN 'runtime' ELSE q.concurrency_source END,
-            rate_max = CASE WHEN $3 THEN $6 ELSE q.rate_max END,
-            rate_per_ms = CASE WHEN $3 THEN $7 ELSE q.rate_per_ms END,
-            rate_source = CASE WHEN $3 THEN 'runtime' ELSE q.rate_source END,
-            updated_at = $8
+        ${RUNTIME_LIMITS_SET}
       RETURNING q.queue
     )
     SELECT ${notifySql('queues', '$4', 'u.queue')} FROM u`,
