@@ -13,6 +13,7 @@ import { CompletionBatcher } from './completion-batcher.js';
 import { FailureHooks } from './failure-hooks.service.js';
 import { JobRescuer } from './job-rescuer.service.js';
 import { LeaseKeeper, type LeaseHolder } from './lease-keeper.service.js';
+import { ControlledClaims } from './controlled-claims.js';
 import { logOutcome } from './outcome-log.js';
 import { QueueControls } from './queue-controls.js';
 import type { RunningJob } from './running-job.js';
@@ -37,15 +38,15 @@ export class JobWorker implements LeaseHolder {
   private adaptive!: AdaptivePrefetch;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private claiming = false;
-  private wakeAgain = false;
   /** Set when a claim came back short: nothing to do until told or polled. */
   private drained = false;
+  /** Plain queues whose last claim came back short: skipped until told of new work or polled. */
+  private readonly dry = new Set<string>();
+  /** Counts the signals that work may have appeared: a claim's "found nothing" older than one is void. */
+  private signals = 0;
   private rotate = 0;
-  /** Claimed jobs of controlled queues: their end frees a slot a limit counted. */
-  private readonly controlledJobs = new Set<string>();
-  private wakeTimer: NodeJS.Timeout | null = null;
-  private wakeAt = 0;
   private controls!: QueueControls;
+  private controlled!: ControlledClaims;
   private timers: NodeJS.Timeout[] = [];
   private unsubscribe: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
@@ -83,6 +84,7 @@ export class JobWorker implements LeaseHolder {
     );
     this.hooks.start(this.id);
     this.controls = new QueueControls(this.queueStorage, this.logger);
+    this.controlled = new ControlledClaims(this.storage, this.controls, () => this.poke());
     this.state = 'running';
     try {
       await this.connect();
@@ -116,7 +118,7 @@ export class JobWorker implements LeaseHolder {
   private onNotification(event: JobNotification): void {
     if (event.topic === 'queue') {
       if (!this.options.queues || this.options.queues.includes(event.queue)) this.knownQueues.add(event.queue);
-      this.poke();
+      this.wake(event.queue);
     } else if (event.topic === 'cancel') {
       this.cancelLocal(event.jobId);
     } else if (event.topic === 'queues') {
@@ -127,6 +129,14 @@ export class JobWorker implements LeaseHolder {
 
   /** Something may be claimable: look, unless a look is already under way. */
   poke(): void {
+    this.dry.clear();
+    this.wake();
+  }
+
+  /** Work may have appeared (in `queue`, when known): look again, if only after the claim under way. */
+  private wake(queue?: string): void {
+    this.signals++;
+    if (queue !== undefined) this.dry.delete(queue);
     this.drained = false;
     this.fill();
   }
@@ -148,21 +158,15 @@ export class JobWorker implements LeaseHolder {
   private fill(): void {
     if (this.state !== 'running') return;
     this.startBuffered();
-    if (this.claiming) {
-      this.wakeAgain = true;
-      return;
-    }
-    if (this.drained) return;
+    if (this.claiming || this.drained) return;
     const free = this.capacity() - this.buffer.length - this.running.size;
     // Wait for a worthwhile batch, unless every slot is idle.
     if (free < this.minClaim() && !(this.running.size === 0 && this.buffer.length === 0)) return;
     if (free <= 0) return;
     this.claiming = true;
-    this.wakeAgain = false;
     void this.claim(free).finally(() => {
       this.claiming = false;
-      if (this.wakeAgain) this.poke();
-      else this.fill();
+      this.fill();
     });
   }
 
@@ -187,18 +191,25 @@ export class JobWorker implements LeaseHolder {
   /**
    * One claim per queue until `limit` jobs are held. A queue whose claim
    * fails is skipped for this pass, so one bad queue (or row) never stops
-   * the others; the failures are logged once per pass.
+   * the others; the failures are logged once per pass. A plain queue that
+   * came back short is not asked again until its next notification or the
+   * poll: with one busy queue and an idle one, every pass would otherwise
+   * pay a round trip for the idle one.
    */
   private async claim(limit: number): Promise<void> {
+    const signals = this.signals;
     let got = 0;
     const failed: string[] = [];
     let reason = '';
     for (const queue of this.queueOrder()) {
       if (this.state !== 'running') break;
-      if (this.controls.paused(queue)) continue;
+      if (this.controls.paused(queue) || this.dry.has(queue)) continue;
       let jobs: ClaimedJob[];
+      const asked = limit - got;
+      const before = this.signals;
       try {
-        jobs = await this.claimFrom(queue, limit - got);
+        jobs = await this.claimFrom(queue, asked);
+        if (jobs.length < asked && before === this.signals && !this.controls.controlled(queue)) this.dry.add(queue);
       } catch (error) {
         failed.push(queue);
         reason = (error as Error).message;
@@ -214,17 +225,9 @@ export class JobWorker implements LeaseHolder {
       if (got >= limit) break;
     }
     if (failed.length) this.logger.error(`Claiming jobs from queue(s) ${failed.join(', ')} failed: ${reason}`);
-    if (got < limit) this.drained = true;
+    if (got < limit && signals === this.signals) this.drained = true;
   }
 
-  /**
-   * A limited queue's jobs count against its limits from their claim on,
-   * so this worker claims no more of them than it can start now: a
-   * prefetched job would hold a slot another instance could use. Other
-   * controlled queues (groups, serial keys, a rate) may have as many again
-   * waiting here: enough to claim in batches, few enough that a group
-   * arriving late is not stuck behind a deep local buffer.
-   */
   private async claimFrom(queue: string, limit: number): Promise<ClaimedJob[]> {
     const request = {
       workerId: this.id,
@@ -235,26 +238,7 @@ export class JobWorker implements LeaseHolder {
       leaseMs: this.options.lease,
     };
     if (!this.controls.controlled(queue)) return this.storage.claim(request);
-    const depth = this.controls.limited(queue) ? 1 : 2;
-    const room = depth * this.options.concurrency - this.running.size - this.buffer.length;
-    if (room <= 0) return [];
-    const { jobs, waitMs } = await this.storage.claimControlled({ ...request, limit: Math.min(limit, room) });
-    if (waitMs !== null) this.wakeIn(waitMs);
-    for (const job of jobs) this.controlledJobs.add(job.id);
-    return jobs;
-  }
-
-  /** A rate limit said when the next job may start: look again then. */
-  private wakeIn(ms: number): void {
-    const at = Date.now() + ms;
-    if (this.wakeTimer && this.wakeAt <= at) return;
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeAt = at;
-    this.wakeTimer = setTimeout(() => {
-      this.wakeTimer = null;
-      this.poke();
-    }, ms);
-    this.wakeTimer.unref();
+    return this.controlled.claim(request, this.options.concurrency, this.running.size + this.buffer.length);
   }
 
   /** Configured queues in their priority order; otherwise every known queue, rotating for fairness. */
@@ -280,6 +264,7 @@ export class JobWorker implements LeaseHolder {
       if (result.outcome) {
         logOutcome(this.logger, job, result.outcome, this.clock);
         this.finishing.set(job.id, job.attempt);
+        this.controlled.ended(job.id);
         this.fill();
         const { outcome } = result;
         const applied = await this.batcher.add({ job, outcome, continuations: result.continuations });
@@ -295,8 +280,8 @@ export class JobWorker implements LeaseHolder {
         this.logger.warn(`Job ${job.name} ${job.id} lost its lease; its outcome was discarded`);
       }
       // A controlled job's slot is free in the database once its outcome is: look again now, not at the poll.
-      if (this.controlledJobs.delete(job.id)) this.drained = false;
-      this.fill();
+      if (this.controlled.released(job.id, !!result.outcome)) this.wake(job.queue);
+      else this.fill();
       if (this.running.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     });
   }
@@ -310,10 +295,13 @@ export class JobWorker implements LeaseHolder {
     const index = this.buffer.findIndex((j) => j.id === id);
     if (index >= 0) {
       const [job] = this.buffer.splice(index, 1);
-      void this.batcher.add({
-        job: job!,
-        outcome: { kind: 'cancelled', error: { name: 'JobCancelledError', message: `Job ${id} was cancelled` } },
-      });
+      const counted = this.controlled.released(id, false);
+      void this.batcher
+        .add({
+          job: job!,
+          outcome: { kind: 'cancelled', error: { name: 'JobCancelledError', message: `Job ${id} was cancelled` } },
+        })
+        .then(() => counted && this.wake(job!.queue));
     }
   }
 
@@ -332,7 +320,10 @@ export class JobWorker implements LeaseHolder {
     for (const id of ids) {
       this.running.get(id)?.stop('lost-lease');
       const index = this.buffer.findIndex((j) => j.id === id);
-      if (index >= 0) this.buffer.splice(index, 1);
+      if (index >= 0) {
+        this.buffer.splice(index, 1);
+        this.controlled.released(id, false);
+      }
     }
   }
 
@@ -351,7 +342,7 @@ export class JobWorker implements LeaseHolder {
     const deadline = Date.now() + this.options.shutdownGrace;
     for (const off of this.unsubscribe.splice(0)) off();
     for (const t of this.timers.splice(0)) clearInterval(t);
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.controlled.stop();
     await this.rescuer.stop();
     await this.notifications.stop();
     const unstarted = this.buffer.splice(0);
