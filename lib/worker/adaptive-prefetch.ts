@@ -28,6 +28,11 @@ export class AdaptivePrefetch {
     }
   }
 
+  /** How many jobs finish in `ms` at the current rate (0 before the first measurement). */
+  jobsWithin(ms: number): number {
+    return this.rate <= 0 ? 0 : Math.round((this.rate * ms) / 1000);
+  }
+
   get value(): number {
     if (this.rate < 0) return Math.min(this.max, this.initial);
     // A long quiet spell: the last rate says nothing about the next job.

@@ -84,7 +84,7 @@ export class JobWorker implements LeaseHolder {
     );
     this.hooks.start(this.id);
     this.controls = new QueueControls(this.queueStorage, this.logger);
-    this.controlled = new ControlledClaims(this.storage, this.controls, () => this.poke());
+    this.controlled = new ControlledClaims(this.storage, this.controls, this.adaptive, () => this.poke());
     this.state = 'running';
     try {
       await this.connect();

@@ -161,6 +161,37 @@ describe('unique jobs', () => {
     expect(many.map((r) => r.created)).toEqual([true, true, false, false]);
     expect(many[2]!.id).toBe(many[0]!.id);
     expect(many[3]!.id).toBe(results[0]!.id);
+
+    // A call of several chunks (2,000 jobs each): keys that repeat across chunks and inside one,
+    // and keys held before the call ('x', and 'report:2026-11' once), each answered with its one
+    // holder; another way of holding a key ("while") is a key of its own.
+    const before = new Map([
+      ['x/default', many[0]!.id],
+      ['report:2026-11/default', results[0]!.id],
+    ]);
+    const keys = Array.from({ length: 5_000 }, (_, i) =>
+      i === 4_999
+        ? { key: 'report:2026-11' }
+        : i % 1_000 === 500
+          ? { key: 'x' }
+          : i % 7 === 0
+            ? { key: `k${i % 1_000}`, while: 'queued' as const }
+            : { key: `k${i % 1_000}` },
+    );
+    const big = await a!
+      .get(JobQueue)
+      .enqueueMany(keys.map((unique, seq) => ({ job: Work, payload: { seq }, options: { unique } })));
+    const holders = new Map(before);
+    let created = 0;
+    keys.forEach((unique, i) => {
+      const way = `${unique.key}/${'while' in unique ? unique.while : 'default'}`;
+      const first = !holders.has(way);
+      if (first) holders.set(way, big[i]!.id);
+      expect(big[i]).toEqual({ id: holders.get(way), created: first });
+      if (first) created++;
+    });
+    expect(created).toBe(holders.size - before.size);
+    expect(await count(`SELECT count(*)::int AS n FROM "${schema}".job`)).toBe(3 + created);
   });
 
   it('per window with "for": a new job once the window passed', async () => {

@@ -1,4 +1,4 @@
-import type { NewJob } from '../../model/index.js';
+import type { FinishedAttempt, NewJob } from '../../model/index.js';
 
 /**
  * The columns a new job is written with, in the order of the insert
@@ -189,4 +189,47 @@ const ESCAPED = /[\\"]/g;
 export function uuidv7Floor(at: Date): string {
   const hex = Math.max(0, at.getTime()).toString(16).padStart(12, '0');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
+}
+
+/**
+ * Outcomes as the success and failure writes take them: ids, and per-row
+ * values as JSON objects keyed by job id (see jobStatements).
+ */
+export function encodeOutcomes(attempts: readonly FinishedAttempt[]) {
+  const succeededIds: string[] = [];
+  const succeededAttempts: Record<string, number> = {};
+  const results: Record<string, unknown> = {};
+  const failedIds: string[] = [];
+  const failures: Record<string, object> = {};
+  for (const { job, outcome } of attempts) {
+    if (outcome.kind === 'succeeded') {
+      succeededIds.push(job.id);
+      succeededAttempts[job.id] = job.attempt;
+      if (outcome.result !== undefined && outcome.result !== null) results[job.id] = outcome.result;
+    } else if (outcome.kind === 'snoozed') {
+      // Back to the queue like a retry, with its own history row, and the attempt given back.
+      failedIds.push(job.id);
+      failures[job.id] = {
+        attempt: job.attempt,
+        state: 'queued',
+        exec_state: 'snoozed',
+        error: { name: 'SnoozeJob', message: outcome.reason ?? `snoozed until ${outcome.until.toISOString()}` },
+        run_at: outcome.until.toISOString(),
+        hook: null,
+        extra: true,
+      };
+    } else {
+      failedIds.push(job.id);
+      failures[job.id] = {
+        attempt: job.attempt,
+        state: outcome.kind === 'retry' ? 'queued' : outcome.kind,
+        exec_state: outcome.kind === 'retry' ? 'failed' : outcome.kind,
+        error: outcome.error,
+        run_at: outcome.kind === 'retry' ? outcome.retryAt.toISOString() : null,
+        // The worker runs the hook itself right after this write, holding it like a lease.
+        hook: outcome.kind === 'failed' ? (outcome.hook ? 'running' : 'done') : null,
+      };
+    }
+  }
+  return { succeededIds, succeededAttempts, results, failedIds, failures };
 }

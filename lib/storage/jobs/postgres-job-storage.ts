@@ -22,7 +22,14 @@ import type {
   WorkerRegistration,
 } from './job-storage.interface.js';
 import { jobStatements, type JobStatements } from './job-statements.js';
-import { dueQueues, encodeNewJobColumns, encodeUniformJobs, queueFeatures, uuidv7Floor } from './job-encoding.js';
+import {
+  dueQueues,
+  encodeNewJobColumns,
+  encodeOutcomes,
+  encodeUniformJobs,
+  queueFeatures,
+  uuidv7Floor,
+} from './job-encoding.js';
 import { insertUniqueJobs } from './unique-jobs.js';
 import { jobInfoFromRows } from './job-rows.js';
 import { executorFor, PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
@@ -120,7 +127,12 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
   }
 
   /** The plain path is one statement; unique keys, groups and serial keys add a few, then in one transaction. */
-  private async insertOn(executor: SqlExecutor, jobs: readonly NewJob[], now: Date): Promise<Map<string, string>> {
+  private async insertOn(
+    executor: SqlExecutor,
+    jobs: readonly NewJob[],
+    now: Date,
+    settledKeys?: Map<string, string>,
+  ): Promise<Map<string, string>> {
     if (jobs.length === 0) return new Map();
     const features = queueFeatures(jobs);
     const unique = jobs.filter((j) => j.uniqueKey);
@@ -133,7 +145,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
       const plain = unique.length ? jobs.filter((j) => !j.uniqueKey) : jobs;
       if (plain.length) await this.insertPlain(tx, plain, now);
       return unique.length
-        ? insertUniqueJobs((k, v, e) => this.run(k, v, e), tx, unique, now, this.channel)
+        ? insertUniqueJobs((k, v, e) => this.run(k, v, e), tx, unique, now, this.channel, settledKeys)
         : new Map();
     });
   }
@@ -173,6 +185,8 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
 
   async insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: TxScope): Promise<Map<string, string>> {
     const duplicates = new Map<string, string>();
+    // Unique keys the call's earlier chunks settled, for its later ones.
+    const settledKeys = new Map<string, string>();
     await executorFor(tx, this.pool).transaction(async (conn) => {
       // The next chunk is pulled from the iterator (built) while the last one
       // is being inserted, so this process and PostgreSQL work at once rather
@@ -186,7 +200,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
       try {
         for (const chunk of chunks) {
           if (inFlight) await inFlight;
-          inFlight = this.insertOn(conn, chunk, now).then(collect);
+          inFlight = this.insertOn(conn, chunk, now, settledKeys).then(collect);
         }
         await inFlight;
       } catch (error) {
@@ -237,42 +251,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     now: Date,
     leaseMs: number,
   ): Promise<Set<string>> {
-    // Per-row values travel as JSON objects keyed by job id (see jobStatements).
-    const succeededIds: string[] = [];
-    const succeededAttempts: Record<string, number> = {};
-    const results: Record<string, unknown> = {};
-    const failedIds: string[] = [];
-    const failures: Record<string, object> = {};
-    for (const { job, outcome } of attempts) {
-      if (outcome.kind === 'succeeded') {
-        succeededIds.push(job.id);
-        succeededAttempts[job.id] = job.attempt;
-        if (outcome.result !== undefined && outcome.result !== null) results[job.id] = outcome.result;
-      } else if (outcome.kind === 'snoozed') {
-        // Back to the queue like a retry, with its own history row, and the attempt given back.
-        failedIds.push(job.id);
-        failures[job.id] = {
-          attempt: job.attempt,
-          state: 'queued',
-          exec_state: 'snoozed',
-          error: { name: 'SnoozeJob', message: outcome.reason ?? `snoozed until ${outcome.until.toISOString()}` },
-          run_at: outcome.until.toISOString(),
-          hook: null,
-          extra: true,
-        };
-      } else {
-        failedIds.push(job.id);
-        failures[job.id] = {
-          attempt: job.attempt,
-          state: outcome.kind === 'retry' ? 'queued' : outcome.kind,
-          exec_state: outcome.kind === 'retry' ? 'failed' : outcome.kind,
-          error: outcome.error,
-          run_at: outcome.kind === 'retry' ? outcome.retryAt.toISOString() : null,
-          // The worker runs the hook itself right after this write, holding it like a lease.
-          hook: outcome.kind === 'failed' ? (outcome.hook ? 'running' : 'done') : null,
-        };
-      }
-    }
+    const { succeededIds, succeededAttempts, results, failedIds, failures } = encodeOutcomes(attempts);
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
     if (succeededIds.length) {

@@ -25,9 +25,30 @@ export async function insertUniqueJobs(
   jobs: readonly NewJob[],
   now: Date,
   channel: string,
+  /**
+   * The keys this transaction already settled (written, or found held), by
+   * holdKey: a later job of the call with one of them is answered here. Its
+   * insert would only conflict, and a conflict costs PostgreSQL about what
+   * an insert does, plus the look-up of the holder.
+   */
+  settled = new Map<string, string>(),
 ): Promise<Map<string, string>> {
   const duplicates = new Map<string, string>();
-  let pending = jobs.filter((j) => !j.uniqueReplace);
+  let pending: NewJob[] = [];
+  /** Later jobs of this chunk with a key an earlier one has: they share its answer. */
+  const echoes: NewJob[] = [];
+  const firsts = new Map<string, NewJob>();
+  for (const job of jobs) {
+    if (job.uniqueReplace) continue;
+    const key = holdKey(job);
+    const holder = settled.get(key);
+    if (holder !== undefined) duplicates.set(job.id, holder);
+    else if (firsts.has(key)) echoes.push(job);
+    else {
+      firsts.set(key, job);
+      pending.push(job);
+    }
+  }
   for (let round = 0; pending.length; round++) {
     if (round === MAX_ROUNDS) throw new Error(`unique keys kept changing hands (${pending.length} jobs not written)`);
     const uniform = encodeUniformJobs(pending, true);
@@ -35,16 +56,26 @@ export async function insertUniqueJobs(
       ? run('insertUniqueUniform', [...uniform, now, channel], executor)
       : run('insertUnique', [...encodeNewJobColumns(pending), now, channel], executor);
     const written = new Set((await insert).map((r) => r.id as string | null).filter(Boolean));
-    const skipped = pending.filter((j) => !written.has(j.id));
+    const skipped: NewJob[] = [];
+    for (const job of pending) {
+      if (written.has(job.id)) settled.set(holdKey(job), job.id);
+      else skipped.push(job);
+    }
     pending = [];
     if (!skipped.length) break;
     const holders = await holdersOf(run, executor, skipped);
     for (const job of skipped) {
-      const holder = holders.get(holdKey(job));
-      if (holder) duplicates.set(job.id, holder);
-      else pending.push(job);
+      const key = holdKey(job);
+      const holder = holders.get(key);
+      if (!holder) {
+        pending.push(job);
+        continue;
+      }
+      duplicates.set(job.id, holder);
+      settled.set(key, holder);
     }
   }
+  for (const job of echoes) duplicates.set(job.id, settled.get(holdKey(job))!);
   // A debounce writes one job at a time: it may have to update the holder instead.
   for (const job of jobs.filter((j) => j.uniqueReplace)) {
     const holder = await replaceOne(run, executor, job, now, channel);
