@@ -13,6 +13,7 @@ import {
   type AttemptOutcome,
   type ClaimedJob,
   type JobContext,
+  type JobEventJob,
   type JobHandler,
   type SerializedError,
 } from '../model/index.js';
@@ -34,14 +35,7 @@ import { JOBS_TESTING_SETTINGS, type JobsTestingSettings } from './jobs-testing-
 import { StorageTap, type TapListener } from './storage-tap.js';
 
 /** One attempt a drain ran, and what came of it. */
-export interface AttemptReport {
-  id: string;
-  name: string;
-  queue: string;
-  /** This attempt's number, from 1. */
-  attempt: number;
-  maxAttempts: number;
-  payload: unknown;
+export interface AttemptReport extends JobEventJob {
   batchId: string | null;
   /**
    * `succeeded`, `retry` (queued again after its backoff), `failed` (for

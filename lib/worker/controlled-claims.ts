@@ -14,7 +14,11 @@ const GROUPED_HORIZON_MS = 10;
 export class ControlledClaims {
   /** Claimed jobs of controlled queues, by id, with their queue: their end frees what a limit counted. */
   private readonly held = new Map<string, string>();
-  /** Per limited queue: jobs that ended here and whose outcome is not written yet. */
+  /**
+   * Per queue: jobs that ended here and whose outcome is not written yet.
+   * Kept for every controlled queue, read for limited ones only: a queue's
+   * settings may change between a job's end and its write.
+   */
   private readonly unwritten = new Map<string, number>();
   private wakeTimer: NodeJS.Timeout | null = null;
   private wakeAt = 0;

@@ -205,11 +205,8 @@ export class JobWorker implements LeaseHolder {
       if (this.state !== 'running') break;
       if (this.controls.paused(queue) || this.dry.has(queue)) continue;
       let jobs: ClaimedJob[];
-      const asked = limit - got;
-      const before = this.signals;
       try {
-        jobs = await this.claimFrom(queue, asked);
-        if (jobs.length < asked && before === this.signals && !this.controls.controlled(queue)) this.dry.add(queue);
+        jobs = await this.claimFrom(queue, limit - got);
       } catch (error) {
         failed.push(queue);
         reason = (error as Error).message;
@@ -237,8 +234,14 @@ export class JobWorker implements LeaseHolder {
       now: this.clock.now(),
       leaseMs: this.options.lease,
     };
-    if (!this.controls.controlled(queue)) return this.storage.claim(request);
-    return this.controlled.claim(request, this.options.concurrency, this.running.size + this.buffer.length);
+    if (this.controls.controlled(queue)) {
+      return this.controlled.claim(request, this.options.concurrency, this.running.size + this.buffer.length);
+    }
+    const signals = this.signals;
+    const jobs = await this.storage.claim(request);
+    // Short, and nothing said meanwhile that work arrived: this queue is empty for now.
+    if (jobs.length < limit && signals === this.signals) this.dry.add(queue);
+    return jobs;
   }
 
   /** Configured queues in their priority order; otherwise every known queue, rotating for fairness. */

@@ -38,5 +38,5 @@ const RELEASED: Record<number, string> = {
   3: '9909e0e967bd5e76',
   4: 'e03e17a376200d00',
   5: '90a48b045e5ad8ca',
-  6: '81e6de981ce4443c',
+  6: '87686b6a553a14c3',
 };

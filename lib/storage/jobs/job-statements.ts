@@ -34,6 +34,14 @@ export function jobStatements(schema: string) {
   /** This row's entry in the fail statement's JSON object ($5), and one field of it as text. */
   const failure = `($5::jsonb -> (j.id::text))`;
   const failed = (field: string) => `(${failure} ->> '${field}')`;
+  /** How both unique inserts end: a held key makes the row a no-op; the ids written, queues woken for them. */
+  const uniqueInsertEnd = `ON CONFLICT DO NOTHING
+      RETURNING id, queue, state, run_at
+    ), n AS (
+      SELECT ${notifySql('queue', '$20', 'q.queue')}
+        FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued' AND run_at <= $19) q
+    )
+    SELECT id FROM ins UNION ALL SELECT NULL FROM n`;
   return {
     // Columns as arrays ($1..$18, NEW_JOB_COLUMNS), then now, the channel
     // and the queues that got work due now. The caller knows those queues
@@ -63,13 +71,7 @@ export function jobStatements(schema: string) {
     insertUnique: `WITH ins AS (
       INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
       SELECT t.*, $19 FROM ${unnestNewJobs(1)}
-      ON CONFLICT DO NOTHING
-      RETURNING id, queue, state, run_at
-    ), n AS (
-      SELECT ${notifySql('queue', '$20', 'q.queue')}
-        FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued' AND run_at <= $19) q
-    )
-    SELECT id FROM ins UNION ALL SELECT NULL FROM n`,
+      ${uniqueInsertEnd}`,
 
     // insertUnique for jobs that share all but id, payload and key (see encodeUniformJobs): three
     // arrays instead of eighteen, as insertUniform does for plain jobs.
@@ -78,13 +80,7 @@ export function jobStatements(schema: string) {
       SELECT t.id, $3::text, $4::text, t.payload, $5::text, $6::int, $7::timestamptz, $8::int, $9::int, $10::uuid,
              $11::text, t.key, $13::int, $14::jsonb, $15::text, $16::timestamptz, $17::text, $18::bigint, $19
         FROM unnest($1::uuid[], $2::jsonb[], $12::text[]) AS t(id, payload, key)
-      ON CONFLICT DO NOTHING
-      RETURNING id, queue, state, run_at
-    ), n AS (
-      SELECT ${notifySql('queue', '$20', 'q.queue')}
-        FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued' AND run_at <= $19) q
-    )
-    SELECT id FROM ins UNION ALL SELECT NULL FROM n`,
+      ${uniqueInsertEnd}`,
 
     // The jobs holding these keys now, in the way each holds it ($2: while, $3: window, per key).
     uniqueHolders: `SELECT j.id, j.unique_key, j.unique_while, j.unique_window

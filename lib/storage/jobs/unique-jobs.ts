@@ -37,7 +37,7 @@ export async function insertUniqueJobs(
   let pending: NewJob[] = [];
   /** Later jobs of this chunk with a key an earlier one has: they share its answer. */
   const echoes: NewJob[] = [];
-  const firsts = new Map<string, NewJob>();
+  const firsts = new Set<string>();
   for (const job of jobs) {
     if (job.uniqueReplace) continue;
     const key = holdKey(job);
@@ -45,7 +45,7 @@ export async function insertUniqueJobs(
     if (holder !== undefined) duplicates.set(job.id, holder);
     else if (firsts.has(key)) echoes.push(job);
     else {
-      firsts.set(key, job);
+      firsts.add(key);
       pending.push(job);
     }
   }
