@@ -1,8 +1,23 @@
 import { Logger } from '@nestjs/common';
 import type { Clock, FinishedAttempt } from '../model/index.js';
-import type { JobStorage } from '../storage/jobs/job-storage.interface.js';
+import type { ClaimRequest, ClaimResult, JobStorage } from '../storage/jobs/job-storage.interface.js';
 import type { WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import type { RowLock } from './row-lock.js';
+
+/**
+ * Lets an outcome write claim more jobs of a limited queue in its own
+ * statement (JobStorage.finishAndClaim): the slots it frees are refilled
+ * without waiting for the write to come back first.
+ */
+export interface ClaimOnFinish {
+  /** As a write of these outcomes starts: what to claim with it, if anything. */
+  request(attempts: readonly FinishedAttempt[]): ClaimRequest | null;
+  /**
+   * The claim's answer, before the outcomes' promises resolve; null when
+   * the write failed (it is retried, and nothing was claimed).
+   */
+  answer(request: ClaimRequest, attempts: readonly FinishedAttempt[], result: ClaimResult | null): void;
+}
 
 interface Pending {
   attempt: FinishedAttempt;
@@ -38,6 +53,7 @@ export class CompletionBatcher {
     private readonly rowLock: RowLock,
     /** The worker's lease: a failure's onFailure hook is held that long (see JobStorage.finish). */
     private readonly leaseMs: number,
+    private readonly claimer: ClaimOnFinish | null = null,
     private readonly maxInFlight = 3,
     private readonly maxBatch = 1000,
   ) {}
@@ -77,17 +93,8 @@ export class CompletionBatcher {
     try {
       const now = this.clock.now();
       // Outcomes that carry continuations need their own transaction; the rest go together.
-      const plain = batch.filter((p) => !p.attempt.continuations?.length);
-      const applied = plain.length
-        ? await this.rowLock.runShared(() =>
-            this.storage.finish(
-              this.workerId,
-              plain.map((p) => p.attempt),
-              now,
-              this.leaseMs,
-            ),
-          )
-        : new Set<string>();
+      const plain = batch.filter((p) => !p.attempt.continuations?.length).map((p) => p.attempt);
+      const applied = plain.length ? await this.writePlain(plain, now) : new Set<string>();
       for (const p of batch) {
         if (!p.attempt.continuations?.length) continue;
         const { continuations, ...attempt } = p.attempt;
@@ -107,6 +114,23 @@ export class CompletionBatcher {
       );
       this.pausedUntil = Math.max(this.pausedUntil, Date.now() + wait);
       this.scheduleResume();
+    }
+  }
+
+  private async writePlain(attempts: FinishedAttempt[], now: Date): Promise<Set<string>> {
+    const claim = attempts.some((a) => a.outcome.kind === 'succeeded') ? this.claimer?.request(attempts) : null;
+    if (!claim) {
+      return this.rowLock.runShared(() => this.storage.finish(this.workerId, attempts, now, this.leaseMs));
+    }
+    let answer: ClaimResult | null = null;
+    try {
+      const written = await this.rowLock.runShared(() =>
+        this.storage.finishAndClaim(this.workerId, attempts, now, this.leaseMs, claim),
+      );
+      answer = written.claimed;
+      return written.applied;
+    } finally {
+      this.claimer!.answer(claim, attempts, answer);
     }
   }
 

@@ -1,17 +1,30 @@
-import type { ClaimedJob } from '../model/index.js';
-import type { ClaimRequest, JobStorage } from '../storage/jobs/job-storage.interface.js';
+import type { ClaimedJob, FinishedAttempt } from '../model/index.js';
+import type { ClaimRequest, ClaimResult, JobStorage } from '../storage/jobs/job-storage.interface.js';
 import type { AdaptivePrefetch } from './adaptive-prefetch.js';
+import type { ClaimOnFinish } from './completion-batcher.js';
 import type { QueueControls } from './queue-controls.js';
 
 /** How much local work a grouped (or serial, or rate-limited) queue may hold beyond its running jobs. */
 const GROUPED_HORIZON_MS = 10;
+
+/** What ControlledClaims needs of the worker. */
+export interface ControlledClaimsHost {
+  /** Look for work again. */
+  poke(): void;
+  /** Slots with nothing running or waiting to run in them. */
+  idleSlots(): number;
+  /** A claim of `queue` for this worker, or null when it is not taking work. */
+  request(queue: string, limit: number): ClaimRequest | null;
+  /** Jobs a claim riding on an outcome write got, to run (or hand back). */
+  deliver(jobs: ClaimedJob[]): void;
+}
 
 /**
  * The worker's side of the controlled claim (limits, groups, serial keys,
  * rate limits): how many of a queue's jobs to ask for, when asking is
  * pointless, and when to look again.
  */
-export class ControlledClaims {
+export class ControlledClaims implements ClaimOnFinish {
   /** Claimed jobs of controlled queues, by id, with their queue: their end frees what a limit counted. */
   private readonly held = new Map<string, string>();
   /**
@@ -20,6 +33,12 @@ export class ControlledClaims {
    * settings may change between a job's end and its write.
    */
   private readonly unwritten = new Map<string, number>();
+  /** Limited queues with a claim riding on an outcome write now: one at a time per queue. */
+  private readonly riding = new Set<string>();
+  /** Jobs whose outcome write claimed for their queue: that claim was the look their end calls for. */
+  private readonly answered = new Set<string>();
+  /** Jobs asked for by claims riding on outcome writes, not answered yet: the worker counts them as held. */
+  incoming = 0;
   private wakeTimer: NodeJS.Timeout | null = null;
   private wakeAt = 0;
 
@@ -27,8 +46,7 @@ export class ControlledClaims {
     private readonly storage: JobStorage,
     private readonly controls: QueueControls,
     private readonly prefetch: AdaptivePrefetch,
-    /** Asks the worker to look for work again. */
-    private readonly poke: () => void,
+    private readonly host: ControlledClaimsHost,
   ) {}
 
   /**
@@ -44,7 +62,8 @@ export class ControlledClaims {
    *
    * While a job of a limited queue has ended here but its outcome is not
    * written, its slot is still taken in the database: a claim now would
-   * hold the queue's lock only to find no room. The write's end asks again.
+   * hold the queue's lock only to find no room. The write claims for the
+   * queue itself (request below), or its end asks again.
    */
   async claim(request: ClaimRequest, concurrency: number, held: number): Promise<ClaimedJob[]> {
     const limited = this.controls.limited(request.queue);
@@ -58,6 +77,45 @@ export class ControlledClaims {
     return jobs;
   }
 
+  /**
+   * A limited queue's slots come free as its outcomes are written, so the
+   * claim that refills them rides in the same statement: one round trip per
+   * turn of a slot instead of a write and then a claim. Only when this write
+   * carries every unwritten outcome of the queue here (otherwise a later
+   * write frees more and claims then), and for no more than the slots idle
+   * here now.
+   */
+  request(attempts: readonly FinishedAttempt[]): ClaimRequest | null {
+    const free = this.host.idleSlots();
+    if (free <= 0) return null;
+    const inWrite = new Map<string, number>();
+    for (const { job } of attempts) {
+      const queue = this.held.get(job.id);
+      if (queue !== undefined) inWrite.set(queue, (inWrite.get(queue) ?? 0) + 1);
+    }
+    for (const [queue, n] of inWrite) {
+      if (this.riding.has(queue) || !this.controls.limited(queue) || this.controls.paused(queue)) continue;
+      if (n !== this.unwritten.get(queue)) continue;
+      const request = this.host.request(queue, free);
+      if (!request) return null;
+      this.riding.add(queue);
+      this.incoming += free;
+      return request;
+    }
+    return null;
+  }
+
+  /** A ride's answer (null: the write failed): the jobs are held, and handed to the worker. */
+  answer(request: ClaimRequest, attempts: readonly FinishedAttempt[], result: ClaimResult | null): void {
+    this.riding.delete(request.queue);
+    this.incoming -= request.limit;
+    if (!result) return;
+    for (const { job } of attempts) if (this.held.get(job.id) === request.queue) this.answered.add(job.id);
+    if (result.waitMs !== null) this.wakeIn(result.waitMs);
+    for (const job of result.jobs) this.held.set(job.id, job.queue);
+    this.host.deliver(result.jobs);
+  }
+
   /** A controlled job ended here; its outcome is on its way to the database. */
   ended(id: string): void {
     const queue = this.held.get(id);
@@ -66,19 +124,20 @@ export class ControlledClaims {
 
   /**
    * The job's outcome is written (or will not be, here): what it held is
-   * free in the database. Returns whether it was a controlled job, whose
-   * queue is then worth another look.
+   * free in the database. Returns whether its queue is worth another look:
+   * it was a controlled job, and its write did not claim for the queue.
    */
   released(id: string, outcomeHandedIn: boolean): boolean {
     const queue = this.held.get(id);
     if (queue === undefined) return false;
     this.held.delete(id);
+    const answered = this.answered.delete(id);
     if (outcomeHandedIn) {
       const left = (this.unwritten.get(queue) ?? 1) - 1;
       if (left > 0) this.unwritten.set(queue, left);
       else this.unwritten.delete(queue);
     }
-    return true;
+    return !answered;
   }
 
   /** A rate limit said when the next job may start: look again then. */
@@ -89,7 +148,7 @@ export class ControlledClaims {
     this.wakeAt = at;
     this.wakeTimer = setTimeout(() => {
       this.wakeTimer = null;
-      this.poke();
+      this.host.poke();
     }, ms);
     this.wakeTimer.unref();
   }

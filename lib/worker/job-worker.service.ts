@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { Clock, serializeError, WorkerShutdownError, type ClaimedJob } from '../model/index.js';
-import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { JOB_STORAGE, type ClaimRequest, type HeldJob } from '../storage/jobs/job-storage.interface.js';
+import type { JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { JobNotifications, type JobNotification } from '../storage/notifications/job-notifications.interface.js';
 import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
@@ -74,6 +75,13 @@ export class JobWorker implements LeaseHolder {
     for (const job of this.registry.all()) this.knownQueues.add(job.options.queue);
     this.attempts.prepare(this.id);
     this.adaptive = new AdaptivePrefetch(this.options.concurrency);
+    this.controls = new QueueControls(this.queueStorage, this.logger);
+    this.controlled = new ControlledClaims(this.storage, this.controls, this.adaptive, {
+      poke: () => this.poke(),
+      idleSlots: () => this.options.concurrency - this.local(),
+      request: (queue, limit) => (this.state === 'running' ? this.claimRequest(queue, limit) : null),
+      deliver: (jobs) => this.deliver(jobs),
+    });
     this.batcher = new CompletionBatcher(
       this.storage,
       this.workflows,
@@ -81,10 +89,9 @@ export class JobWorker implements LeaseHolder {
       this.clock,
       this.leases.rowLock,
       this.options.lease,
+      this.controlled,
     );
     this.hooks.start(this.id);
-    this.controls = new QueueControls(this.queueStorage, this.logger);
-    this.controlled = new ControlledClaims(this.storage, this.controls, this.adaptive, () => this.poke());
     this.state = 'running';
     try {
       await this.connect();
@@ -159,7 +166,7 @@ export class JobWorker implements LeaseHolder {
     if (this.state !== 'running') return;
     this.startBuffered();
     if (this.claiming || this.drained) return;
-    const free = this.capacity() - this.buffer.length - this.running.size;
+    const free = this.capacity() - this.local();
     // Wait for a worthwhile batch, unless every slot is idle.
     if (free < this.minClaim() && !(this.running.size === 0 && this.buffer.length === 0)) return;
     if (free <= 0) return;
@@ -225,17 +232,33 @@ export class JobWorker implements LeaseHolder {
     if (got < limit && signals === this.signals) this.drained = true;
   }
 
+  private claimRequest(queue: string, limit: number): ClaimRequest {
+    const names = this.registry.names();
+    return { workerId: this.id, queue, names, limit, now: this.clock.now(), leaseMs: this.options.lease };
+  }
+
+  /** Jobs here or on their way: buffered, running, or asked for by a claim riding on an outcome write. */
+  private local(): number {
+    return this.buffer.length + this.running.size + this.controlled.incoming;
+  }
+
+  /** Jobs a claim riding on an outcome write got; once stop() began they stay buffered, to be handed back. */
+  private deliver(jobs: ClaimedJob[]): void {
+    this.buffer.push(...jobs);
+    this.startBuffered();
+  }
+
+  private async handBackUnstarted(): Promise<void> {
+    const unstarted = this.buffer.splice(0);
+    await this.storage
+      .handBack(this.id, unstarted, this.clock.now(), null)
+      .catch((e: Error) => this.logger.error(`Handing back ${unstarted.length} unstarted job(s) failed: ${e.message}`));
+  }
+
   private async claimFrom(queue: string, limit: number): Promise<ClaimedJob[]> {
-    const request = {
-      workerId: this.id,
-      queue,
-      names: this.registry.names(),
-      limit,
-      now: this.clock.now(),
-      leaseMs: this.options.lease,
-    };
+    const request = this.claimRequest(queue, limit);
     if (this.controls.controlled(queue)) {
-      return this.controlled.claim(request, this.options.concurrency, this.running.size + this.buffer.length);
+      return this.controlled.claim(request, this.options.concurrency, this.local());
     }
     const signals = this.signals;
     const jobs = await this.storage.claim(request);
@@ -348,10 +371,7 @@ export class JobWorker implements LeaseHolder {
     this.controlled.stop();
     await this.rescuer.stop();
     await this.notifications.stop();
-    const unstarted = this.buffer.splice(0);
-    await this.storage
-      .handBack(this.id, unstarted, this.clock.now(), null)
-      .catch((e: Error) => this.logger.error(`Handing back ${unstarted.length} unstarted job(s) failed: ${e.message}`));
+    await this.handBackUnstarted();
     if (this.running.size) {
       this.logger.log(`Waiting up to ${this.options.shutdownGrace} ms for ${this.running.size} running job(s)`);
       await Promise.race([
@@ -379,6 +399,8 @@ export class JobWorker implements LeaseHolder {
         `Shutting down with ${unrecorded} job outcome(s) not recorded (database unreachable); those jobs run again once their lease expires`,
       );
     }
+    // Jobs a claim riding on one of those writes brought in.
+    await this.handBackUnstarted();
     // Hooks started by outcomes written during the grace period share what is left of it.
     await this.hooks.stop(Math.max(0, deadline - Date.now()));
     await this.leases.stop();

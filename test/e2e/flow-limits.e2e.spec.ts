@@ -1,5 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { Job, JobQueue, JobQueues, JobsError, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
+import type { ClaimedJob, FinishedAttempt } from '../../lib/model/index.js';
+import { JOB_STORAGE, type ClaimRequest, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, NamedWork, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -117,6 +119,66 @@ describe('a queue concurrency limit', () => {
     expect(await named.stop()).toBe(2);
     // The unlimited name of the same queue was not held to 2.
     expect(await maxOverlap(schema, 'named')).toBeGreaterThan(2);
+  });
+});
+
+describe('an outcome write that claims (how a limited queue refills its slots)', () => {
+  it('claims in the same statement only the slots its outcomes freed, fenced like any outcome', async () => {
+    const schema = uniqueSchema('fcride');
+    schemas.push(schema);
+    const app = await boot(schema, { worker: { enabled: false }, queues: { limited: { concurrency: 2 } } });
+    const storage = app.get<JobStorage>(JOB_STORAGE);
+    const refs = await app
+      .get(JobQueue)
+      .enqueueMany(
+        Array.from({ length: 6 }, (_, seq) => ({ job: Work, payload: { seq }, options: { queue: 'limited' } })),
+      );
+    const order = refs.map((r) => r.id);
+    const claim = (workerId: string): ClaimRequest => ({
+      workerId,
+      queue: 'limited',
+      names: ['fc-work'],
+      limit: 5,
+      now: new Date(),
+      leaseMs: 30_000,
+    });
+    const succeeded = (...jobs: ClaimedJob[]): FinishedAttempt[] =>
+      jobs.map((job) => ({ job, outcome: { kind: 'succeeded', result: null } }));
+    const active = async () =>
+      (await sql<{ id: string; worker_id: string }>(`SELECT id, worker_id FROM "${schema}".job WHERE state = 'active'`))
+        .map((r) => `${r.worker_id}:${order.indexOf(r.id)}`)
+        .sort();
+
+    const first = await storage.claimControlled(claim('a'));
+    expect(first.jobs.map((j) => order.indexOf(j.id))).toEqual([0, 1]);
+    expect((await storage.claimControlled(claim('b'))).jobs).toEqual([]);
+
+    // One of a's two ends: its slot, and only its slot, is refilled in the same statement.
+    const one = await storage.finishAndClaim('a', succeeded(first.jobs[0]!), new Date(), 30_000, claim('a'));
+    expect([...one.applied]).toEqual([first.jobs[0]!.id]);
+    expect(one.claimed.jobs.map((j) => order.indexOf(j.id))).toEqual([2]);
+    expect(await active()).toEqual(['a:1', 'a:2']);
+
+    // b writes an outcome for a job it does not hold: fenced, so nothing is freed and nothing claimed.
+    const fenced = await storage.finishAndClaim('b', succeeded(first.jobs[1]!), new Date(), 30_000, claim('b'));
+    expect(fenced.applied.size).toBe(0);
+    expect(fenced.claimed.jobs).toEqual([]);
+    expect(await active()).toEqual(['a:1', 'a:2']);
+
+    // Both of a's end: two slots free, two claimed, in enqueue order; the limit still holds.
+    const both = await storage.finishAndClaim(
+      'a',
+      succeeded(first.jobs[1]!, one.claimed.jobs[0]!),
+      new Date(),
+      30_000,
+      claim('a'),
+    );
+    expect(both.applied.size).toBe(2);
+    expect(both.claimed.jobs.map((j) => order.indexOf(j.id))).toEqual([3, 4]);
+    expect(await active()).toEqual(['a:3', 'a:4']);
+    expect(
+      (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n,
+    ).toBe(3);
   });
 });
 

@@ -1,4 +1,5 @@
-import type { JobExecution, JobInfo, JobState, JobSummary, SerializedError } from '../../model/index.js';
+import type { ClaimedJob, JobExecution, JobInfo, JobState, JobSummary, SerializedError } from '../../model/index.js';
+import type { ClaimResult } from './job-storage.interface.js';
 
 type Row = Record<string, unknown>;
 
@@ -58,4 +59,17 @@ export function jobInfoFromRows(row: Row, executionRows: readonly Row[]): JobInf
     cancelRequested: row.cancel_requested as boolean,
     executions,
   };
+}
+
+/** A row of claim_controlled: a claimed job, or (id null) the wait a rate limit asks for. */
+export type ClaimRow = ClaimedJob & { waitMs: number | null };
+
+export function claimResult(rows: readonly ClaimRow[]): ClaimResult {
+  let waitMs: number | null = null;
+  const jobs: ClaimedJob[] = [];
+  for (const { waitMs: wait, ...job } of rows) {
+    if (job.id) jobs.push(job);
+    else waitMs = wait;
+  }
+  return { jobs, waitMs };
 }

@@ -34,6 +34,13 @@ export function jobStatements(schema: string) {
   /** This row's entry in the fail statement's JSON object ($5), and one field of it as text. */
   const failure = `($5::jsonb -> (j.id::text))`;
   const failed = (field: string) => `(${failure} ->> '${field}')`;
+  /** The success write ($1 ids, $2 worker, $3 now, $5 attempts, $6 results), fenced like every outcome. */
+  const succeeded = `UPDATE ${s}.job j
+         SET state = 'succeeded', completed_at = $3, result = $6::jsonb -> (j.id::text), lease_expires_at = NULL,
+             progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END
+       WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
+         AND j.attempt = ($5::jsonb ->> (j.id::text))::int
+      RETURNING j.id, j.batch_id, j.has_dependents`;
   /** How both unique inserts end: a held key makes the row a no-op; the ids written, queues woken for them. */
   const uniqueInsertEnd = `ON CONFLICT DO NOTHING
       RETURNING id, queue, state, run_at
@@ -165,14 +172,29 @@ export function jobStatements(schema: string) {
     SELECT (SELECT count(*) FROM u)::int AS expired, (SELECT count(*) FROM settled)::int AS settled`,
 
     succeed: `WITH u AS (
-      UPDATE ${s}.job j
-         SET state = 'succeeded', completed_at = $3, result = $6::jsonb -> (j.id::text), lease_expires_at = NULL,
-             progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END
-       WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
-         AND j.attempt = ($5::jsonb ->> (j.id::text))::int
-      RETURNING j.id, j.batch_id, j.has_dependents
+      ${succeeded}
     ), ${settle('u', `'succeeded'`, '$3', '$4')}
     SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
+
+    // succeed, and a claim of a limited queue ($7..$10) in the same statement: the slots these
+    // outcomes free are refilled without a second round trip. The claim's argument reads u and
+    // settled, so both are written before claim_controlled runs; as a volatile function its
+    // statements see them (the freed slots count as free) and take the queue's lock after this
+    // statement's row locks, the order every outcome write keeps. Rows: done = true for an
+    // applied outcome (id only), false for a claimed job or the rate limit's wait row.
+    succeedAndClaim: `WITH u AS (
+      ${succeeded}
+    ), ${settle('u', `'succeeded'`, '$3', '$4')}, written AS (
+      SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM settled) AS n
+    )
+    SELECT true AS done, id, NULL::text AS name, NULL::text AS queue, NULL::jsonb AS payload, NULL::int AS attempt,
+           NULL::int AS "maxAttempts", NULL::int AS "timeoutMs", NULL::uuid AS "batchId", NULL::jsonb AS "traceContext",
+           NULL::timestamptz AS deadline, NULL::float8 AS "waitMs"
+      FROM u
+    UNION ALL
+    SELECT false, c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.timeout_ms, c.batch_id, c.trace_context,
+           c.deadline, c.wait_ms
+      FROM written CROSS JOIN LATERAL ${s}.claim_controlled($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10) c`,
 
     // A failed attempt leaves a history row; the job row moves on in the same statement.
     fail: `WITH u AS (

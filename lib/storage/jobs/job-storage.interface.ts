@@ -10,6 +10,12 @@ export interface ClaimRequest {
   leaseMs: number;
 }
 
+/** What a controlled claim got; `waitMs`: a rate limit held jobs back, and the next may start then. */
+export interface ClaimResult {
+  jobs: ClaimedJob[];
+  waitMs: number | null;
+}
+
 export interface HeldJob {
   id: string;
   attempt: number;
@@ -67,9 +73,9 @@ export interface JobStorage {
   /**
    * The claim of a controlled queue (limits, groups, serial keys, pause;
    * see claim_controlled): enforced across instances, one claim at a time
-   * per queue. `waitMs`: a rate limit held jobs back; the next may start then.
+   * per queue.
    */
-  claimControlled(request: ClaimRequest): Promise<{ jobs: ClaimedJob[]; waitMs: number | null }>;
+  claimControlled(request: ClaimRequest): Promise<ClaimResult>;
   /** Fails up to `limit` queued or waiting jobs whose deadline passed; returns how many. */
   expireDeadlines(now: Date, limit: number): Promise<number>;
   /**
@@ -78,6 +84,19 @@ export interface JobStorage {
    * its hook held by this worker for `leaseMs`.
    */
   finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date, leaseMs: number): Promise<Set<string>>;
+  /**
+   * finish, and a controlled claim made in the success write's own
+   * statement, after it: the slots these outcomes free count as free. One
+   * round trip where a limited queue's worker would otherwise wait for the
+   * write before it claims. `claim.now` is ignored: the claim is made at `now`.
+   */
+  finishAndClaim(
+    workerId: string,
+    attempts: readonly FinishedAttempt[],
+    now: Date,
+    leaseMs: number,
+    claim: ClaimRequest,
+  ): Promise<{ applied: Set<string>; claimed: ClaimResult }>;
   renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal>;
   /** Gives jobs back at shutdown without spending their attempt; `error` records an interrupted run. */
   handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void>;

@@ -13,6 +13,7 @@ import { RETRYABLE_STATES } from '../../model/index.js';
 import type {
   CancelResult,
   ClaimRequest,
+  ClaimResult,
   FailedJob,
   HeldJob,
   JobStorage,
@@ -31,7 +32,7 @@ import {
   uuidv7Floor,
 } from './job-encoding.js';
 import { insertUniqueJobs } from './unique-jobs.js';
-import { jobInfoFromRows } from './job-rows.js';
+import { claimResult, jobInfoFromRows, type ClaimRow } from './job-rows.js';
 import { executorFor, PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
 import { WorkerPool } from '../connection/worker-pool.js';
 import type { StorageContext } from '../storage-context.js';
@@ -54,6 +55,7 @@ const PREPARED: ReadonlySet<keyof JobStatements> = new Set([
   'claim',
   'claimControlled',
   'succeed',
+  'succeedAndClaim',
 ]);
 
 /** How long closing the worker's pool may wait for its sessions to end. */
@@ -216,22 +218,9 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     return this.runWorker<ClaimedJob>('claim', [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs]);
   }
 
-  async claimControlled(r: ClaimRequest): Promise<{ jobs: ClaimedJob[]; waitMs: number | null }> {
-    const rows = await this.runWorker<ClaimedJob & { waitMs: number | null }>('claimControlled', [
-      r.queue,
-      r.now,
-      r.names,
-      r.limit,
-      r.workerId,
-      r.leaseMs,
-    ]);
-    let waitMs: number | null = null;
-    const jobs: ClaimedJob[] = [];
-    for (const { waitMs: wait, ...job } of rows) {
-      if (job.id) jobs.push(job);
-      else waitMs = wait;
-    }
-    return { jobs, waitMs };
+  async claimControlled(r: ClaimRequest): Promise<ClaimResult> {
+    const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs];
+    return claimResult(await this.runWorker<ClaimRow>('claimControlled', values));
   }
 
   async expireDeadlines(now: Date, limit: number): Promise<number> {
@@ -241,6 +230,37 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
 
   finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date, leaseMs: number): Promise<Set<string>> {
     return this.finishOn(undefined, workerId, attempts, now, leaseMs);
+  }
+
+  async finishAndClaim(
+    workerId: string,
+    attempts: readonly FinishedAttempt[],
+    now: Date,
+    leaseMs: number,
+    claim: ClaimRequest,
+  ): Promise<{ applied: Set<string>; claimed: ClaimResult }> {
+    const { succeededIds, succeededAttempts, results } = encodeOutcomes(
+      attempts.filter((a) => a.outcome.kind === 'succeeded'),
+    );
+    const values = [succeededIds, workerId, now, this.channel, JSON.stringify(succeededAttempts)];
+    const [rows, applied] = await Promise.all([
+      this.runWorker<ClaimRow & { done: boolean }>('succeedAndClaim', [
+        ...values,
+        JSON.stringify(results),
+        claim.queue,
+        claim.names,
+        claim.limit,
+        claim.leaseMs,
+      ]),
+      this.finish(
+        workerId,
+        attempts.filter((a) => a.outcome.kind !== 'succeeded'),
+        now,
+        leaseMs,
+      ),
+    ]);
+    for (const row of rows) if (row.done) applied.add(row.id);
+    return { applied, claimed: claimResult(rows.filter((row) => !row.done)) };
   }
 
   /** The outcome writes, on `tx` when they must commit with something else (continuations). */
