@@ -41,12 +41,15 @@ export function jobStatements(schema: string) {
        WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
          AND j.attempt = ($5::jsonb ->> (j.id::text))::int
       RETURNING j.id, j.batch_id, j.has_dependents`;
-  /** How both unique inserts end: a held key makes the row a no-op; the ids written, queues woken for them. */
+  /**
+   * How both unique inserts end: a held key makes the row a no-op; the ids written. The queues
+   * with work due in the chunk ($21) are woken if any row was written: returning each row's queue,
+   * state and run time to find them cost ~7% of the statement.
+   */
   const uniqueInsertEnd = `ON CONFLICT DO NOTHING
-      RETURNING id, queue, state, run_at
+      RETURNING id
     ), n AS (
-      SELECT ${notifySql('queue', '$20', 'q.queue')}
-        FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued' AND run_at <= $19) q
+      SELECT ${notifySql('queue', '$20', 'q')} FROM unnest($21::text[]) q WHERE EXISTS (SELECT 1 FROM ins)
     )
     SELECT id FROM ins UNION ALL SELECT NULL FROM n`;
   return {
@@ -73,8 +76,7 @@ export function jobStatements(schema: string) {
 
     // Jobs with unique keys: a key already held makes the row a no-op (the
     // unique indexes decide, whichever instance writes first). Returns the ids
-    // written; the caller looks up the holders of the others. Queues are woken
-    // for the rows written only.
+    // written; the caller looks up the holders of the others.
     insertUnique: `WITH ins AS (
       INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
       SELECT t.*, $19 FROM ${unnestNewJobs(1)}
