@@ -172,11 +172,12 @@ export class JobEvents {
     }
   }
 
-  /** An attempt on this instance ended (the worker calls this only while `observed`). */
-  ended(job: ClaimedJob, end: AttemptEnd, durationMs: number): void {
-    if (end.kind !== 'stalled' && this.attemptListeners.length) {
-      this.attemptEnded({ job, outcome: end.kind, durationMs });
-    }
+  /**
+   * What an attempt on this instance came to, for `@OnJobEvent` listeners
+   * (the worker calls this only while `observed`): its outcome once
+   * written, or how it stalled.
+   */
+  jobEnded(job: ClaimedJob, end: AttemptEnd, durationMs: number): void {
     const entries = this.byEvent.get(EVENT_OF[end.kind]);
     if (!entries?.length) return;
     let event: JobEvent | undefined;

@@ -6,6 +6,8 @@ import {
   JOB_ROW_BUILDER,
   JobEvents,
   JobTracing,
+  WorkerShutdownError,
+  type AttemptOutcome,
   type ClaimedJob,
   type JobHandler,
   type JobRowBuilder,
@@ -13,14 +15,14 @@ import {
 import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { ProgressWriter } from './progress-writer.js';
-import { RunningJob, type RunnerDeps, type RunResult } from './running-job.js';
+import { leaseLostError, RunningJob, type RunnerDeps, type RunResult } from './running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
 /**
  * Runs attempts for a worker: resolves the handler, gives it its context
  * (progress, continuations, batch additions), and wraps the run in the
  * tracing span and the timing that JobEvents listeners want, and tells
- * them how it ended. The worker decides what to run and records what came
+ * them how it ended once its outcome is written. The worker decides what to run and records what came
  * of it.
  */
 @Injectable()
@@ -28,6 +30,8 @@ export class AttemptRunner {
   private readonly logger = new Logger('JobWorker');
   private deps: RunnerDeps | null = null;
   private progress: ProgressWriter | null = null;
+  /** Attempts timed for listeners whose outcome is not written yet: their events wait for the write. */
+  private readonly durations = new Map<string, number>();
 
   constructor(
     private readonly registry: JobRegistry,
@@ -81,12 +85,41 @@ export class AttemptRunner {
         )
       : await run.execute();
     if (started >= 0) {
-      // Raised as the attempt ends, before its outcome is written (the worker batches that write).
-      const end = result.outcome ?? { kind: 'stalled' as const, reason: result.reason, error: result.error };
-      this.events.ended(job, end, performance.now() - started);
+      const durationMs = performance.now() - started;
+      if (result.outcome) {
+        this.events.attemptEnded({ job, outcome: result.outcome.kind, durationMs });
+        this.durations.set(job.id, durationMs);
+      } else {
+        this.events.jobEnded(job, { kind: 'stalled', reason: result.reason, error: result.error }, durationMs);
+      }
     }
     this.progress!.forget(job.id);
     return result;
+  }
+
+  /**
+   * The attempt's outcome was written (true), refused because the job is no
+   * longer this worker's (false), or left unwritten at shutdown (null):
+   * listeners hear of it now, so one that reads the job back finds what
+   * they were told. A refused or unwritten outcome is a stall.
+   */
+  recorded(job: ClaimedJob, outcome: AttemptOutcome, applied: boolean | null): void {
+    const durationMs = this.durations.get(job.id);
+    if (durationMs === undefined) return;
+    this.durations.delete(job.id);
+    if (applied) {
+      this.events.jobEnded(job, outcome, durationMs);
+      return;
+    }
+    // As a stall during the run reports it: our own error, without a stack.
+    const { name, message } = applied === false ? leaseLostError(job.id) : new WorkerShutdownError();
+    const reason = applied === false ? 'lost-lease' : 'shutdown';
+    this.events.jobEnded(job, { kind: 'stalled', reason, error: { name, message } }, durationMs);
+  }
+
+  /** The attempt's outcome will not be written (the testing kit's simulated crash): no event. */
+  forget(jobId: string): void {
+    this.durations.delete(jobId);
   }
 
   /** Writes the progress reports still pending (before outcomes are drained at shutdown). */

@@ -36,6 +36,11 @@ export type RunResult =
   /** Nothing of this worker's to record; `error` is what the handler's signal aborted with. */
   | { outcome: null; reason: 'lost-lease' | 'shutdown'; error: SerializedError };
 
+/** What a worker's attempt is stopped with, or told of, once another worker owns the job. */
+export function leaseLostError(jobId: string): LeaseLostError {
+  return new LeaseLostError(`Job ${jobId}: this worker lost its lease; another worker owns the job now`);
+}
+
 export interface RunnerDeps {
   moduleRef: ModuleRef;
   clock: Clock;
@@ -85,7 +90,7 @@ export class RunningJob {
           ? new JobTimeoutError(this.job.name, this.job.timeoutMs ?? 0)
           : reason === 'shutdown'
             ? new WorkerShutdownError()
-            : new LeaseLostError(`Job ${this.job.id}: this worker lost its lease; another worker owns the job now`);
+            : leaseLostError(this.job.id);
     this.abortReason = error;
     this.controller?.abort(error);
     this.rejectWait?.(error);

@@ -1,4 +1,4 @@
-import { Injectable, Module, Scope, type INestApplication, type LoggerService } from '@nestjs/common';
+import { Inject, Injectable, Module, Scope, type INestApplication, type LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   Job,
@@ -6,12 +6,14 @@ import {
   JobQueue,
   JobsError,
   JobsModule,
+  JOBS_DATA_SOURCE,
   OnJobEvent,
   type JobContext,
   type JobEvent,
   type JobHandler,
   type JobsModuleOptions,
 } from 'nestjs-durable-jobs';
+import type { DataSource } from 'typeorm';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { waitFor } from '../support/wait.js';
 
@@ -57,6 +59,28 @@ class Held implements JobHandler<null> {
   }
 }
 
+/** Where the jobs of this file live (set once the app is up). */
+@Injectable()
+class Where {
+  schema = '';
+}
+
+/** Hands its own job to another worker before it returns: the outcome it returns is refused at the write. */
+@Job('ev-stolen', { queue: 'ev-a' })
+class Stolen implements JobHandler<null, string> {
+  constructor(
+    @Inject(JOBS_DATA_SOURCE) private readonly dataSource: DataSource,
+    private readonly where: Where,
+  ) {}
+  async run(_: null, ctx: JobContext): Promise<string> {
+    await this.dataSource.query(
+      `UPDATE "${this.where.schema}".job SET worker_id = 'thief:1', lease_expires_at = now() + interval '1 hour' WHERE id = $1`,
+      [ctx.jobId],
+    );
+    return 'done';
+  }
+}
+
 @Injectable()
 class Heard {
   readonly all: JobEvent[] = [];
@@ -82,6 +106,15 @@ class Heard {
   @OnJobEvent(['failed', 'retrying'], { name: 'ev-flaky' })
   flakyOnes(event: JobEvent<'failed' | 'retrying'>) {
     this.flaky.push(event);
+  }
+
+  /** Each job's state as a listener reads it back from the database, by job id. */
+  readonly readBack = new Map<string, string | undefined>();
+  constructor(private readonly jobs: JobQueue) {}
+
+  @OnJobEvent(['succeeded', 'retrying', 'failed'], { queue: 'ev-b' })
+  async readItBack(event: JobEvent) {
+    this.readBack.set(event.job.id, (await this.jobs.get(event.job.id))?.state);
   }
 
   of(id: string): JobEvent[] {
@@ -146,11 +179,12 @@ describe('@OnJobEvent', () => {
     ({ app, schema } = await boot(
       // A short lease: a stolen job is noticed at the next renewal (every third of it).
       { worker: { pollInterval: 100, lease: 1_500, shutdownGrace: 100 } },
-      [Double, Flaky, Sleepy, Held, Started, Heard, Buggy],
+      [Double, Flaky, Sleepy, Held, Started, Heard, Buggy, Stolen, Where],
       logs,
     ));
     jobs = app.get(JobQueue);
     heard = app.get(Heard);
+    app.get(Where).schema = schema;
   });
 
   it('tells listeners of a success, with the job, its result and the duration, filtered by queue and name', async () => {
@@ -269,6 +303,42 @@ describe('@OnJobEvent', () => {
         durationMs: expect.any(Number),
       },
     ]);
+  });
+
+  it('tells of an outcome only once it is written: a listener reading the job back finds what it was told', async () => {
+    const refs = await jobs.enqueueMany([
+      ...Array.from({ length: 5 }, (_, n) => ({ job: Double, payload: { n }, options: { queue: 'ev-b' } })),
+      ...Array.from({ length: 3 }, (_, n) => ({ job: Flaky, payload: { tag: `read-${n}` } })),
+    ]);
+    const ids = refs.map((r) => r.id);
+    await waitFor('every read-back', () => ids.every((id) => heard.readBack.has(id)) && heard.readBack.size >= 8);
+    const told = (id: string) => heard.of(id).map((e) => e.event);
+    for (const id of ids.slice(0, 5)) {
+      expect(told(id)).toEqual(['succeeded']);
+      expect(heard.readBack.get(id)).toBe('succeeded');
+    }
+    // A failed attempt with one left is queued again (its backoff is 0); the last one failed for good.
+    await waitFor('the flaky jobs to fail for good', () => ids.slice(5).every((id) => told(id).includes('failed')));
+    for (const id of ids.slice(5)) expect(heard.readBack.get(id)).toBe('failed');
+  });
+
+  it('tells of a stall, not of the outcome, when the outcome is refused because another worker took the job', async () => {
+    const { id } = await jobs.enqueue(Stolen, null);
+    await waitFor('the stall to be heard', () => heard.of(id).length);
+    expect(heard.of(id)).toEqual([
+      {
+        event: 'stalled',
+        reason: 'lost-lease',
+        job: { id, name: 'ev-stolen', queue: 'ev-a', attempt: 1, maxAttempts: 3, payload: null },
+        error: { name: 'LeaseLostError', message: expect.stringContaining(id) },
+        durationMs: expect.any(Number),
+      },
+    ]);
+    const [row] = await sql<{ state: string; worker_id: string }>(
+      `SELECT state, worker_id FROM "${schema}".job WHERE id = $1`,
+      [id],
+    );
+    expect(row).toEqual({ state: 'active', worker_id: 'thief:1' });
   });
 
   it('stops calling a listener once it unsubscribes from JobEvents.on()', async () => {

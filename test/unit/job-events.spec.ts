@@ -26,14 +26,16 @@ describe('JobEvents', () => {
     expect(events.observed).toBe(false);
   });
 
-  it('gives attempt listeners (metrics) recorded outcomes only, and job listeners stalls too', () => {
+  it('keeps attempt listeners (metrics) and job listeners apart: each hears only its own call', () => {
     const events = new JobEvents();
     const attempts: AttemptEnded[] = [];
     const heard: string[] = [];
     events.onAttemptEnded((e) => attempts.push(e));
     events.on(['succeeded', 'stalled'], (e) => void heard.push(e.event));
-    events.ended(job, { kind: 'succeeded', result: 1 }, 5);
-    events.ended(job, { kind: 'stalled', reason: 'shutdown', error: { name: 'WorkerShutdownError', message: 'x' } }, 7);
+    events.attemptEnded({ job, outcome: 'succeeded', durationMs: 5 });
+    expect(heard).toEqual([]);
+    events.jobEnded(job, { kind: 'succeeded', result: 1 }, 5);
+    events.jobEnded(job, { kind: 'stalled', reason: 'shutdown', error: { name: 'WorkerShutdownError', message: 'x' } }, 7);
     expect(attempts).toEqual([{ job, outcome: 'succeeded', durationMs: 5 }]);
     expect(heard).toEqual(['succeeded', 'stalled']);
   });
@@ -51,7 +53,7 @@ describe('JobEvents', () => {
     );
     events.on('retrying', (e) => void heard.push(e.retryAt.toISOString()));
     const retryAt = new Date('2026-01-01T00:00:00Z');
-    events.ended(job, { kind: 'retry', error: { name: 'Error', message: 'down' }, retryAt }, 1);
+    events.jobEnded(job, { kind: 'retry', error: { name: 'Error', message: 'down' }, retryAt }, 1);
     expect(heard).toEqual([retryAt.toISOString()]);
     expect(lines).toEqual([
       `Job event listener Audit.onRetry failed on 'retrying' of job send-receipt ${job.id} attempt 1: boom (the job's outcome stands)`,
