@@ -35,7 +35,11 @@ describe('JobEvents', () => {
     events.attemptEnded({ job, outcome: 'succeeded', durationMs: 5 });
     expect(heard).toEqual([]);
     events.jobEnded(job, { kind: 'succeeded', result: 1 }, 5);
-    events.jobEnded(job, { kind: 'stalled', reason: 'shutdown', error: { name: 'WorkerShutdownError', message: 'x' } }, 7);
+    events.jobEnded(
+      job,
+      { kind: 'stalled', reason: 'shutdown', error: { name: 'WorkerShutdownError', message: 'x' } },
+      7,
+    );
     expect(attempts).toEqual([{ job, outcome: 'succeeded', durationMs: 5 }]);
     expect(heard).toEqual(['succeeded', 'stalled']);
   });
