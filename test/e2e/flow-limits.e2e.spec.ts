@@ -182,6 +182,32 @@ describe('an outcome write that claims (how a limited queue refills its slots)',
   });
 });
 
+describe('a limited queue at shutdown', () => {
+  it('leaves nothing claimed behind: jobs its outcome writes claimed as it stopped are handed back unspent', async () => {
+    const schema = uniqueSchema('fcstop');
+    schemas.push(schema);
+    // A minute-long lease: a job left claimed would still be active after close, not rescued.
+    const worker = { concurrency: 3, lease: 60_000, shutdownGrace: 2_000, pollInterval: 100 };
+    const app = await boot(schema, { worker, queues: { limited: { concurrency: 3 } } });
+    await app
+      .get(JobQueue)
+      .enqueueMany(
+        Array.from({ length: 2_000 }, () => ({ job: Work, payload: { ms: 1 }, options: { queue: 'limited' } })),
+      );
+    const count = async (where: string) =>
+      (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE ${where}`))[0]!.n;
+    await waitFor('a few hundred jobs to succeed', async () => (await count(`state = 'succeeded'`)) >= 300);
+    await app.close();
+
+    expect(await count(`state = 'active'`)).toBe(0);
+    expect(await count(`state = 'succeeded' AND attempt = 1`)).toBe(await count(`state = 'succeeded'`));
+    // Handed back as if never claimed: attempt unspent, no history.
+    expect(await count(`state = 'queued' AND attempt = 0`)).toBe(await count(`state = 'queued'`));
+    expect(await count(`state NOT IN ('queued', 'succeeded')`)).toBe(0);
+    expect((await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job_execution`))[0]!.n).toBe(0);
+  });
+});
+
 describe('a rate limit', () => {
   it('lets at most max jobs start in any window of per ms across three instances, and keeps up with it', async () => {
     const schema = uniqueSchema('fcrate');
