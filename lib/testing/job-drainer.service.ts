@@ -232,15 +232,12 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
       ...(fault ? { injected: fault.kind === 'fail' ? ('failNext' as const) : ('dieAfterWork' as const) } : {}),
     };
     // A crash after the handler's work: nothing is written and the lease is left to run out.
-    if (fault?.kind === 'die') {
-      this.attempts.forget(job.id);
-      return this.report({ ...base, outcome: 'died' });
-    }
+    if (fault?.kind === 'die') return this.report({ ...base, outcome: 'died' });
     if (!result.outcome) return this.report({ ...base, outcome: 'lost' });
     const { outcome } = result;
     logOutcome(this.logger, job, outcome, this.clock);
     const applied = await this.batcher!.add({ job, outcome, continuations: result.continuations });
-    this.attempts.recorded(job, outcome, applied);
+    this.attempts.recorded(job, outcome, result.durationMs, applied);
     if (!applied) return this.report({ ...base, outcome: 'lost' });
     if (outcome.kind === 'failed' && outcome.hook) this.hooks.runLocal(run);
     switch (outcome.kind) {

@@ -22,16 +22,14 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js'
  * Runs attempts for a worker: resolves the handler, gives it its context
  * (progress, continuations, batch additions), and wraps the run in the
  * tracing span and the timing that JobEvents listeners want, and tells
- * them how it ended once its outcome is written. The worker decides what to run and records what came
- * of it.
+ * them how it ended once its outcome is written. The worker decides what
+ * to run and records what came of it.
  */
 @Injectable()
 export class AttemptRunner {
   private readonly logger = new Logger('JobWorker');
   private deps: RunnerDeps | null = null;
   private progress: ProgressWriter | null = null;
-  /** Attempts timed for listeners whose outcome is not written yet: their events wait for the write. */
-  private readonly durations = new Map<string, number>();
 
   constructor(
     private readonly registry: JobRegistry,
@@ -84,16 +82,16 @@ export class AttemptRunner {
           (r) => r.outcome,
         )
       : await run.execute();
+    this.progress!.forget(job.id);
     if (started >= 0) {
       const durationMs = performance.now() - started;
-      if (result.outcome) {
-        this.events.attemptEnded({ job, outcome: result.outcome.kind, durationMs });
-        this.durations.set(job.id, durationMs);
-      } else {
+      if (!result.outcome) {
         this.events.jobEnded(job, { kind: 'stalled', reason: result.reason, error: result.error }, durationMs);
+        return result;
       }
+      this.events.attemptEnded({ job, outcome: result.outcome.kind, durationMs });
+      return { ...result, durationMs };
     }
-    this.progress!.forget(job.id);
     return result;
   }
 
@@ -103,10 +101,8 @@ export class AttemptRunner {
    * listeners hear of it now, so one that reads the job back finds what
    * they were told. A refused or unwritten outcome is a stall.
    */
-  recorded(job: ClaimedJob, outcome: AttemptOutcome, applied: boolean | null): void {
-    const durationMs = this.durations.get(job.id);
+  recorded(job: ClaimedJob, outcome: AttemptOutcome, durationMs: number | undefined, applied: boolean | null): void {
     if (durationMs === undefined) return;
-    this.durations.delete(job.id);
     if (applied) {
       this.events.jobEnded(job, outcome, durationMs);
       return;
@@ -115,11 +111,6 @@ export class AttemptRunner {
     const { name, message } = applied === false ? leaseLostError(job.id) : new WorkerShutdownError();
     const reason = applied === false ? 'lost-lease' : 'shutdown';
     this.events.jobEnded(job, { kind: 'stalled', reason, error: { name, message } }, durationMs);
-  }
-
-  /** The attempt's outcome will not be written (the testing kit's simulated crash): no event. */
-  forget(jobId: string): void {
-    this.durations.delete(jobId);
   }
 
   /** Writes the progress reports still pending (before outcomes are drained at shutdown). */

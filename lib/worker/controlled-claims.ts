@@ -33,12 +33,10 @@ export class ControlledClaims implements ClaimOnFinish {
    * settings may change between a job's end and its write.
    */
   private readonly unwritten = new Map<string, number>();
-  /** Limited queues with a claim riding on an outcome write now: one at a time per queue. */
-  private readonly riding = new Set<string>();
+  /** Per limited queue, the jobs a claim riding on an outcome write asked for: one ride at a time per queue. */
+  private readonly riding = new Map<string, number>();
   /** Jobs whose outcome write claimed for their queue: that claim was the look their end calls for. */
   private readonly answered = new Set<string>();
-  /** Jobs asked for by claims riding on outcome writes, not answered yet: the worker counts them as held. */
-  incoming = 0;
   private wakeTimer: NodeJS.Timeout | null = null;
   private wakeAt = 0;
 
@@ -98,17 +96,22 @@ export class ControlledClaims implements ClaimOnFinish {
       if (n !== this.unwritten.get(queue)) continue;
       const request = this.host.request(queue, free);
       if (!request) return null;
-      this.riding.add(queue);
-      this.incoming += free;
+      this.riding.set(queue, free);
       return request;
     }
     return null;
   }
 
+  /** Jobs asked for by claims riding on outcome writes, not answered yet: the worker counts them as held. */
+  get incoming(): number {
+    let n = 0;
+    for (const asked of this.riding.values()) n += asked;
+    return n;
+  }
+
   /** A ride's answer (null: the write failed): the jobs are held, and handed to the worker. */
   answer(request: ClaimRequest, attempts: readonly FinishedAttempt[], result: ClaimResult | null): void {
     this.riding.delete(request.queue);
-    this.incoming -= request.limit;
     if (!result) return;
     for (const { job } of attempts) if (this.held.get(job.id) === request.queue) this.answered.add(job.id);
     if (result.waitMs !== null) this.wakeIn(result.waitMs);

@@ -295,7 +295,7 @@ export class JobWorker implements LeaseHolder {
         const { outcome } = result;
         const applied = await this.batcher.add({ job, outcome, continuations: result.continuations });
         this.finishing.delete(job.id);
-        this.attempts.recorded(job, outcome, applied);
+        this.attempts.recorded(job, outcome, result.durationMs, applied);
         if (applied === false) {
           this.logger.warn(
             `Job ${job.name} ${job.id} attempt ${job.attempt}: its ${outcome.kind} outcome was not recorded, the job is no longer this worker's (its lease was taken)`,

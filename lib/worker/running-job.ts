@@ -32,7 +32,8 @@ export type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
 
 /** What came of one attempt: an outcome to record, or nothing (the job is no longer ours). */
 export type RunResult =
-  | { outcome: AttemptOutcome; continuations?: NewJob[] }
+  /** `durationMs`: the attempt timed for job event listeners, while any listen (AttemptRunner.run). */
+  | { outcome: AttemptOutcome; continuations?: NewJob[]; durationMs?: number }
   /** Nothing of this worker's to record; `error` is what the handler's signal aborted with. */
   | { outcome: null; reason: 'lost-lease' | 'shutdown'; error: SerializedError };
 
