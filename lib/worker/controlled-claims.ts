@@ -53,10 +53,12 @@ export class ControlledClaims implements ClaimOnFinish {
    * prefetched job would hold a slot another instance could use. Other
    * controlled queues (groups, serial keys, a rate) may have more waiting
    * here: what the slots run in GROUPED_HORIZON_MS at the current rate, at
-   * least as many as the slots. Enough to claim in batches (a claim costs
-   * ~1.5 ms plus ~0.06 ms a job: at 20 jobs a claim, groups drained at 35%
-   * of a plain drain, at 60 near 60%), few enough that a group arriving
-   * late waits behind no more than that horizon of local work.
+   * least as many as the slots. Enough to claim in batches (a grouped claim
+   * of 80 costs ~1.3 ms in PostgreSQL, twice a plain one), few enough that
+   * a group arriving late waits behind no more than that horizon of local
+   * work. A deeper one drains a grouped queue faster (30 ms: about +20% on
+   * 100 groups) but lets a tenant arriving behind another's backlog of fast
+   * jobs wait behind that much: flow-groups-fast.e2e fails at 30 ms.
    *
    * While a job of a limited queue has ended here but its outcome is not
    * written, its slot is still taken in the database: a claim now would

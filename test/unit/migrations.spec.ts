@@ -39,4 +39,5 @@ const RELEASED: Record<number, string> = {
   4: 'e03e17a376200d00',
   5: '90a48b045e5ad8ca',
   6: '87686b6a553a14c3',
+  7: '32dfcc49ccb46a72',
 };
