@@ -61,7 +61,9 @@ process.on('message', async (msg) => {
       // Sampled before shutdown, which is not part of the worker's steady state.
       const maxRssKb = process.resourceUsage().maxRSS;
       await adapter.close();
-      send({ type: 'result', counts, done, outside, maxRssKb });
+      // Disconnect only once the result is handed over: at --scale=5 the counts (200 KB) were still
+      // queued when the channel closed, and the orchestrator saw the worker exit without a result.
+      await new Promise((resolve) => process.send({ type: 'result', counts, done, outside, maxRssKb }, resolve));
       process.disconnect();
     }
   } catch (e) {
