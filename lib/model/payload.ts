@@ -51,8 +51,8 @@ type Problem = { path: string; reason: string };
  */
 function findUnserialisable(root: unknown, seen: { opaque: boolean }): Problem | null {
   // `exit` frames take a container off the current path once its children are done.
-  const stack: Array<{ value: unknown; path: string; depth: number } | { exit: object }> = [
-    { value: root, path: '$', depth: 0 },
+  const stack: Array<{ value: unknown; path: string; depth: number; key: string } | { exit: object }> = [
+    { value: root, path: '$', depth: 0, key: '' },
   ];
   const onPath = new Set<object>();
   while (stack.length) {
@@ -61,7 +61,7 @@ function findUnserialisable(root: unknown, seen: { opaque: boolean }): Problem |
       onPath.delete(frame.exit);
       continue;
     }
-    const { value, path, depth } = frame;
+    const { value, path, depth, key } = frame;
     const leaf = checkLeaf(value, path);
     if (leaf !== undefined) {
       if (leaf) return leaf;
@@ -72,11 +72,17 @@ function findUnserialisable(root: unknown, seen: { opaque: boolean }): Problem |
     if (depth >= MAX_PAYLOAD_DEPTH) return { path, reason: `nested deeper than ${MAX_PAYLOAD_DEPTH} levels` };
     const kind = containerKind(obj, path);
     if (kind === 'opaque') {
+      // Below the root, a toJSON() that returns nothing makes JSON drop the key (or write null in
+      // an array) without a word. What it does return is walked once it is JSON text.
+      if (depth > 0) {
+        const gone = toJSONReturnsNothing(obj, key, path);
+        if (gone) return gone;
+      }
       seen.opaque = true;
       continue;
     }
     if (typeof kind !== 'string') return kind;
-    let children: Array<[string, unknown]>;
+    let children: Array<[string, unknown, string]>;
     try {
       children = kind === 'array' ? arrayChildren(obj as unknown[], path) : objectChildren(obj, path);
     } catch (error) {
@@ -86,8 +92,8 @@ function findUnserialisable(root: unknown, seen: { opaque: boolean }): Problem |
     onPath.add(obj);
     stack.push({ exit: obj });
     for (let i = children.length - 1; i >= 0; i--) {
-      const [key, child] = children[i]!;
-      stack.push({ value: child, path: path + key, depth: depth + 1 });
+      const [name, child, step] = children[i]!;
+      stack.push({ value: child, path: path + step, depth: depth + 1, key: name });
     }
   }
   return null;
@@ -138,20 +144,26 @@ function containerKind(obj: object, path: string): 'array' | 'object' | 'opaque'
   }
 }
 
-function arrayChildren(arr: unknown[], path: string): Array<[string, unknown]> {
-  const out: Array<[string, unknown]> = [];
+function arrayChildren(arr: unknown[], path: string): Array<[string, unknown, string]> {
+  const out: Array<[string, unknown, string]> = [];
   for (let i = 0; i < arr.length; i++) {
     if (!(i in arr)) throw problem(`${path}[${i}]`, 'a hole in a sparse array (it would arrive as null)');
-    out.push([`[${i}]`, arr[i]]);
+    out.push([String(i), arr[i], `[${i}]`]);
+  }
+  // Holes are refused above, so any further key is a named property, which JSON leaves out.
+  const keys = Object.keys(arr);
+  if (keys.length > arr.length) {
+    const named = keys.find((k) => !/^(0|[1-9]\d*)$/.test(k))!;
+    throw problem(`${path}.${named}`, 'a named property on an array (it would be dropped)');
   }
   return out;
 }
 
-function objectChildren(obj: object, path: string): Array<[string, unknown]> {
+function objectChildren(obj: object, path: string): Array<[string, unknown, string]> {
   if (Object.getOwnPropertySymbols(obj).some((s) => Object.prototype.propertyIsEnumerable.call(obj, s))) {
     throw problem(path, 'a symbol key (it would be dropped)');
   }
-  const out: Array<[string, unknown]> = [];
+  const out: Array<[string, unknown, string]> = [];
   for (const key of Object.keys(obj)) {
     const bad = jsonbRefuses(key);
     if (bad) throw problem(`${path}[${JSON.stringify(key)}]`, `its key holds ${bad}`);
@@ -161,9 +173,24 @@ function objectChildren(obj: object, path: string): Array<[string, unknown]> {
     } catch (error) {
       throw problem(`${path}.${key}`, `reading it threw: ${(error as Error)?.message ?? String(error)}`);
     }
-    out.push([`.${key}`, value]);
+    out.push([key, value, `.${key}`]);
   }
   return out;
+}
+
+/** JSON.stringify calls toJSON(key) the same way; one that throws is left for it to report. */
+function toJSONReturnsNothing(obj: object, key: string, path: string): Problem | null {
+  let out: unknown;
+  try {
+    out = (obj as { toJSON: (key: string) => unknown }).toJSON(key);
+  } catch {
+    return null;
+  }
+  if (out !== undefined && typeof out !== 'function' && typeof out !== 'symbol') return null;
+  return {
+    path,
+    reason: `its toJSON() returned ${out === undefined ? 'nothing' : `a ${typeof out}`} (it would be dropped)`,
+  };
 }
 
 /** NUL and lone surrogates: the two things jsonb refuses in a string. */

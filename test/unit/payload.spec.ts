@@ -39,6 +39,28 @@ describe('serializePayload', () => {
     expect(() => serializePayload('j', [{ toJSON: () => 'x\ud800' }], 100)).toThrow('$[0] (a lone UTF-16 surrogate');
   });
 
+  it('refuses a nested toJSON() that returns nothing, which JSON would drop (or turn into null in an array)', () => {
+    expect(() => serializePayload('j', { keep: 1, v: { toJSON: () => undefined } }, 100)).toThrow(
+      '$.v (its toJSON() returned nothing (it would be dropped))',
+    );
+    expect(() => serializePayload('j', [1, { toJSON: () => () => 0 }], 100)).toThrow(
+      '$[1] (its toJSON() returned a function',
+    );
+    // toJSON gets the key JSON.stringify would give it.
+    const keys: string[] = [];
+    const spy = { toJSON: (key: string) => (keys.push(key), 'x') };
+    expect(serializePayload('j', { a: spy, list: [spy] }, 100)).toBe('{"a":"x","list":["x"]}');
+    expect(keys).toEqual(['a', '0', 'a', '0']);
+  });
+
+  it('refuses named properties on an array, which JSON leaves out', () => {
+    const tagged = Object.assign([1, 2], { total: 2 });
+    expect(() => serializePayload('j', { rows: tagged }, 100)).toThrow(
+      '$.rows.total (a named property on an array (it would be dropped))',
+    );
+    expect(serializePayload('j', { rows: [1, 2] }, 100)).toBe('{"rows":[1,2]}');
+  });
+
   it('accepts text that spells an escape: a backslash followed by "u0000" or "ud800" is no NUL or surrogate', () => {
     const payload = { path: 'C:\\u0000\\ud800', json: JSON.stringify('\u0000') };
     expect(JSON.parse(serializePayload('j', payload, 1000))).toEqual(payload);
