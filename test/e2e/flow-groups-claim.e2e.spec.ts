@@ -1,6 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
 import { JobQueue } from 'nestjs-durable-jobs';
-import type { ClaimedJob } from '../../lib/model/index.js';
 import { JOB_STORAGE, type ClaimRequest, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { flowProviders, Work } from '../support/flow.jobs.js';
@@ -50,7 +49,7 @@ it('serves the groups in rotation, one job a group for a small claim and up to f
       leaseMs: 30_000,
     };
     const { jobs } = await storage.claimControlled(request);
-    return jobs.map((j: ClaimedJob) => groupOf.get(j.id)!);
+    return jobs.map((j) => groupOf.get(j.id)!);
   };
 
   // Ten: the plain jobs' turn, then one job of each of the first nine groups.
