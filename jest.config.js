@@ -14,6 +14,9 @@ export default {
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/test/**/*.spec.ts'],
+  // An A/B bench run keeps another commit's checkout there (bench/run.sh): a second package.json
+  // that Jest's module map would otherwise refuse to choose between.
+  modulePathIgnorePatterns: ['<rootDir>/bench/'],
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   // One file at a time: several files run three app instances or worker

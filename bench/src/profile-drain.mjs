@@ -21,7 +21,10 @@ if (role === 'fill') {
   const producer = mod.create();
   await producer.open?.();
   await producer.reset();
-  await producer.enqueueBulk(n);
+  // PROFILE_GROUPS=100: the jobs spread over that many groups of one queue, as the groups scenario.
+  const groups = Number(process.env.PROFILE_GROUPS ?? 0);
+  if (groups > 0) await producer.enqueueBulkWith(n, (i) => ({ queue: 'grouped', group: `tenant-${i % groups}` }));
+  else await producer.enqueueBulk(n);
   await producer.analyze?.();
   await producer.close();
   process.exit(0);
