@@ -150,7 +150,7 @@ export function jobStatements(schema: string) {
            batch_id AS "batchId", trace_context AS "traceContext", deadline
       FROM u ORDER BY priority DESC, run_at, id`,
 
-    // A queue with limits, groups, serial keys or a pause: see claim_controlled (migrations 0005-0007).
+    // A queue with limits, groups, serial keys or a pause: see claim_controlled (migrations 0005-0008).
     // Rows with a null id carry only wait_ms: when a rate limit lets the next job start.
     claimControlled: `SELECT id, name, queue, payload, attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs",
            batch_id AS "batchId", trace_context AS "traceContext", deadline, wait_ms AS "waitMs"
