@@ -12,6 +12,7 @@ import { startJobsApp } from '../support/jobs-app.js';
  * one stamped later (a busy instance, a slow network, a clock behind). Read
  * off the storage with the stamps chosen by hand, the case that let 61 jobs
  * start within one second under a limit of 50 in a three-instance test.
+ * Which jobs are due still goes by the caller's clock.
  */
 let app: INestApplication | undefined;
 const schema = uniqueSchema('fcratewin');
@@ -22,7 +23,10 @@ afterAll(async () => {
 });
 
 /** The claims below, by hand-chosen stamps, against a limit of five a second; returns what the late one got. */
-async function lateClaim(claim: (offsetMs: number, limit: number) => Promise<number>): Promise<number> {
+async function lateClaim(
+  claim: (offsetMs: number, limit: number) => Promise<number>,
+  beforeLate: () => Promise<void>,
+): Promise<number> {
   // Five start at t0 + 8: the window is full until t0 + 1008.
   expect(await claim(8, 5)).toBe(5);
   // A claim stamped t0 + 1010 takes its turn: the five have left its window; it starts one.
@@ -31,6 +35,7 @@ async function lateClaim(claim: (offsetMs: number, limit: number) => Promise<num
   // five of t0 + 8 are still in the window (full: none may start); at the time of the turn before
   // it, t0 + 1010, one start is in the window and four may start. Either is within the limit, but
   // four stamped t0 + 1007 beside the five of t0 + 8 would be nine in one second.
+  await beforeLate();
   return claim(1_007, 5);
 }
 
@@ -72,22 +77,32 @@ it('counts a claim stamped earlier but served later at the time of the turn befo
     await sql(`UPDATE "${schema}".job SET state = 'succeeded', lease_expires_at = NULL WHERE state = 'active'`);
     await sql(`UPDATE "${schema}".job SET started_at = NULL WHERE state = 'succeeded'`);
     const t0 = Date.now();
-    const late = await lateClaim(async (offsetMs, limit) => {
-      const now = new Date(t0 + offsetMs);
-      const { jobs } = await storage.claimControlled({
-        workerId: 'w',
-        queue,
-        names: [name],
-        limit,
-        now,
-        leaseMs: 60_000,
-      });
-      return jobs.length;
-    });
+    let scheduled = '';
+    const late = await lateClaim(
+      async (offsetMs, limit) => {
+        const now = new Date(t0 + offsetMs);
+        const { jobs } = await storage.claimControlled({
+          workerId: 'w',
+          queue,
+          names: [name],
+          limit,
+          now,
+          leaseMs: 60_000,
+        });
+        return jobs.length;
+      },
+      async () => {
+        // Due at the turn's time but not yet by the late claim's own clock, and first in line if due.
+        const options = { queue, runAt: new Date(t0 + 1_009), priority: 10 };
+        scheduled = (await app!.get(JobQueue).enqueue(name, {}, options)).id;
+      },
+    );
     const seen = await busiestSecond(t0 + 1_010);
     // Whatever it took, no second holds more than five starts.
     expect({ queue, busiest: seen.busiest, total: seen.total }).toEqual({ queue, busiest: 5, total: 6 + late });
     // And it was served at the later time: four started, stamped t0 + 1010 like the one before them.
     expect({ queue, late, atTurn: seen.atTurn }).toEqual({ queue, late: 4, atTurn: 5 });
+    // Which jobs are due still goes by the caller's clock: the one due at t0 + 1009 waits.
+    expect((await app.get(JobQueue).get(scheduled))?.state).toBe('queued');
   }
 });

@@ -8,7 +8,8 @@
 -- started within one second under a limit of 50. Under the lock a claim now takes the latest time
 -- in the logs it counts, if that is later than its own, as its time: the starts it counts, those
 -- it records and its jobs' started_at all follow the order of the turns. The same holds between
--- instances whose clocks differ.
+-- instances whose clocks differ. Which jobs are due, their leases and how long to wait before
+-- looking again still go by the caller's clock.
 --
 -- Plans. PostgreSQL planned the function's statements afresh on every call, since their generic
 -- plans always looked dearer than the custom ones (a lateral per group, windows, a LIMIT taken
@@ -47,6 +48,8 @@ DECLARE
   v_named boolean;
   v_counted boolean;
   v_walk int;
+  -- The time this claim counts rate windows at and stamps its starts with (see the lock below).
+  v_turn timestamptz := p_now;
 BEGIN
   SELECT * INTO v_q FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue;
   IF NOT FOUND OR v_q.paused OR p_limit < 1 THEN
@@ -60,9 +63,10 @@ BEGIN
     IF v_q.paused THEN
       RETURN;
     END IF;
-    -- This claim's time is no earlier than the latest start a rate log holds: a claim stamped
-    -- later may have taken its turn first and dropped starts an earlier time would still count.
-    p_now := greatest(p_now,
+    -- Starts count no earlier than the latest one a rate log holds: a claim stamped later may have
+    -- taken its turn first and dropped starts an earlier time would still count. Which jobs are due
+    -- (run_at, deadline) and the lease still go by the caller's clock.
+    v_turn := greatest(p_now,
       (SELECT max(l.at) FROM unnest(v_q.rate_log_at) AS l(at)),
       (SELECT max(x.at) FROM :SCHEMA.job_name_limit n CROSS JOIN LATERAL unnest(n.rate_log_at) AS x(at)
         WHERE v_named AND n.queue = p_queue));
@@ -75,9 +79,10 @@ BEGIN
     IF v_q.rate_max IS NOT NULL THEN
       SELECT coalesce(sum(l.n), 0), min(l.at) INTO v_in_window, v_oldest
         FROM unnest(v_q.rate_log_at, v_q.rate_log_n) AS l(at, n)
-       WHERE l.at > p_now - make_interval(secs => v_q.rate_per_ms / 1000.0);
+       WHERE l.at > v_turn - make_interval(secs => v_q.rate_per_ms / 1000.0);
       IF v_q.rate_max - v_in_window < v_room THEN
         v_room := v_q.rate_max - v_in_window;
+        -- Waited by the caller's own clock: one behind the log's waits the longer.
         v_wait := greatest(1, extract(epoch FROM v_oldest + make_interval(secs => v_q.rate_per_ms / 1000.0) - p_now) * 1000);
       END IF;
       IF v_room <= 0 THEN
@@ -92,7 +97,7 @@ BEGIN
       RETURN QUERY
       WITH u AS (
         UPDATE :SCHEMA.job j
-           SET state = 'active', attempt = j.attempt + 1, worker_id = p_worker, started_at = p_now,
+           SET state = 'active', attempt = j.attempt + 1, worker_id = p_worker, started_at = v_turn,
                lease_expires_at = p_now + make_interval(secs => p_lease_ms / 1000), cancel_requested = false
          WHERE j.ctid = ANY(ARRAY(
            SELECT c.ctid FROM :SCHEMA.job c
@@ -113,9 +118,9 @@ BEGIN
       IF v_q.rate_max IS NOT NULL AND v_claimed > 0 THEN
         UPDATE :SCHEMA.job_queue jq
            SET rate_log_at = (SELECT coalesce(array_agg(l.at ORDER BY l.at), '{}') FROM unnest(jq.rate_log_at, jq.rate_log_n) AS l(at, n)
-                               WHERE l.at > p_now - make_interval(secs => jq.rate_per_ms / 1000.0)) || p_now,
+                               WHERE l.at > v_turn - make_interval(secs => jq.rate_per_ms / 1000.0)) || v_turn,
                rate_log_n = (SELECT coalesce(array_agg(l.n ORDER BY l.at), '{}') FROM unnest(jq.rate_log_at, jq.rate_log_n) AS l(at, n)
-                              WHERE l.at > p_now - make_interval(secs => jq.rate_per_ms / 1000.0)) || v_claimed
+                              WHERE l.at > v_turn - make_interval(secs => jq.rate_per_ms / 1000.0)) || v_claimed
          WHERE jq.name = p_queue;
       END IF;
       EXIT claim;
@@ -204,7 +209,7 @@ BEGIN
       ), u AS (
         -- By ctid, as the plain claim: the rows are locked by this statement, so none has a newer version.
         UPDATE :SCHEMA.job j
-           SET state = 'active', attempt = j.attempt + 1, worker_id = p_worker, started_at = p_now,
+           SET state = 'active', attempt = j.attempt + 1, worker_id = p_worker, started_at = v_turn,
                lease_expires_at = p_now + make_interval(secs => p_lease_ms / 1000), cancel_requested = false
          WHERE j.ctid = ANY(ARRAY(SELECT c.t FROM chosen c))
         RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id,
@@ -234,7 +239,7 @@ BEGIN
       SELECT l.name,
              l.concurrency - (SELECT count(*) FROM act WHERE act.name = l.name) AS room_c,
              l.rate_max - coalesce((SELECT sum(x.n) FROM unnest(l.rate_log_at, l.rate_log_n) AS x(at, n)
-                                     WHERE x.at > p_now - make_interval(secs => l.rate_per_ms / 1000.0)), 0) AS room_r
+                                     WHERE x.at > v_turn - make_interval(secs => l.rate_per_ms / 1000.0)), 0) AS room_r
         FROM :SCHEMA.job_name_limit l WHERE v_named AND l.queue = p_queue
     ), ring AS (
       SELECT r.g, r.pos FROM unnest(v_groups) WITH ORDINALITY AS r(g, pos)
@@ -292,7 +297,7 @@ BEGIN
     RETURN QUERY
     WITH u AS (
       UPDATE :SCHEMA.job j
-         SET state = 'active', attempt = j.attempt + 1, worker_id = p_worker, started_at = p_now,
+         SET state = 'active', attempt = j.attempt + 1, worker_id = p_worker, started_at = v_turn,
              lease_expires_at = p_now + make_interval(secs => p_lease_ms / 1000), cancel_requested = false
        WHERE j.id = ANY(v_ids) AND j.state = 'queued'
       RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.trace_context,
@@ -311,10 +316,10 @@ BEGIN
       UPDATE :SCHEMA.job_queue jq
          SET rate_log_at = CASE WHEN jq.rate_max IS NULL THEN '{}' ELSE
                (SELECT coalesce(array_agg(l.at ORDER BY l.at), '{}') FROM unnest(jq.rate_log_at, jq.rate_log_n) AS l(at, n)
-                 WHERE l.at > p_now - make_interval(secs => jq.rate_per_ms / 1000.0)) || p_now END,
+                 WHERE l.at > v_turn - make_interval(secs => jq.rate_per_ms / 1000.0)) || v_turn END,
              rate_log_n = CASE WHEN jq.rate_max IS NULL THEN '{}' ELSE
                (SELECT coalesce(array_agg(l.n ORDER BY l.at), '{}') FROM unnest(jq.rate_log_at, jq.rate_log_n) AS l(at, n)
-                 WHERE l.at > p_now - make_interval(secs => jq.rate_per_ms / 1000.0)) || v_claimed END,
+                 WHERE l.at > v_turn - make_interval(secs => jq.rate_per_ms / 1000.0)) || v_claimed END,
              group_cursor = coalesce((SELECT g FROM unnest(v_chosen_groups) WITH ORDINALITY AS c(g, o)
                                        WHERE g IS NOT NULL ORDER BY o DESC LIMIT 1), jq.group_cursor)
        WHERE jq.name = p_queue
@@ -324,9 +329,9 @@ BEGIN
     IF v_named THEN
       UPDATE :SCHEMA.job_name_limit l
          SET rate_log_at = (SELECT coalesce(array_agg(x.at ORDER BY x.at), '{}') FROM unnest(l.rate_log_at, l.rate_log_n) AS x(at, n)
-                             WHERE x.at > p_now - make_interval(secs => l.rate_per_ms / 1000.0)) || p_now,
+                             WHERE x.at > v_turn - make_interval(secs => l.rate_per_ms / 1000.0)) || v_turn,
              rate_log_n = (SELECT coalesce(array_agg(x.n ORDER BY x.at), '{}') FROM unnest(l.rate_log_at, l.rate_log_n) AS x(at, n)
-                            WHERE x.at > p_now - make_interval(secs => l.rate_per_ms / 1000.0))
+                            WHERE x.at > v_turn - make_interval(secs => l.rate_per_ms / 1000.0))
                           || (SELECT count(*)::int FROM unnest(v_chosen_names) AS c(n) WHERE c.n = l.name)
        WHERE l.queue = p_queue AND l.rate_max IS NOT NULL AND l.name = ANY(v_chosen_names);
     END IF;
