@@ -3,6 +3,7 @@
 // its memory before and during the drain.
 //
 //   node bench/src/profile-drain.mjs [lib] [concurrency] [n]
+//   PROFILE_GROUPS=100 node bench/src/profile-drain.mjs ours 10 40000   # the jobs over 100 groups
 //
 // The jobs are enqueued by a child process first, so this process holds the
 // worker only, as a bench worker does. Run it with --cpu-prof or
