@@ -54,7 +54,7 @@ export class ControlledClaims implements ClaimOnFinish {
    * controlled queues (groups, serial keys, a rate) may have more waiting
    * here: what the slots run in GROUPED_HORIZON_MS at the current rate, at
    * least as many as the slots. Enough to claim in batches (a grouped claim
-   * of 80 costs ~1.3 ms in PostgreSQL, twice a plain one), few enough that
+   * of 80 costs ~1.8 ms in pgbench, twice a plain one), few enough that
    * a group arriving late waits behind no more than that horizon of local
    * work. A deeper one drains a grouped queue faster (30 ms: about +20% on
    * 100 groups) but lets a tenant arriving behind another's backlog of fast

@@ -40,5 +40,5 @@ const RELEASED: Record<number, string> = {
   5: '90a48b045e5ad8ca',
   6: '87686b6a553a14c3',
   7: '32dfcc49ccb46a72',
-  8: 'f595e4bebeafd561',
+  8: 'bd1e3f0a3cc9e7f8',
 };

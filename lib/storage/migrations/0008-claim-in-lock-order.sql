@@ -66,10 +66,12 @@ BEGIN
     -- Starts count no earlier than the latest one a rate log holds: a claim stamped later may have
     -- taken its turn first and dropped starts an earlier time would still count. Which jobs are due
     -- (run_at, deadline) and the lease still go by the caller's clock.
-    v_turn := greatest(p_now,
-      (SELECT max(l.at) FROM unnest(v_q.rate_log_at) AS l(at)),
-      (SELECT max(x.at) FROM :SCHEMA.job_name_limit n CROSS JOIN LATERAL unnest(n.rate_log_at) AS x(at)
-        WHERE v_named AND n.queue = p_queue));
+    IF v_q.rate_max IS NOT NULL OR v_named THEN
+      v_turn := greatest(p_now,
+        (SELECT max(l.at) FROM unnest(v_q.rate_log_at) AS l(at) WHERE v_q.rate_max IS NOT NULL),
+        (SELECT max(x.at) FROM :SCHEMA.job_name_limit n CROSS JOIN LATERAL unnest(n.rate_log_at) AS x(at)
+          WHERE v_named AND n.queue = p_queue AND n.rate_max IS NOT NULL));
+    END IF;
   END IF;
 
   -- Every way out of this block that held jobs back for a rate limit ends below it, with the row
