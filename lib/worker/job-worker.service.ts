@@ -19,6 +19,7 @@ import { logOutcome } from './outcome-log.js';
 import { QueueControls } from './queue-controls.js';
 import type { RunningJob } from './running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
+import { WorkerQueues } from './worker-queues.js';
 
 /**
  * Claims jobs in batches into a small local buffer, runs them up to the
@@ -34,7 +35,6 @@ export class JobWorker implements LeaseHolder {
   private readonly running = new Map<string, RunningJob>();
   /** Outcomes handed to the batcher but not yet written: their leases must stay alive. */
   private readonly finishing = new Map<string, number>();
-  private readonly knownQueues = new Set<string>();
   private batcher!: CompletionBatcher;
   private adaptive!: AdaptivePrefetch;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
@@ -45,7 +45,7 @@ export class JobWorker implements LeaseHolder {
   private readonly dry = new Set<string>();
   /** Counts the signals that work may have appeared: a claim's "found nothing" older than one is void. */
   private signals = 0;
-  private rotate = 0;
+  private queues!: WorkerQueues;
   private controls!: QueueControls;
   private controlled!: ControlledClaims;
   private timers: NodeJS.Timeout[] = [];
@@ -72,7 +72,8 @@ export class JobWorker implements LeaseHolder {
    */
   async start(): Promise<void> {
     if (!this.options.enabled || this.registry.names().length === 0 || this.state !== 'idle') return;
-    for (const job of this.registry.all()) this.knownQueues.add(job.options.queue);
+    this.queues = new WorkerQueues(this.options.queues, this.storage, this.logger);
+    for (const job of this.registry.all()) this.queues.add(job.options.queue);
     this.attempts.prepare(this.id);
     this.adaptive = new AdaptivePrefetch(this.options.concurrency);
     this.controls = new QueueControls(this.queueStorage, this.logger);
@@ -118,13 +119,13 @@ export class JobWorker implements LeaseHolder {
     poll.unref();
     this.timers.push(poll);
     await this.rescuer.start();
-    await this.refreshQueues();
+    await this.queues.refresh();
     this.poke();
   }
 
   private onNotification(event: JobNotification): void {
     if (event.topic === 'queue') {
-      if (!this.options.queues || this.options.queues.includes(event.queue)) this.knownQueues.add(event.queue);
+      this.queues.add(event.queue);
       this.wake(event.queue);
     } else if (event.topic === 'cancel') {
       this.cancelLocal(event.jobId);
@@ -149,17 +150,9 @@ export class JobWorker implements LeaseHolder {
   }
 
   private async poll(): Promise<void> {
-    await Promise.all([this.refreshQueues(), this.controls.refresh()]);
+    if (this.state !== 'running') return;
+    await Promise.all([this.queues.refresh(), this.controls.refresh()]);
     this.poke();
-  }
-
-  private async refreshQueues(): Promise<void> {
-    if (this.options.queues || this.state !== 'running') return;
-    try {
-      for (const q of await this.storage.queuesWithWork()) this.knownQueues.add(q);
-    } catch (error) {
-      this.logger.warn(`Listing queues failed: ${(error as Error).message}`);
-    }
   }
 
   private fill(): void {
@@ -208,7 +201,7 @@ export class JobWorker implements LeaseHolder {
     let got = 0;
     const failed: string[] = [];
     let reason = '';
-    for (const queue of this.queueOrder()) {
+    for (const queue of this.queues.order()) {
       if (this.state !== 'running') break;
       if (this.controls.paused(queue) || this.dry.has(queue)) continue;
       let jobs: ClaimedJob[];
@@ -265,14 +258,6 @@ export class JobWorker implements LeaseHolder {
     // Short, and nothing said meanwhile that work arrived: this queue is empty for now.
     if (jobs.length < limit && signals === this.signals) this.dry.add(queue);
     return jobs;
-  }
-
-  /** Configured queues in their priority order; otherwise every known queue, rotating for fairness. */
-  private queueOrder(): string[] {
-    if (this.options.queues) return this.options.queues;
-    const all = [...this.knownQueues];
-    const start = this.rotate++ % Math.max(1, all.length);
-    return [...all.slice(start), ...all.slice(0, start)];
   }
 
   private startBuffered(): void {
