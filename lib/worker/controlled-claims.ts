@@ -57,8 +57,12 @@ export class ControlledClaims implements ClaimOnFinish {
    * of 80 costs ~1.8 ms in pgbench, twice a plain one), few enough that
    * a group arriving late waits behind no more than that horizon of local
    * work. A deeper one drains a grouped queue faster (30 ms: about +20% on
-   * 100 groups) but lets a tenant arriving behind another's backlog of fast
-   * jobs wait behind that much: flow-groups-fast.e2e fails at 30 ms.
+   * 100 groups; 40 ms: +50% on a slower machine) but lets a tenant arriving
+   * behind another's backlog of fast jobs wait behind that much:
+   * flow-groups-fast.e2e fails at 30 ms. An extra claim on the newcomer's
+   * NOTIFY did not rescue 40 ms: a burst of fast jobs runs before the
+   * notification is even read, and the chain (enqueue, NOTIFY, claim) still
+   * let 80-200 of the other tenant's jobs through.
    *
    * While a job of a limited queue has ended here but its outcome is not
    * written, its slot is still taken in the database: a claim now would
