@@ -82,7 +82,9 @@ export class AttemptRunner {
           (r) => r.outcome,
         )
       : await run.execute();
-    this.progress!.forget(job.id);
+    // Before the outcome goes to the batcher: the last report must land while the job is still active.
+    const progressWritten = this.progress!.forget(job);
+    if (progressWritten) await progressWritten;
     if (started >= 0) {
       const durationMs = performance.now() - started;
       if (!result.outcome) {

@@ -54,12 +54,17 @@ export class ProgressWriter {
     return slot.writing;
   }
 
-  /** The job ended: write what is pending (before its outcome) and let go. */
-  forget(id: string): void {
-    const slot = this.slots.get(id);
-    if (!slot) return;
-    if (slot.timer) clearTimeout(slot.timer);
-    this.slots.delete(id);
+  /**
+   * The attempt ended: writes what is pending and lets go. The caller waits
+   * for it before handing the outcome on: once the outcome is written the
+   * job is no longer active, and the fence would refuse the last report.
+   * Undefined (nothing to wait for) when the job never reported progress.
+   */
+  forget(job: ClaimedJob): Promise<void> | undefined {
+    const slot = this.slots.get(job.id);
+    if (!slot) return undefined;
+    this.slots.delete(job.id);
+    return this.flush(job, slot);
   }
 
   async drain(): Promise<void> {

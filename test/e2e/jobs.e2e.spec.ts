@@ -41,7 +41,9 @@ beforeAll(async () => {
     clock,
     // Heartbeats come every third of the lease: every second, so a test that waits for one
     // waits a second. The ManualClock keeps so short a lease from running out on its own.
-    worker: { concurrency: 5, pollInterval: 200, lease: 3_000 },
+    // Progress throttled far beyond any test's length: a report after the first of an attempt
+    // stays pending until the attempt ends, which is what the last-report test needs.
+    worker: { concurrency: 5, pollInterval: 200, lease: 3_000, progressThrottle: 3_600_000 },
     providers: probeProviders(),
   });
   jobs = app.get(JobQueue);
@@ -536,6 +538,13 @@ describe('handlers and DI', () => {
     expect(seen.progressMessage).toMatch(/step \d of 4/);
     await until(id, 'succeeded');
     expect((await jobs.get(id))!.progress).toBe(1);
+  });
+
+  it('the last progress report before the handler returns is written before its outcome', async () => {
+    // The first report is written at once; the throttle holds the others until the attempt ends.
+    const { id } = await jobs.enqueue(SlowReport, { steps: 3, stepMs: 5 });
+    await until(id, 'succeeded');
+    expect(await jobs.get(id)).toMatchObject({ progress: 1, progressMessage: 'step 3 of 3' });
   });
 });
 
