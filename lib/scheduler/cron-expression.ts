@@ -53,12 +53,56 @@ export class CronSchedule {
   }
 }
 
+/** A sign and a digit, bare or after UTC/GMT/UT/Z: '+02:00', '-0500', '+2', 'UTC+2', 'GMT-05:30'. */
+const OFFSET_LIKE = /^\s*(?:UTC|GMT|UT|Z)?\s*[+\-\u2212]\s*\d/i;
+/** The tz database's own names of that shape (links to UTC), accepted as names. */
+const ZONE_NAMES_LIKE_OFFSETS = /^GMT[+-]0$/i;
+/** An offset of hours and minutes: sign, hours, minutes. */
+const OFFSET = /^\s*(?:UTC|GMT|UT|Z)?\s*([+\-\u2212])\s*(\d{2}|\d(?!\d))(?::?(\d{2}))?\s*$/i;
+
+/**
+ * Whether `timeZone` is written as a UTC offset rather than a zone name.
+ *
+ * Offsets are refused, on every Node version alike. Node 22 and 24 accept
+ * '+02:00', '-0500' and '+02' in Intl.DateTimeFormat (ECMA-402's offset time
+ * zones) and Node 20 throws; the cron package's luxon accepts 'UTC+2', which
+ * Intl refuses everywhere, and '+02:00' only where Intl does. A rule that
+ * asks those parsers answers differently per Node version, so a fleet in
+ * the middle of an upgrade would disagree about which schedules are valid.
+ * A fixed offset is also rarely what is meant ('+02:00' for Berlin is an hour
+ * off all winter): a zone name says it, and reads the same everywhere. A
+ * fixed offset that is really wanted has a name too (fixedOffsetZone).
+ */
+export function isUtcOffset(timeZone: string): boolean {
+  return OFFSET_LIKE.test(timeZone) && !ZONE_NAMES_LIKE_OFFSETS.test(timeZone);
+}
+
+/**
+ * The tz database's zone for the fixed offset `timeZone` is written as:
+ * 'UTC' for zero, 'Etc/GMT-2' for '+02:00' (those names carry the POSIX
+ * sign, the inverse of ISO 8601's). Null where there is none: part of an
+ * hour, beyond Etc/GMT-14 .. Etc/GMT+12, or not an offset this reads.
+ */
+export function fixedOffsetZone(timeZone: string): string | null {
+  const m = OFFSET.exec(timeZone);
+  if (!m) return null;
+  const east = m[1] === '+';
+  const minutes = Number(m[2]) * 60 + Number(m[3] ?? 0);
+  if (minutes === 0) return 'UTC';
+  if (minutes % 60 !== 0 || minutes > (east ? 14 : 12) * 60) return null;
+  return `Etc/GMT${east ? '-' : '+'}${minutes / 60}`;
+}
+
 /**
  * Canonical IANA name (`europe/berlin` → `Europe/Berlin`), or null. Intl
  * refuses `local` and `system`, which would mean a different zone on each
- * instance.
+ * instance; UTC offsets are refused before Intl is asked (isUtcOffset).
+ * Which names exist and which canonical name a link has come from the tz data
+ * Node's ICU carries (Node 22 and 24 agree; Node 20 turned 'EST5EDT' into
+ * 'America/New_York').
  */
 export function canonicalTimeZone(timeZone: string): string | null {
+  if (isUtcOffset(timeZone)) return null;
   try {
     return new Intl.DateTimeFormat('en-US', { timeZone }).resolvedOptions().timeZone;
   } catch {

@@ -13,7 +13,7 @@ import {
   type ScheduledJobOptions,
 } from '../model/index.js';
 import { serializePayload } from '../model/index.js';
-import { canonicalTimeZone, CronSchedule } from './cron-expression.js';
+import { canonicalTimeZone, CronSchedule, fixedOffsetZone, isUtcOffset } from './cron-expression.js';
 
 export interface ScheduleInput {
   name: string;
@@ -49,6 +49,7 @@ export function defineSchedule(
     );
   }
   const requestedZone = input.timeZone ?? 'UTC';
+  if (typeof requestedZone === 'string' && isUtcOffset(requestedZone)) throw offsetZoneError(where, requestedZone);
   const timeZone = typeof requestedZone === 'string' ? canonicalTimeZone(requestedZone) : null;
   if (!timeZone) {
     throw new JobsError(
@@ -95,6 +96,21 @@ export function defineSchedule(
 export function scheduledJobOptions(registry: JobRegistry, jobName: string): ScheduledJobOptions {
   const o = registry.optionsOf(jobName);
   return { queue: o.queue, priority: o.priority, maxAttempts: o.maxAttempts, timeoutMs: o.timeout };
+}
+
+/** A UTC offset given as a time zone (see isUtcOffset for why it is refused): the zone to name instead. */
+function offsetZoneError(where: string, zone: string): JobsError {
+  const fixed = fixedOffsetZone(zone);
+  const fixedFix =
+    fixed === 'UTC'
+      ? ", or timeZone: 'UTC' for this offset"
+      : fixed
+        ? `, or for ${JSON.stringify(zone.trim())} all year round timeZone: '${fixed}' (the sign of an Etc/GMT name is inverted: Etc/GMT-2 is UTC+2)`
+        : " (no Etc/GMT zone has this offset: name the place's zone, e.g. 'Asia/Kolkata' for +05:30)";
+  return new JobsError(
+    `${where}: time zone ${JSON.stringify(zone)} is a UTC offset; schedules take IANA time zone names only, on every Node version. ` +
+      `Potential fix: the zone of the place, e.g. timeZone: 'Europe/Berlin' (it follows daylight saving time)${fixedFix}.`,
+  );
 }
 
 function firstLine(error: unknown): string {

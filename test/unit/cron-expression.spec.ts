@@ -1,5 +1,14 @@
 import { CoalescingTask } from '../../lib/scheduler/coalescing-task.js';
-import { canonicalTimeZone, CronSchedule, MAX_CATCH_UP_TICKS, planTicks } from '../../lib/scheduler/cron-expression.js';
+import { JobsError } from '../../lib/model/index.js';
+import {
+  canonicalTimeZone,
+  CronSchedule,
+  fixedOffsetZone,
+  isUtcOffset,
+  MAX_CATCH_UP_TICKS,
+  planTicks,
+} from '../../lib/scheduler/cron-expression.js';
+import { defineSchedule } from '../../lib/scheduler/schedule-definition.js';
 
 const at = (iso: string) => new Date(iso);
 const iso = (d: Date | null) => d?.toISOString() ?? null;
@@ -62,6 +71,97 @@ describe('CronSchedule', () => {
     expect(canonicalTimeZone('utc')).toBe('UTC');
     expect(canonicalTimeZone('local')).toBeNull();
     expect(canonicalTimeZone('Mars/Phobos')).toBeNull();
+  });
+});
+
+describe('time zones are IANA names on every Node version', () => {
+  // Node 22 and 24 accept the first five in Intl, Node 20 none; luxon takes the UTC+… forms.
+  const OFFSETS = [
+    '+02:00',
+    '-0500',
+    '+02',
+    '+00:00',
+    '-00:00',
+    '+2',
+    '\u221202:00',
+    ' +02:00 ',
+    '+05:30',
+    '+14:00',
+    '+23:00',
+    'UTC+2',
+    'utc+02:00',
+    'UTC-5',
+    'UTC+0',
+    'GMT+2',
+    'GMT-05:30',
+    'UT+1',
+    'Z+01:00',
+  ];
+  const offsetOf = (zone: string) =>
+    new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' })
+      .formatToParts(new Date('2026-01-15T12:00:00Z'))
+      .find((p) => p.type === 'timeZoneName')!.value;
+
+  it.each(OFFSETS)('%j is an offset, refused without asking Intl', (zone) => {
+    expect(isUtcOffset(zone)).toBe(true);
+    expect(canonicalTimeZone(zone)).toBeNull();
+  });
+
+  it("names are not offsets, the tz database's GMT+0 and Etc/GMT-2 included", () => {
+    for (const zone of [
+      'UTC',
+      'Europe/Berlin',
+      'america/new_york',
+      'Etc/GMT-2',
+      'Etc/GMT+5',
+      'GMT+0',
+      'GMT-0',
+      'GMT',
+    ]) {
+      expect(isUtcOffset(zone)).toBe(false);
+      expect(canonicalTimeZone(zone)).not.toBeNull();
+    }
+  });
+
+  it('a whole-hour offset has its Etc/GMT zone, with the inverted sign; others have none', () => {
+    const cases: Array<[string, string | null]> = [
+      ['+02:00', 'Etc/GMT-2'],
+      ['-0500', 'Etc/GMT+5'],
+      ['UTC+2', 'Etc/GMT-2'],
+      ['\u221203', 'Etc/GMT+3'],
+      ['+14', 'Etc/GMT-14'],
+      ['-12:00', 'Etc/GMT+12'],
+      ['+00:00', 'UTC'],
+      ['-13:00', null],
+      ['+15:00', null],
+      ['+05:30', null],
+      ['+02:00:00', null],
+    ];
+    for (const [offset, zone] of cases) expect([offset, fixedOffsetZone(offset)]).toEqual([offset, zone]);
+    // The named zone really has that offset (Intl knows Etc/GMT names on every Node version).
+    expect(offsetOf('Etc/GMT-2')).toBe('GMT+02:00');
+    expect(offsetOf('Etc/GMT+5')).toBe('GMT-05:00');
+    expect(offsetOf('Etc/GMT-14')).toBe('GMT+14:00');
+    expect(offsetOf('Etc/GMT+12')).toBe('GMT-12:00');
+  });
+
+  const define = (timeZone: unknown) =>
+    defineSchedule(
+      '@Cron on Report',
+      { name: 'report', jobName: 'report', cron: '0 3 * * *', timeZone },
+      { queue: 'default', priority: 0, maxAttempts: 3, timeoutMs: null },
+      1_000,
+      new Date('2026-01-15T12:00:00Z'),
+    );
+
+  it('a schedule with an offset is a JobsError naming a zone and, for whole hours, its Etc/GMT form', () => {
+    for (const zone of OFFSETS) expect(() => define(zone)).toThrow(JobsError);
+    expect(() => define('+02:00')).toThrow(
+      /@Cron on Report: time zone "\+02:00" is a UTC offset; .*timeZone: 'Europe\/Berlin'.*timeZone: 'Etc\/GMT-2' \(the sign of an Etc\/GMT name is inverted/,
+    );
+    expect(() => define('+05:30')).toThrow(/is a UTC offset; .*no Etc\/GMT zone has this offset.*'Asia\/Kolkata'/);
+    expect(() => define('-00:00')).toThrow(/is a UTC offset; .*timeZone: 'UTC'/);
+    expect(define('Etc/GMT-2')).toMatchObject({ timeZone: 'Etc/GMT-2', nextRunAt: new Date('2026-01-16T01:00:00Z') });
   });
 });
 
