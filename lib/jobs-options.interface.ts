@@ -50,6 +50,11 @@ export interface JobsModuleOptions {
   unregisteredJobs?: 'error' | 'warn' | 'ignore';
   /** Largest accepted payload, in bytes of JSON; default 256 KiB. */
   maxPayloadBytes?: number;
+  /**
+   * Largest result a job or a step (ctx.step) may return, in bytes of JSON;
+   * default 256 KiB. A larger one fails the attempt for good, naming the step.
+   */
+  maxResultBytes?: number;
   /** Recurring schedules (@Cron and RecurringSchedules) on this instance. */
   scheduler?: SchedulerOptions;
   /**

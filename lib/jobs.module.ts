@@ -44,6 +44,8 @@ import { JobsConnection } from './storage/connection/jobs-connection.js';
 import { resolveTimeouts } from './storage/connection/timeouts.js';
 import { JOB_STORAGE } from './storage/jobs/job-storage.interface.js';
 import { PostgresJobStorage } from './storage/jobs/postgres-job-storage.js';
+import { PostgresStepStorage } from './storage/jobs/postgres-step-storage.js';
+import { STEP_STORAGE } from './storage/jobs/step-storage.interface.js';
 import { MONITORING_STORAGE } from './storage/monitoring/monitoring-storage.interface.js';
 import { PostgresMonitoringStorage } from './storage/monitoring/postgres-monitoring-storage.js';
 import { JobNotifications } from './storage/notifications/job-notifications.interface.js';
@@ -64,6 +66,7 @@ import { RETENTION_OPTIONS, RetentionService } from './worker/retention.service.
 import { resolveWorkerOptions, WORKER_OPTIONS } from './worker/worker-options.js';
 
 const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
+const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
 const DEFAULT_SCHEMA = 'jobs';
 
 const schemaOf = (o: JobsModuleOptions) => o.schema ?? DEFAULT_SCHEMA;
@@ -97,6 +100,12 @@ function coreProviders(): Provider[] {
         new PostgresJobStorage(c, !(o.worker?.synchronousCommit ?? false)),
     },
     { provide: JOB_STORAGE, useExisting: PostgresJobStorage },
+    {
+      provide: STEP_STORAGE,
+      inject: [StorageContext, JobsConnection],
+      useFactory: (c: StorageContext, connection: JobsConnection) =>
+        new PostgresStepStorage(c, connection.owned ? 'own' : 'shared'),
+    },
     {
       provide: WORKFLOW_STORAGE,
       inject: [StorageContext, PostgresJobStorage],
@@ -147,6 +156,7 @@ function coreProviders(): Provider[] {
       inject: [JOBS_MODULE_OPTIONS],
       useFactory: (o: JobsModuleOptions): QueueSettings => ({
         maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+        maxResultBytes: o.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
       }),
     },
     {

@@ -91,11 +91,15 @@ export class JobsAdmin {
     return { jobs, next: rows.length > limit ? jobs[jobs.length - 1]!.id : null };
   }
 
-  /** A job with its history, its dependency edges (parents, children) and its batch; null if unknown. */
-  async detail(id: string): Promise<JobDetail | null> {
+  /**
+   * A job with its history, its steps, its dependency edges (parents,
+   * children) and its batch; null if unknown. `stepResults: true` adds each
+   * step's stored result.
+   */
+  async detail(id: string, options: { stepResults?: boolean } = {}): Promise<JobDetail | null> {
     const jobId = checkId('JobsAdmin.detail()', id);
     const where = `JobsAdmin.detail(${jobId})`;
-    const job = await this.jobs.get(jobId);
+    const job = await this.jobs.get(jobId, options);
     if (!job) return null;
     const [edges, batch] = await Promise.all([
       databaseCall(where, () => this.storage.jobEdges(jobId, MAX_DETAIL_CHILDREN + 1)),

@@ -110,6 +110,15 @@ function detailText(job: JobDetail): string {
       ),
     );
   }
+  if (job.steps.length) {
+    parts.push(
+      '\nsteps:',
+      table(
+        ['NAME', 'KIND', 'ATTEMPT', 'FINISHED', 'WAKES'],
+        job.steps.map((st) => [st.name, st.kind, String(st.attempt), time(st.completedAt), time(st.wakeAt)]),
+      ),
+    );
+  }
   if (job.parents.length) parts.push('\nwaits on:', edgeRows(job.parents));
   if (job.children.length) {
     parts.push('\nwaited on by:', edgeRows(job.children));

@@ -15,3 +15,4 @@ export * from './validation.js';
 export * from './deadline.js';
 export * from './queue-settings.js';
 export * from './admin.js';
+export * from './job-steps.js';

@@ -1,4 +1,6 @@
+import type { EntityManager } from 'typeorm';
 import type { DependencyOn } from './job-state.js';
+import type { JobStepOptions } from './job-steps.js';
 import type { UniqueWhile } from './records.js';
 
 /** What a running handler receives besides its payload. */
@@ -15,6 +17,16 @@ export interface JobContext {
   readonly queue: string;
   readonly attempt: number;
   readonly maxAttempts: number;
+  /**
+   * The batch this job belongs to: as a member, or as one of its
+   * then/catch/finally jobs; null for a job outside any batch.
+   */
+  readonly batchId: string | null;
+  /**
+   * The jobs this one ran after: its parents in a chain or a flow, or the
+   * job whose ctx.continueWith() started it; empty for a job enqueued on its own.
+   */
+  readonly parentIds: readonly string[];
   /** Aborted on timeout, cancellation, lost lease and shutdown; pass it to I/O. */
   readonly signal: AbortSignal;
   readonly logger: JobLogger;
@@ -42,6 +54,49 @@ export interface JobContext {
     payload: PayloadOf<H>,
     options?: StepOptions & { on?: DependencyOn },
   ): void;
+  /**
+   * Runs `fn` once per job: its result (JSON, as a job's result) is written
+   * before this returns, by the attempt that owns the job only. A later
+   * attempt (after a crash, a retry, a sleep or a snooze) gets the stored
+   * result and `fn` is not called again. A step that throws records nothing
+   * and fails the attempt like any error. Names are unique within a run
+   * (1 to 200 characters). What this returns is the result as stored: the
+   * JSON round trip of what `fn` returned, on the first run as on a replay.
+   *
+   * Between the step's work and its record a crash still runs the step
+   * again: hand `ctx.stepKey(name)` to an external API as its idempotency key.
+   */
+  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
+  /**
+   * A transactional step: `fn` gets a TypeORM EntityManager in a transaction
+   * (the one of ctx.transaction() when called inside it, else its own), and
+   * the step's record is written in that transaction: its database writes
+   * and its record commit together, or neither does.
+   */
+  step<T>(name: string, options: JobStepOptions, fn: (manager: EntityManager) => Promise<T>): Promise<T>;
+  /** `<job id>:<name>`: the same on every attempt of this job, for an external API's idempotency key. */
+  stepKey(name: string): string;
+  /**
+   * A durable wait: the attempt ends, the job goes back to the queue until
+   * `ms` from now without spending an attempt or holding a worker's slot,
+   * and the next attempt runs the handler from the top, every finished step
+   * answered from storage and this sleep already done. Never returns in the
+   * attempt that starts it; returns at once on the one after it.
+   */
+  sleep(name: string, ms: number): Promise<void>;
+  /** ctx.sleep() until a point in time. */
+  sleepUntil(name: string, until: Date): Promise<void>;
+  /**
+   * Runs `fn` in a transaction on the module's DataSource and writes this
+   * job's success, with `fn`'s result as the job's result, in the same
+   * transaction (fenced by this worker and attempt), then commits: the
+   * handler's writes and the job's success commit together, so they happen
+   * once even across crashes and lost leases. A lost fence rolls `fn`'s
+   * writes back and the attempt ends as lost; an error in `fn` rolls them
+   * back and the attempt fails as usual. Call it once, last: the job has
+   * succeeded when it returns.
+   */
+  transaction<T>(fn: (manager: EntityManager) => Promise<T>): Promise<T>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -212,6 +212,8 @@ function isProblem(value: unknown): value is Problem {
 /** Limits on what a job may carry, from JobsModule's options. */
 export interface QueueSettings {
   maxPayloadBytes: number;
+  /** Largest job or step result, in bytes of JSON. */
+  maxResultBytes: number;
 }
 
 export const QUEUE_SETTINGS = Symbol('QUEUE_SETTINGS');

@@ -1,5 +1,6 @@
-import type { BatchState, ExecutionState, JobState } from './job-state.js';
+import type { BatchState, DependencyOn, ExecutionState, JobState } from './job-state.js';
 import type { SerializedError } from './errors.js';
+import type { JobStep } from './job-steps.js';
 
 /** A job as a worker receives it from a claim: only what running it needs. */
 export interface ClaimedJob {
@@ -11,6 +12,10 @@ export interface ClaimedJob {
   maxAttempts: number;
   timeoutMs: number | null;
   batchId: string | null;
+  /** The jobs this one waited on (chain, flow, after) or continued from; null or absent when none. */
+  parentIds?: string[] | null;
+  /** The batch whose then/catch/finally this job is; null or absent otherwise. */
+  parentBatchId?: string | null;
   /** The trace context captured at enqueue (only where tracing is on and a trace was active). */
   traceContext?: Record<string, string> | null;
   /** Past this, the job does not start or retry: it fails with a DeadlineExceededError. */
@@ -31,7 +36,12 @@ export interface FinishedAttempt {
   job: ClaimedJob;
   outcome: AttemptOutcome;
   /** Jobs staged by ctx.continueWith that this outcome releases; written with it or not at all. */
-  continuations?: NewJob[];
+  continuations?: Continuation[];
+}
+
+/** A job staged by ctx.continueWith(): its row, and the end of its parent it was staged for. */
+export interface Continuation extends NewJob {
+  on: DependencyOn;
 }
 
 /**
@@ -108,6 +118,8 @@ export interface JobInfo extends JobSummary {
   result: unknown;
   cancelRequested: boolean;
   executions: JobExecution[];
+  /** Its finished steps and sleeps, in the order they finished (results only when asked for). */
+  steps: JobStep[];
 }
 
 export interface BatchInfo {

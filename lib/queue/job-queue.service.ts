@@ -140,10 +140,19 @@ export class JobQueue {
     return new FlowDraft(this.writer);
   }
 
-  /** The job with its history; null when no job has this id. */
-  async get(id: string): Promise<JobInfo | null> {
+  /**
+   * The job with its history and its finished steps; null when no job has
+   * this id. `stepResults: true` adds each step's stored result.
+   */
+  async get(id: string, options: { stepResults?: boolean } = {}): Promise<JobInfo | null> {
     const jobId = checkId('get()', id);
-    return databaseCall(`get(${jobId})`, () => this.storage.getJob(jobId));
+    const o = checkOptions(`get(${jobId})`, options, '{ stepResults: true }') ?? {};
+    if (o.stepResults !== undefined && typeof o.stepResults !== 'boolean') {
+      throw new JobsError(
+        `get(${jobId}): "stepResults" must be a boolean, got ${describeValue(o.stepResults)}. Potential fix: get(id, { stepResults: true }).`,
+      );
+    }
+    return databaseCall(`get(${jobId})`, () => this.storage.getJob(jobId, { stepResults: o.stepResults === true }));
   }
 
   /** Queued or waiting → cancelled now; active → its signal aborts and it ends cancelled. */
@@ -160,10 +169,23 @@ export class JobQueue {
     }
   }
 
-  /** Failed, cancelled or skipped → queued again with fresh attempts; reopens its batch and skipped dependents. */
-  async retry(id: string): Promise<void> {
+  /**
+   * Failed, cancelled or skipped → queued again with fresh attempts; reopens
+   * its batch and skipped dependents. Its finished steps stay, so the next
+   * attempt answers them from storage; `resetSteps: true` forgets them and
+   * runs the job from scratch.
+   */
+  async retry(id: string, options: { resetSteps?: boolean } = {}): Promise<void> {
     id = checkId('retry()', id);
-    const result = await databaseCall(`retry(${id})`, () => this.storage.retry(id, this.factory.clock.now()));
+    const o = checkOptions(`retry(${id})`, options, '{ resetSteps: true }') ?? {};
+    if (o.resetSteps !== undefined && typeof o.resetSteps !== 'boolean') {
+      throw new JobsError(
+        `retry(${id}): "resetSteps" must be a boolean, got ${describeValue(o.resetSteps)}. Potential fix: retry(id, { resetSteps: true }).`,
+      );
+    }
+    const result = await databaseCall(`retry(${id})`, () =>
+      this.storage.retry(id, this.factory.clock.now(), o.resetSteps === true),
+    );
     if (result.outcome === 'not-found') {
       throw new JobsNotFoundError(`retry(${id}): no such job. Potential fix: check the id returned by enqueue().`);
     }

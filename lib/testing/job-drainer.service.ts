@@ -40,8 +40,8 @@ export interface AttemptReport extends JobEventJob {
   /**
    * `succeeded`, `retry` (queued again after its backoff), `failed` (for
    * good; onFailure has run), `cancelled`, `snoozed` (queued again at
-   * `retryAt`, the attempt given back); `died`: dieAfterWork dropped the
-   * outcome; `lost`: the outcome was not recorded (the job was no longer
+   * `retryAt`, the attempt given back; ctx.sleep() too); `died`: dieAfterWork
+   * dropped the outcome, or dieAfterStep a step's record; `lost`: the outcome was not recorded (the job was no longer
    * this runner's, or the app closed first).
    */
   outcome: AttemptOutcome['kind'] | 'died' | 'lost';
@@ -52,7 +52,7 @@ export interface AttemptReport extends JobEventJob {
   /** When the next attempt is due (retry, snoozed). */
   retryAt?: Date;
   /** The fault that shaped this attempt, if one did. */
-  injected?: 'failNext' | 'dieAfterWork';
+  injected?: 'failNext' | 'dieAfterWork' | 'dieAfterStep';
 }
 
 export interface DrainRequest {
@@ -213,7 +213,15 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
   /** The tail of JobWorker's startJob, for one job at a time. */
   private async runOne(job: ClaimedJob): Promise<AttemptReport> {
     const fault = this.faults.take(job.name);
-    const run = this.attempts.create(job, fault?.kind === 'fail' ? this.failing(job, fault.error) : undefined);
+    let diedAfterStep = false;
+    const run = this.attempts.create(job, {
+      handler: fault?.kind === 'fail' ? this.failing(job, fault.error) : undefined,
+      dieAfterStep: (step) => {
+        if (!this.faults.takeStep(job.name, step)) return false;
+        diedAfterStep = true;
+        return true;
+      },
+    });
     this.running.set(job.id, run);
     let result: RunResult;
     try {
@@ -231,12 +239,16 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
       batchId: job.batchId,
       ...(fault ? { injected: fault.kind === 'fail' ? ('failNext' as const) : ('dieAfterWork' as const) } : {}),
     };
-    // A crash after the handler's work: nothing is written and the lease is left to run out.
-    if (fault?.kind === 'die') return this.report({ ...base, outcome: 'died' });
+    if (diedAfterStep) return this.report({ ...base, outcome: 'died', injected: 'dieAfterStep' });
+    // A crash after the handler's work: nothing is written and the lease is left to run out. After
+    // ctx.transaction() committed there is nothing left to lose: the job succeeded with it.
+    if (fault?.kind === 'die' && !(result.outcome && result.recorded)) return this.report({ ...base, outcome: 'died' });
     if (!result.outcome) return this.report({ ...base, outcome: 'lost' });
     const { outcome } = result;
     logOutcome(this.logger, job, outcome, this.clock);
-    const applied = await this.batcher!.add({ job, outcome, continuations: result.continuations });
+    const applied = result.recorded
+      ? true
+      : await this.batcher!.add({ job, outcome, continuations: result.continuations });
     this.attempts.recorded(job, outcome, result.durationMs, applied);
     if (!applied) return this.report({ ...base, outcome: 'lost' });
     if (outcome.kind === 'failed' && outcome.hook) this.hooks.runLocal(run);

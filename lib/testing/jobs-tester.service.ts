@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import {
   checkOptions,
+  checkStepName,
   describeValue,
   JobsError,
   type BatchInfo,
@@ -34,7 +35,7 @@ export interface DrainOptions {
 
 /**
  * Drives a test app's jobs: runs them (`drain`), moves time (`advance`),
- * injects faults (`failNext`, `dieAfterWork`), waits for the real worker
+ * injects faults (`failNext`, `dieAfterWork`, `dieAfterStep`), waits for the real worker
  * (`waitFor`) and checks what was enqueued (`expectEnqueued`). Get it with
  * `app.get(JobsTester)` from an app built with JobsTestingModule.
  */
@@ -154,8 +155,24 @@ export class JobsTester {
     this.drainer.faults.add(this.runnable(where, job), { kind: 'die' });
   }
 
+  /**
+   * The first attempt of `job` that finishes the work of step `step` then
+   * "dies" before the step's record is written: the attempt ends with
+   * nothing written, and the job stays active until its lease runs out, as
+   * after a crash in that window. `advance()` past the lease and `drain()`:
+   * the next attempt answers the steps recorded before it from storage and
+   * runs this one again, which is where a test checks that the step's work
+   * is idempotent (`ctx.stepKey()`). Fires once; calls queue up.
+   */
+  dieAfterStep(job: JobRef, step: string): void {
+    const where = 'JobsTester.dieAfterStep()';
+    this.refuseInWorkerMode(where, 'faults apply to attempts that drain() runs');
+    checkStepName(where, step, "dieAfterStep(Checkout, 'charge')");
+    this.drainer.faults.add(this.runnable(where, job), { kind: 'die-after-step', step });
+  }
+
   /** Faults not met yet, by job name: `{ 'send-receipt': ['fail'] }`. */
-  pendingFaults(): Record<string, Array<'fail' | 'die'>> {
+  pendingFaults(): Record<string, Array<'fail' | 'die' | 'die-after-step'>> {
     return this.drainer.faults.pending();
   }
 

@@ -6,16 +6,18 @@ import {
   JOB_ROW_BUILDER,
   JobEvents,
   JobTracing,
+  QUEUE_SETTINGS,
   WorkerShutdownError,
   type AttemptOutcome,
   type ClaimedJob,
-  type JobHandler,
   type JobRowBuilder,
+  type QueueSettings,
 } from '../model/index.js';
 import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { STEP_STORAGE, type StepStorage } from '../storage/jobs/step-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { ProgressWriter } from './progress-writer.js';
-import { leaseLostError, RunningJob, type RunnerDeps, type RunResult } from './running-job.js';
+import { leaseLostError, RunningJob, type RunFaults, type RunnerDeps, type RunResult } from './running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
 /**
@@ -38,6 +40,8 @@ export class AttemptRunner {
     @Inject(JOB_ROW_BUILDER) private readonly builder: JobRowBuilder,
     @Inject(JOB_STORAGE) private readonly storage: JobStorage,
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
+    @Inject(STEP_STORAGE) private readonly steps: StepStorage,
+    @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
     private readonly events: JobEvents,
     private readonly tracing: JobTracing,
@@ -56,19 +60,36 @@ export class AttemptRunner {
       moduleRef: this.moduleRef,
       clock: this.clock,
       builder: this.builder,
+      workerId,
+      steps: this.steps,
+      maxResultBytes: this.settings.maxResultBytes,
       progress: (j, fraction, message) => progress.write(j, fraction, message),
       addToBatch: (batchId, row) => this.workflows.addToBatch(batchId, row, this.clock.now()),
+      writeSuccess: async (attempt, continuations, manager) => {
+        // The last progress report lands first, as before the batcher's write: it is refused once the job ended.
+        const written = progress.forget(attempt.job);
+        if (written) await written;
+        return this.workflows.finishWithContinuations(
+          workerId,
+          attempt,
+          continuations,
+          this.clock.now(),
+          this.options.lease,
+          manager,
+        );
+      },
     };
   }
 
   /**
    * A claimed job, ready to run (its handler is registered: the claim asks for known names only).
-   * `handler` stands in for the registered instance for this attempt only: the testing kit's
-   * fault injection runs the real context, retry decision and outcome around a handler that fails.
+   * `faults` are the testing kit's, for this attempt only: a stand-in handler that fails runs in
+   * the real context, retry decision and outcome, and dieAfterStep stops it after a step's work.
    */
-  create(job: ClaimedJob, handler?: JobHandler): RunningJob {
+  create(job: ClaimedJob, faults: RunFaults = {}): RunningJob {
     const registered = this.registry.get(job.name)!;
-    return new RunningJob(job, handler ? { ...registered, instance: handler } : registered, this.deps!);
+    const { handler } = faults;
+    return new RunningJob(job, handler ? { ...registered, instance: handler } : registered, this.deps!, faults);
   }
 
   /** Runs the attempt; its outcome, or none when the job is no longer this worker's. */

@@ -278,7 +278,10 @@ export class JobWorker implements LeaseHolder {
         this.controlled.ended(job.id);
         this.fill();
         const { outcome } = result;
-        const applied = await this.batcher.add({ job, outcome, continuations: result.continuations });
+        // ctx.transaction() wrote it with the handler's own writes; everything else goes as for any outcome.
+        const applied = result.recorded
+          ? true
+          : await this.batcher.add({ job, outcome, continuations: result.continuations });
         this.finishing.delete(job.id);
         this.attempts.recorded(job, outcome, result.durationMs, applied);
         if (applied === false) {

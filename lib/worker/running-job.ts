@@ -1,14 +1,17 @@
 import { ContextIdFactory, type ModuleRef } from '@nestjs/core';
+import type { EntityManager } from 'typeorm';
 import type { RegisteredJob } from '../discovery/job-registry.js';
 import {
   describeValue,
+  stepKey,
+  type Continuation,
+  type FinishedAttempt,
   computeBackoff,
   DeadlineExceededError,
   SnoozeJob,
   isDependencyTrigger,
   JobsError,
   LeaseLostError,
-  type DependencyOn,
   type JobRowBuilder,
   type NewJob,
   JobCancelledError,
@@ -23,6 +26,9 @@ import {
   type JobContext,
   type JobHandler,
 } from '../model/index.js';
+import type { StepStorage } from '../storage/jobs/step-storage.interface.js';
+import { AttemptSteps, SleepJob, sleepTarget } from './attempt-steps.js';
+import { AttemptTransaction } from './attempt-transaction.js';
 
 /** A snooze longer than a year is a bug, not a plan. */
 const MAX_SNOOZE_MS = 365 * 24 * 3_600_000;
@@ -32,8 +38,11 @@ export type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
 
 /** What came of one attempt: an outcome to record, or nothing (the job is no longer ours). */
 export type RunResult =
-  /** `durationMs`: the attempt timed for job event listeners, while any listen (AttemptRunner.run). */
-  | { outcome: AttemptOutcome; continuations?: NewJob[]; durationMs?: number }
+  /**
+   * `durationMs`: the attempt timed for job event listeners, while any listen (AttemptRunner.run).
+   * `recorded`: ctx.transaction() wrote the outcome already, with the handler's own writes.
+   */
+  | { outcome: AttemptOutcome; continuations?: Continuation[]; durationMs?: number; recorded?: boolean }
   /** Nothing of this worker's to record; `error` is what the handler's signal aborted with. */
   | { outcome: null; reason: 'lost-lease' | 'shutdown'; error: SerializedError };
 
@@ -46,8 +55,23 @@ export interface RunnerDeps {
   moduleRef: ModuleRef;
   clock: Clock;
   builder: JobRowBuilder;
+  /** The worker whose attempts these are: step records and ctx.transaction are fenced by it. */
+  workerId: string;
+  steps: StepStorage;
+  /** Largest job or step result, in bytes of JSON. */
+  maxResultBytes: number;
   progress(job: ClaimedJob, fraction: number, message: string | null): Promise<void>;
   addToBatch(batchId: string, job: NewJob): Promise<boolean>;
+  /** The success of ctx.transaction(), fenced, in its transaction: false when the fence refused it. */
+  writeSuccess(attempt: FinishedAttempt, continuations: Continuation[], manager: EntityManager): Promise<boolean>;
+}
+
+/** What the testing kit changes about one attempt. */
+export interface RunFaults {
+  /** Stands in for the registered handler (failNext). */
+  handler?: JobHandler;
+  /** True to stop the attempt between a step's work and its record (dieAfterStep). */
+  dieAfterStep?(step: string): boolean;
 }
 
 /** Runs one attempt of one job: context, signal, timeout, outcome. */
@@ -58,19 +82,53 @@ export class RunningJob {
   private stopReason: StopReason | null = null;
   /** Rejects the wait on a running handler; set only while one is awaited. */
   private rejectWait: ((reason: unknown) => void) | null = null;
-  private readonly staged: Array<{ on: DependencyOn; row: NewJob }> = [];
+  private readonly staged: Continuation[] = [];
   /** Set for a hook run after the attempt already ended (see runFailureHook). */
   private ended = false;
   /** The handler this attempt ran with (a scoped one is made per run), for its onFailure. */
   private handler: JobHandler | undefined;
   /** Why the attempt failed for good, as the handler threw it. */
   private failedWith: Error | undefined;
+  private readonly steps: AttemptSteps;
+  private readonly tx: AttemptTransaction;
 
   constructor(
     readonly job: ClaimedJob,
     private readonly registered: RegisteredJob,
     private readonly deps: RunnerDeps,
-  ) {}
+    faults: RunFaults = {},
+  ) {
+    const running = () => this.checkRunning();
+    const lost = () => {
+      this.stop('lost-lease');
+      return this.abortReason!;
+    };
+    this.steps = new AttemptSteps({
+      job,
+      workerId: deps.workerId,
+      clock: deps.clock,
+      storage: deps.steps,
+      maxResultBytes: deps.maxResultBytes,
+      checkRunning: running,
+      lost,
+      openTransaction: () => this.tx.open(),
+      dieAfterStep: faults.dieAfterStep,
+    });
+    this.tx = new AttemptTransaction({
+      job,
+      storage: deps.steps,
+      checkRunning: running,
+      checkResult: (value) => this.checkResult(value),
+      releaseForSuccess: () => this.release('success') ?? [],
+      writeSuccess: (attempt, continuations, manager) => deps.writeSuccess(attempt, continuations, manager),
+      lost,
+    });
+  }
+
+  /** Throws why the attempt was stopped, if it was. */
+  private checkRunning(): void {
+    if (this.abortReason) throw this.abortReason;
+  }
 
   private signal(): AbortSignal {
     if (!this.controller) {
@@ -109,16 +167,36 @@ export class RunningJob {
     try {
       const handler = (this.handler = this.registered.instance ?? (await this.resolveScoped(ctx)));
       const result = await this.waitFor(handler, ctx);
+      if (this.tx.committed) return this.recordedSuccess();
       if (this.stopReason === 'cancel') return this.cancelled();
       return {
-        outcome: { kind: 'succeeded', result: checkResult(job, result) },
+        outcome: { kind: 'succeeded', result: this.checkResult(result) },
         continuations: this.release('success'),
       };
     } catch (error) {
+      // Stopped while ctx.transaction() was writing the success: what it committed stands.
+      if (await this.tx.committedDespiteStop()) return this.recordedSuccess(error);
       return this.failure(error);
     } finally {
       if (timer) clearTimeout(timer);
     }
+  }
+
+  /**
+   * ctx.transaction() committed the job's success with the handler's writes: nothing is left
+   * to write. An error the handler threw after it is logged; the success stands.
+   */
+  private recordedSuccess(after?: unknown): RunResult {
+    if (after !== undefined && after !== this.abortReason) {
+      const message = after instanceof Error ? after.message : String(after);
+      const error = new JobsError(
+        `Job "${this.job.name}" (${this.job.id}): the handler threw after ctx.transaction() had committed the job's success (${message}). ` +
+          `The job stays succeeded with the transaction's result, and nothing after the transaction is retried. ` +
+          `Potential fix: make ctx.transaction() the handler's last step, and do work that may fail before it, or as a step.`,
+      );
+      this.registered.logger.error(error.message, after instanceof Error ? after.stack : undefined);
+    }
+    return { outcome: { kind: 'succeeded', result: this.tx.result }, recorded: true };
   }
 
   /**
@@ -177,6 +255,25 @@ export class RunningJob {
         return self.signal();
       },
       logger,
+      batchId: job.batchId ?? job.parentBatchId ?? null,
+      parentIds: job.parentIds ?? [],
+      step: ((name: string, second: unknown, third?: unknown) => {
+        this.refuseAfterEnd('ctx.step()');
+        return this.steps.step(name, second, third);
+      }) as JobContext['step'],
+      stepKey: (name) => stepKey(job.id, name),
+      sleep: async (name, ms) => {
+        this.refuseAfterEnd('ctx.sleep()');
+        return this.steps.sleep(name, sleepTarget('ctx.sleep', job, ms), 'ctx.sleep');
+      },
+      sleepUntil: async (name, until) => {
+        this.refuseAfterEnd('ctx.sleepUntil()');
+        return this.steps.sleep(name, sleepTarget('ctx.sleepUntil', job, until), 'ctx.sleepUntil');
+      },
+      transaction: async <T>(fn: (manager: EntityManager) => Promise<T>) => {
+        this.refuseAfterEnd('ctx.transaction()');
+        return this.tx.run<T>(fn);
+      },
       snooze: (ms, reason) => {
         if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_SNOOZE_MS) {
           throw new JobsError(
@@ -220,7 +317,13 @@ export class RunningJob {
             `ctx.continueWith() in job "${job.name}" (${job.id}): its last attempt ended when its worker stopped, so there is no outcome to continue from. Potential fix: enqueue the follow-up with JobQueue.enqueue() in onFailure.`,
           );
         }
-        this.staged.push({ on, row: this.deps.builder.build(ref, payload, { ...rest }, this.deps.clock.now()) });
+        const refused = this.tx.refusesContinuations();
+        if (refused) {
+          throw new JobsError(
+            `ctx.continueWith() in job "${job.name}" (${job.id}): ${refused}. Potential fix: call continueWith() before ctx.transaction().`,
+          );
+        }
+        this.staged.push({ ...this.deps.builder.build(ref, payload, { ...rest }, this.deps.clock.now()), on });
       },
     };
   }
@@ -235,7 +338,7 @@ export class RunningJob {
     const err = error instanceof Error ? error : new Error(String(error));
     const now = this.deps.clock.now().getTime();
     if (err instanceof SnoozeJob) {
-      const until = new Date(now + err.ms);
+      const until = err instanceof SleepJob ? err.until : new Date(now + err.ms);
       if (this.pastDeadline(until)) return this.failedForGood(this.deadlineError('snooze'));
       return { outcome: { kind: 'snoozed', until, reason: err.message } };
     }
@@ -278,9 +381,40 @@ export class RunningJob {
   }
 
   /** Staged continuations that this way of ending releases ('always' goes with every end). */
-  private release(end: 'success' | 'failure' | 'cancel'): NewJob[] | undefined {
+  private release(end: 'success' | 'failure' | 'cancel'): Continuation[] | undefined {
     if (this.staged.length === 0) return undefined;
-    return this.staged.filter((c) => c.on === end || c.on === 'always').map((c) => c.row);
+    return this.staged.filter((c) => c.on === end || c.on === 'always');
+  }
+
+  /** Steps, sleeps and transactions belong to a running attempt, not to onFailure. */
+  private refuseAfterEnd(call: string): void {
+    if (!this.ended) return;
+    throw new JobsError(
+      `${call} in onFailure of job "${this.job.name}" (${this.job.id}): the job has ended, so nothing can be recorded for it. ` +
+        `Potential fix: do the hook's work directly (a hook runs once), or enqueue a job that uses steps.`,
+    );
+  }
+
+  /** A job's result as JSON, within maxResultBytes; a PermanentJobError otherwise. */
+  private checkResult(result: unknown): unknown {
+    const { job } = this;
+    if (result === undefined) return null;
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(result);
+    } catch (error) {
+      throw new PermanentJobError(
+        `Job "${job.name}" returned a result that is not JSON-serialisable (${(error as Error).message}). Potential fix: return plain data.`,
+      );
+    }
+    const bytes = json === undefined ? 0 : Buffer.byteLength(json, 'utf8');
+    if (bytes > this.deps.maxResultBytes) {
+      throw new PermanentJobError(
+        `Job "${job.name}" (${job.id}) returned ${bytes} bytes of JSON, over maxResultBytes (${this.deps.maxResultBytes}). ` +
+          `Potential fix: return a summary and keep the data in a table of your own, or raise JobsModule's "maxResultBytes".`,
+      );
+    }
+    return result;
   }
 
   /** Static handlers are shared (registered.instance); scoped ones get their own DI sub-tree per run. */
@@ -294,16 +428,4 @@ export class RunningJob {
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
-}
-
-function checkResult(job: ClaimedJob, result: unknown): unknown {
-  if (result === undefined) return null;
-  try {
-    JSON.stringify(result);
-    return result;
-  } catch (error) {
-    throw new PermanentJobError(
-      `Job "${job.name}" returned a result that is not JSON-serialisable (${(error as Error).message}). Potential fix: return plain data.`,
-    );
-  }
 }

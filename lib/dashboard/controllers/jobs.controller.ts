@@ -58,6 +58,18 @@ export function jobsController(config: DashboardConfig) {
       return job;
     }
 
+    /** The job's steps with their stored results (the detail lists them without). */
+    @Get('api/jobs/:id/steps')
+    async steps(@Param('id') id: string) {
+      const job = await this.jobs.get(id, { stepResults: true });
+      if (!job) {
+        throw new JobsNotFoundError(
+          `Jobs dashboard: no job ${id}. Potential fix: it may have been deleted or purged; search by the start of its id.`,
+        );
+      }
+      return job.steps;
+    }
+
     @Get('api/jobs/:id/graph')
     graph(@Param('id') id: string) {
       return this.graphs.jobGraph(id);

@@ -1,6 +1,7 @@
 /**
  * One job: state and timings, progress, the attempts table (worker, start,
- * end, duration, outcome, error with its stack folded), payload and result
+ * end, duration, outcome, error with its stack folded), its finished steps
+ * and sleeps (results folded), payload and result
  * folded, its parents and children with their triggers drawn as a graph,
  * its batch; retry, cancel, run now and delete behind a confirmation.
  */
@@ -10,9 +11,13 @@ views.job = (id) => ({
   nav: 'jobs',
   load: async () => {
     const job = await api('/jobs/' + enc(id));
-    return { job, graph: job.parents.length || job.children.length ? await flowGraph(job) : null };
+    const [graph, steps] = await Promise.all([
+      job.parents.length || job.children.length ? flowGraph(job) : null,
+      job.steps.length ? api('/jobs/' + enc(id) + '/steps').catch(() => job.steps) : [],
+    ]);
+    return { job, graph, steps };
   },
-  render: ({ job, graph }) => h('div', { class: 'detail', 'data-state': job.state },
+  render: ({ job, graph, steps }) => h('div', { class: 'detail', 'data-state': job.state },
     h('h2', { class: 'detail-title' }, job.name, ' ', badge(job.state), job.cancelRequested && job.state === 'active' ? h('span', { class: 'badge paused' }, 'cancel requested') : null),
     h('p', { class: 'mono muted' }, job.id),
     jobActions(job),
@@ -31,6 +36,7 @@ views.job = (id) => ({
     job.progress !== null ? h('section', null, h('h3', null, 'Progress'), progressBar(job.progress, Math.round(job.progress * 100) + '%' + (job.progressMessage ? ' · ' + job.progressMessage : ''))) : null,
     job.lastError && job.state !== 'succeeded' ? h('section', null, h('h3', null, 'Last error'), errorBlock('last-error:' + job.id, job.lastError)) : null,
     h('section', null, h('h3', null, 'Attempts'), attemptsTable(job)),
+    steps.length ? h('section', null, h('h3', null, 'Steps'), stepsTable(job, steps)) : null,
     h('section', null, h('h3', null, 'Payload'), details('payload:' + job.id, 'payload', h('pre', { class: 'json', id: 'payload' }, json(job.payload)), true)),
     job.state === 'succeeded' || job.result !== null
       ? h('section', null, h('h3', null, 'Result'), details('result:' + job.id, 'result', h('pre', { class: 'json', id: 'result' }, json(job.result)), true)) : null,
@@ -85,6 +91,15 @@ function attemptsTable(job) {
       x.error.stack ? details('stack:' + job.id + ':' + x.attempt, 'stack', h('pre', { class: 'stack' }, x.error.stack)) : null] : '', 'wide')));
   return table([{ attrs: { class: 'n' }, text: '#' }, 'worker', 'started', 'ended', { attrs: { class: 'n' }, text: 'duration' }, 'outcome', 'error'],
     rows, job.state === 'waiting' ? 'Not started: it waits for its parents.' : 'Not started yet.');
+}
+
+// Finished steps and sleeps, in the order they finished; a later attempt answers them from storage.
+function stepsTable(job, steps) {
+  const rows = steps.map((x) => h('tr', { 'data-step': x.name, class: 'step-' + x.kind },
+    td(h('span', { class: 'mono' }, x.name)), td(x.kind), td(String(x.attempt), 'n'), td(time(x.completedAt)),
+    td(x.kind === 'sleep' ? time(x.wakeAt) : ''),
+    td(x.kind === 'step' && 'result' in x ? details('step:' + job.id + ':' + x.name, 'result', h('pre', { class: 'json' }, json(x.result))) : '', 'wide')));
+  return table(['step', 'kind', { attrs: { class: 'n' }, text: 'attempt' }, 'finished', 'wakes', 'result'], rows);
 }
 
 function dependencies(job, graph) {

@@ -35,7 +35,8 @@ export class JobsConnection implements OnApplicationShutdown {
     readonly dataSource: DataSource,
     readonly schema: string,
     readonly timeouts: ResolvedTimeouts,
-    private readonly owned: boolean,
+    /** True when the module opened the DataSource (connection, embedded), false for the app's own. */
+    readonly owned: boolean,
     private readonly embedded: EmbeddedPostgresHandle | null,
   ) {}
 

@@ -1,4 +1,12 @@
-import type { ClaimedJob, JobExecution, JobInfo, JobState, JobSummary, SerializedError } from '../../model/index.js';
+import type {
+  ClaimedJob,
+  JobExecution,
+  JobInfo,
+  JobState,
+  JobStep,
+  JobSummary,
+  SerializedError,
+} from '../../model/index.js';
 import type { ClaimResult } from './job-storage.interface.js';
 
 type Row = Record<string, unknown>;
@@ -24,8 +32,13 @@ export function jobSummaryFromRow(r: Row): JobSummary {
   };
 }
 
-/** A `job` row and its `job_execution` rows as the detail `JobQueue.get()` returns. */
-export function jobInfoFromRows(row: Row, executionRows: readonly Row[]): JobInfo {
+/** A `job` row, its `job_execution` rows and its steps as the detail `JobQueue.get()` returns. */
+export function jobInfoFromRows(
+  row: Row,
+  executionRows: readonly Row[],
+  stepRows: readonly JobStep[],
+  withResults: boolean,
+): JobInfo {
   const executions: JobExecution[] = executionRows.map((e) => ({
     attempt: e.attempt as number,
     workerId: (e.worker_id as string | null) ?? null,
@@ -58,7 +71,21 @@ export function jobInfoFromRows(row: Row, executionRows: readonly Row[]): JobInf
     result: row.result ?? null,
     cancelRequested: row.cancel_requested as boolean,
     executions,
+    steps: stepRows.map((r) => jobStepFromRow(r, withResults)),
   };
+}
+
+/** A `job_step` row (as the list statement names its columns) as `JobQueue.get()` shows it. */
+export function jobStepFromRow(r: JobStep, withResult: boolean): JobStep {
+  const step: JobStep = {
+    name: r.name,
+    kind: r.kind,
+    attempt: r.attempt,
+    completedAt: r.completedAt,
+    wakeAt: r.wakeAt ?? null,
+  };
+  if (withResult) step.result = r.result ?? null;
+  return step;
 }
 
 /** A row of claim_controlled: a claimed job, or (id null) the wait a rate limit asks for. */

@@ -31,6 +31,17 @@ export function jobStatements(schema: string) {
     ), settled AS (
       SELECT ${s}.settle_jobs(w.ids, w.states, ${now}, ${channel}) FROM w WHERE w.ids IS NOT NULL
     )`;
+  /**
+   * The parents of a claimed job (`alias`): the jobs it waited on or continued from, and the batch
+   * whose callback it is, for ctx.parentIds and ctx.batchId. One probe of the child index per job;
+   * a job without parents finds nothing there.
+   */
+  const lineage = (alias: string) => `LEFT JOIN LATERAL (
+      SELECT array_agg(d.parent_job_id ORDER BY d.parent_job_id) FILTER (WHERE d.parent_job_id IS NOT NULL) AS parent_ids,
+             (array_agg(d.parent_batch_id) FILTER (WHERE d.parent_batch_id IS NOT NULL))[1] AS parent_batch_id
+        FROM ${s}.job_dependency d WHERE d.child_id = ${alias}.id
+    ) p ON true`;
+  const lineageColumns = `p.parent_ids AS "parentIds", p.parent_batch_id AS "parentBatchId"`;
   /** This row's entry in the fail statement's JSON object ($5), and one field of it as text. */
   const failure = `($5::jsonb -> (j.id::text))`;
   const failed = (field: string) => `(${failure} ->> '${field}')`;
@@ -146,15 +157,16 @@ export function jobStatements(schema: string) {
       RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at,
                 j.trace_context, j.deadline
     )
-    SELECT id, name, queue, payload, attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs",
-           batch_id AS "batchId", trace_context AS "traceContext", deadline
-      FROM u ORDER BY priority DESC, run_at, id`,
+    SELECT u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts AS "maxAttempts", u.timeout_ms AS "timeoutMs",
+           u.batch_id AS "batchId", u.trace_context AS "traceContext", u.deadline, ${lineageColumns}
+      FROM u ${lineage('u')} ORDER BY u.priority DESC, u.run_at, u.id`,
 
     // A queue with limits, groups, serial keys or a pause: see claim_controlled (migrations 0005-0008).
     // Rows with a null id carry only wait_ms: when a rate limit lets the next job start.
-    claimControlled: `SELECT id, name, queue, payload, attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs",
-           batch_id AS "batchId", trace_context AS "traceContext", deadline, wait_ms AS "waitMs"
-      FROM ${s}.claim_controlled($1, $3::text[], $4, $2, $5, $6)`,
+    claimControlled: `SELECT c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts AS "maxAttempts",
+           c.timeout_ms AS "timeoutMs", c.batch_id AS "batchId", c.trace_context AS "traceContext", c.deadline,
+           c.wait_ms AS "waitMs", ${lineageColumns}
+      FROM ${s}.claim_controlled($1, $3::text[], $4, $2, $5, $6) c ${lineage('c')}`,
 
     // Jobs whose deadline passed before they could start fail for good, their onFailure recorded.
     expireDeadlines: `WITH x AS (
@@ -191,12 +203,13 @@ export function jobStatements(schema: string) {
     )
     SELECT true AS done, id, NULL::text AS name, NULL::text AS queue, NULL::jsonb AS payload, NULL::int AS attempt,
            NULL::int AS "maxAttempts", NULL::int AS "timeoutMs", NULL::uuid AS "batchId", NULL::jsonb AS "traceContext",
-           NULL::timestamptz AS deadline, NULL::float8 AS "waitMs"
+           NULL::timestamptz AS deadline, NULL::float8 AS "waitMs", NULL::uuid[] AS "parentIds", NULL::uuid AS "parentBatchId"
       FROM u
     UNION ALL
     SELECT false, c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.timeout_ms, c.batch_id, c.trace_context,
-           c.deadline, c.wait_ms
-      FROM written CROSS JOIN LATERAL ${s}.claim_controlled($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10) c`,
+           c.deadline, c.wait_ms, p.parent_ids, p.parent_batch_id
+      FROM written CROSS JOIN LATERAL ${s}.claim_controlled($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10) c
+      ${lineage('c')}`,
 
     // A failed attempt leaves a history row; the job row moves on in the same statement.
     fail: `WITH u AS (
@@ -286,13 +299,16 @@ export function jobStatements(schema: string) {
          AND name = ANY($3::text[])
        ORDER BY id LIMIT $4
        FOR UPDATE SKIP LOCKED
+    ), u AS (
+      UPDATE ${s}.job j
+         SET failure_hook = 'running', hook_worker_id = $1,
+             hook_lease_expires_at = $2::timestamptz + make_interval(secs => $5::float8 / 1000)
+        FROM c WHERE j.id = c.id
+      RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.last_error
     )
-    UPDATE ${s}.job j
-       SET failure_hook = 'running', hook_worker_id = $1,
-           hook_lease_expires_at = $2::timestamptz + make_interval(secs => $5::float8 / 1000)
-      FROM c WHERE j.id = c.id
-    RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts AS "maxAttempts", j.timeout_ms AS "timeoutMs",
-              j.batch_id AS "batchId", j.last_error AS error`,
+    SELECT u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts AS "maxAttempts", u.timeout_ms AS "timeoutMs",
+           u.batch_id AS "batchId", u.last_error AS error, ${lineageColumns}
+      FROM u ${lineage('u')}`,
 
     renewHooks: `UPDATE ${s}.job
        SET hook_lease_expires_at = $3::timestamptz + make_interval(secs => $4::float8 / 1000)
@@ -318,7 +334,8 @@ export function jobStatements(schema: string) {
     )
     SELECT id, ${notifySql('cancel', '$2', 'id')} FROM u`,
 
-    // A retried job that settled a batch or parents reopens them (reopen_job).
+    // A retried job that settled a batch or parents reopens them (reopen_job). Its finished steps
+    // stay, so the next attempt answers them from storage, unless $5 (resetSteps) clears them.
     retry: `WITH prev AS (
       SELECT id, state, batch_id, has_dependents FROM ${s}.job WHERE id = $1 AND state = ANY($4::text[]) FOR UPDATE
     ), u AS (
@@ -329,6 +346,8 @@ export function jobStatements(schema: string) {
         FROM prev WHERE j.id = prev.id RETURNING j.id, j.queue
     ), r AS (
       SELECT ${s}.reopen_job(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents
+    ), forget AS (
+      DELETE FROM ${s}.job_step st USING u WHERE $5::boolean AND st.job_id = u.id
     )
     SELECT id, ${notifySql('queue', '$3', 'queue')} FROM u UNION ALL SELECT NULL, NULL FROM r`,
 

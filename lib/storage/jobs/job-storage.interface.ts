@@ -119,8 +119,10 @@ export interface JobStorage {
   settleFailureHooks(workerId: string, ids: readonly string[], outcome: 'done' | 'pending'): Promise<void>;
   updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void>;
   cancel(id: string, now: Date): Promise<CancelResult>;
-  retry(id: string, now: Date): Promise<RetryResult>;
-  getJob(id: string): Promise<JobInfo | null>;
+  /** Failed, cancelled or skipped → queued with fresh attempts; `resetSteps` forgets its finished steps. */
+  retry(id: string, now: Date, resetSteps?: boolean): Promise<RetryResult>;
+  /** The job with its history and steps; `stepResults` adds each step's stored result. */
+  getJob(id: string, options?: { stepResults?: boolean }): Promise<JobInfo | null>;
   registerWorker(worker: WorkerRegistration): Promise<void>;
   /** False when the worker's row is gone (pruned): register again. */
   heartbeatWorker(id: string, now: Date, active: number): Promise<boolean>;

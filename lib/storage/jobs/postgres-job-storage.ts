@@ -6,6 +6,7 @@ import {
   type FinishedAttempt,
   type JobInfo,
   type JobState,
+  type JobStep,
   type NewJob,
   type SerializedError,
 } from '../../model/index.js';
@@ -23,6 +24,7 @@ import type {
   WorkerRegistration,
 } from './job-storage.interface.js';
 import { jobStatements, type JobStatements } from './job-statements.js';
+import { stepStatements, type StepStatements } from './step-statements.js';
 import {
   dueQueues,
   encodeNewJobColumns,
@@ -68,6 +70,7 @@ type Row = Record<string, unknown>;
 
 export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
   private readonly sql: JobStatements;
+  private readonly steps: StepStatements;
   private readonly preparedNames: ReadonlyMap<keyof JobStatements, string>;
   private readonly pool: PoolExecutor;
   private readonly channel: string;
@@ -85,6 +88,7 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     private readonly relaxedCommit = false,
   ) {
     this.sql = jobStatements(context.schema);
+    this.steps = stepStatements(context.schema);
     // Unique per statement text: the app's pool may serve several schemas, and a name must mean one text.
     this.preparedNames = new Map(
       [...PREPARED].map((key) => [
@@ -355,19 +359,23 @@ export class PostgresJobStorage implements JobStorage, OnApplicationShutdown {
     return { outcome: 'requested' };
   }
 
-  async retry(id: string, now: Date): Promise<RetryResult> {
-    const rows = await this.run('retry', [id, now, this.channel, RETRYABLE_STATES]);
+  async retry(id: string, now: Date, resetSteps = false): Promise<RetryResult> {
+    const rows = await this.run('retry', [id, now, this.channel, RETRYABLE_STATES, resetSteps]);
     if (rows.some((r) => r.id)) return { outcome: 'requeued' };
     const [row] = await this.run('stateOf', [id]);
     if (!row) return { outcome: 'not-found' };
     return { outcome: 'not-retryable', state: row.state as JobState };
   }
 
-  async getJob(id: string): Promise<JobInfo | null> {
+  async getJob(id: string, options: { stepResults?: boolean } = {}): Promise<JobInfo | null> {
     if (!isUuid(id)) return null;
-    const [[row], executionRows] = await Promise.all([this.run('getJob', [id]), this.run('getExecutions', [id])]);
+    const [[row], executionRows, steps] = await Promise.all([
+      this.run('getJob', [id]),
+      this.run('getExecutions', [id]),
+      this.pool.query<JobStep>(this.steps.list, [id, options.stepResults === true]),
+    ]);
     if (!row) return null;
-    return jobInfoFromRows(row, executionRows);
+    return jobInfoFromRows(row, executionRows, steps, options.stepResults === true);
   }
 
   async registerWorker(w: WorkerRegistration): Promise<void> {

@@ -3,6 +3,7 @@ import {
   isUuid,
   JobsError,
   type BatchInfo,
+  type Continuation,
   type FinishedAttempt,
   type JobState,
   type NewJob,
@@ -134,14 +135,27 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   async finishWithContinuations(
     workerId: string,
     attempt: FinishedAttempt,
-    continuations: NewJob[],
+    continuations: readonly Continuation[],
     now: Date,
     leaseMs: number,
+    scope?: TxScope,
   ): Promise<boolean> {
-    return this.pool.transaction(async (tx) => {
+    return executorFor(scope, this.pool).transaction(async (tx) => {
       const applied = await this.jobs.finishOn(tx, workerId, [attempt], now, leaseMs);
       if (!applied.has(attempt.job.id)) return false;
-      if (continuations.length) await this.insertGraph({ jobs: continuations }, now, asStorageTx(tx));
+      if (continuations.length) {
+        // The edge to the parent is written already settled: the continuation is released as it is
+        // written, and the edge only says where it came from (ctx.parentIds, the job's detail).
+        const parentOutcome = attempt.outcome.kind;
+        const jobs = continuations.map(({ on: _on, ...row }) => row);
+        const dependencies = continuations.map((c) => ({
+          childId: c.id,
+          parentJobId: attempt.job.id,
+          trigger: c.on,
+          parentOutcome,
+        }));
+        await this.insertGraph({ jobs, dependencies }, now, asStorageTx(tx));
+      }
       return true;
     });
   }

@@ -1,4 +1,12 @@
-import type { BatchInfo, DependencyOn, FinishedAttempt, JobState, JobSummary, NewJob } from '../../model/index.js';
+import type {
+  BatchInfo,
+  Continuation,
+  DependencyOn,
+  FinishedAttempt,
+  JobState,
+  JobSummary,
+  NewJob,
+} from '../../model/index.js';
 import type { EntityManager } from 'typeorm';
 import type { StorageTx, TxScope } from '../storage-tx.interface.js';
 
@@ -51,13 +59,18 @@ export interface WorkflowStorage {
   lockParents(jobIds: string[], batchIds: string[], tx: StorageTx): Promise<ParentStates>;
   markParents(jobIds: string[], tx: StorageTx): Promise<void>;
   addToBatch(batchId: string, job: NewJob, now: Date): Promise<boolean>;
-  /** Records one outcome and, only if it applied, writes the staged continuations with it. */
+  /**
+   * Records one outcome and, only if it applied, writes the staged
+   * continuations with it. `scope`: a transaction to write it in (a
+   * handler's ctx.transaction), committed by its owner; by default one of its own.
+   */
   finishWithContinuations(
     workerId: string,
     attempt: FinishedAttempt,
-    continuations: NewJob[],
+    continuations: readonly Continuation[],
     now: Date,
     leaseMs: number,
+    scope?: TxScope,
   ): Promise<boolean>;
   batchStatus(id: string): Promise<BatchInfo | null>;
   batchMembers(id: string, filter: { state?: JobState; skip: number; take: number }): Promise<BatchMember[]>;

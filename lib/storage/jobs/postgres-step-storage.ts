@@ -1,0 +1,83 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { JobStep, NewStep, StoredStep } from '../../model/index.js';
+import { executorFor, type PoolExecutor } from '../connection/sql-executor.js';
+import type { StorageContext } from '../storage-context.js';
+import type { TxScope } from '../storage-tx.interface.js';
+import type { HeldJob } from './job-storage.interface.js';
+import { jobStepFromRow } from './job-rows.js';
+import { stepStatements, type StepStatements } from './step-statements.js';
+import type { HandlerTransactionSource, StepStorage } from './step-storage.interface.js';
+
+type Row = Record<string, unknown>;
+
+export class PostgresStepStorage implements StepStorage {
+  private readonly sql: StepStatements;
+  private readonly pool: PoolExecutor;
+  private readonly dataSource: DataSource;
+
+  constructor(
+    context: StorageContext,
+    /** Whether the DataSource is the app's (shared) or one the module opened. */
+    readonly handlerTransactions: HandlerTransactionSource,
+  ) {
+    this.sql = stepStatements(context.schema);
+    this.pool = context.executor;
+    this.dataSource = context.dataSource;
+  }
+
+  async loadSteps(jobId: string): Promise<StoredStep[]> {
+    const rows = await this.pool.query<StoredStep>(this.sql.load, [jobId]);
+    return rows.map((r) => ({ ...r, result: r.result ?? null, wakeAt: r.wakeAt ?? null }));
+  }
+
+  async recordStep(workerId: string, job: HeldJob, step: NewStep, tx?: TxScope, withSuccess = false): Promise<boolean> {
+    const statement = withSuccess ? this.sql.recordWithSuccess : this.sql.record;
+    const rows = await executorFor(tx, this.pool).query<Row>(statement, [
+      job.id,
+      job.attempt,
+      workerId,
+      step.name,
+      step.kind,
+      step.resultJson,
+      step.completedAt,
+      step.wakeAt,
+    ]);
+    return rows.length > 0;
+  }
+
+  async listSteps(jobId: string, withResults: boolean): Promise<JobStep[]> {
+    const rows = await this.pool.query<JobStep>(this.sql.list, [jobId, withResults]);
+    return rows.map((r) => jobStepFromRow(r, withResults));
+  }
+
+  /**
+   * A query runner of TypeORM's own, so that the manager the handler gets
+   * is an ordinary transactional EntityManager (repositories, query
+   * builders, entity listeners), and the library's fenced writes run on its
+   * connection through executorFor(manager).
+   */
+  async handlerTransaction<T>(body: (manager: EntityManager) => Promise<T>): Promise<T> {
+    const runner = this.dataSource.createQueryRunner();
+    try {
+      await runner.connect();
+      await runner.startTransaction();
+      let result: T;
+      try {
+        result = await body(runner.manager);
+      } catch (error) {
+        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+        throw error;
+      }
+      try {
+        await runner.commitTransaction();
+      } catch (error) {
+        // The connection may still hold the transaction: it must not go back to the pool with it.
+        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+        throw error;
+      }
+      return result;
+    } finally {
+      await runner.release();
+    }
+  }
+}
