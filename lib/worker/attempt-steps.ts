@@ -3,7 +3,6 @@ import {
   checkStepName,
   describeValue,
   JobsError,
-  PermanentJobError,
   SnoozeJob,
   type ClaimedJob,
   type Clock,
@@ -12,6 +11,11 @@ import {
   type StoredStep,
 } from '../model/index.js';
 import type { StepStorage } from '../storage/jobs/step-storage.interface.js';
+import { resultJson } from './result-json.js';
+
+/** A step's result is stored whole and read back on every later attempt. */
+const STEP_RESULT_FIX =
+  'return what later steps need (an id, a status) and keep the rest in a table of your own; the step was not recorded and would run again on every attempt';
 
 /** A sleep longer than a year is a bug, not a plan (as for ctx.snooze). */
 export const MAX_SLEEP_MS = 365 * 24 * 3_600_000;
@@ -70,7 +74,8 @@ export class AttemptSteps {
       return stored.result as T;
     }
     const work = async (manager: EntityManager | undefined, withSuccess: boolean): Promise<string> => {
-      const json = this.serialize(where, await (fn as (m?: EntityManager) => unknown)(manager));
+      const value = await (fn as (m?: EntityManager) => unknown)(manager);
+      const json = resultJson(where, value, this.host.maxResultBytes, STEP_RESULT_FIX);
       if (this.host.dieAfterStep?.(name)) throw this.host.lost();
       const step: NewStep = { name, kind: 'step', resultJson: json, completedAt: this.host.clock.now(), wakeAt: null };
       const { storage, workerId } = this.host;
@@ -125,26 +130,6 @@ export class AttemptSteps {
       this.loaded = load;
     }
     return this.loaded;
-  }
-
-  private serialize(where: string, value: unknown): string {
-    let json: string | undefined;
-    try {
-      json = value === undefined ? 'null' : JSON.stringify(value);
-    } catch (error) {
-      throw new PermanentJobError(
-        `${where} returned a result that is not JSON-serialisable (${(error as Error).message}), so it cannot be stored. Potential fix: return plain data (an id, a status).`,
-      );
-    }
-    if (json === undefined) json = 'null';
-    const bytes = Buffer.byteLength(json, 'utf8');
-    if (bytes > this.host.maxResultBytes) {
-      throw new PermanentJobError(
-        `${where} returned ${bytes} bytes of JSON, over maxResultBytes (${this.host.maxResultBytes}), so it was not stored and the step would run again on every attempt. ` +
-          `Potential fix: return what later steps need (an id) and keep the rest in your own table, or raise JobsModule's "maxResultBytes".`,
-      );
-    }
-    return json;
   }
 }
 

@@ -1,37 +1,31 @@
-import { ContextIdFactory, type ModuleRef } from '@nestjs/core';
-import type { EntityManager } from 'typeorm';
+import { ContextIdFactory } from '@nestjs/core';
 import type { RegisteredJob } from '../discovery/job-registry.js';
 import {
-  describeValue,
-  stepKey,
-  type Continuation,
-  type FinishedAttempt,
   computeBackoff,
   DeadlineExceededError,
-  SnoozeJob,
-  isDependencyTrigger,
-  JobsError,
-  LeaseLostError,
-  type JobRowBuilder,
-  type NewJob,
   JobCancelledError,
+  JobsError,
   JobTimeoutError,
+  LeaseLostError,
   PermanentJobError,
   serializeError,
-  type SerializedError,
+  SnoozeJob,
   WorkerShutdownError,
   type AttemptOutcome,
   type ClaimedJob,
-  type Clock,
+  type Continuation,
   type JobContext,
   type JobHandler,
+  type JobLogger,
+  type SerializedError,
 } from '../model/index.js';
-import type { StepStorage } from '../storage/jobs/step-storage.interface.js';
-import { AttemptSteps, SleepJob, sleepTarget } from './attempt-steps.js';
+import { jobContext } from './attempt-context.js';
+import { AttemptSteps, SleepJob } from './attempt-steps.js';
 import { AttemptTransaction } from './attempt-transaction.js';
+import { resultJson } from './result-json.js';
+import type { RunFaults, RunnerDeps } from './runner-deps.js';
 
-/** A snooze longer than a year is a bug, not a plan. */
-const MAX_SNOOZE_MS = 365 * 24 * 3_600_000;
+const RESULT_FIX = 'return a summary and keep the data in a table of your own';
 
 /** Why a running attempt was stopped from outside the handler. */
 export type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
@@ -51,28 +45,7 @@ export function leaseLostError(jobId: string): LeaseLostError {
   return new LeaseLostError(`Job ${jobId}: this worker lost its lease; another worker owns the job now`);
 }
 
-export interface RunnerDeps {
-  moduleRef: ModuleRef;
-  clock: Clock;
-  builder: JobRowBuilder;
-  /** The worker whose attempts these are: step records and ctx.transaction are fenced by it. */
-  workerId: string;
-  steps: StepStorage;
-  /** Largest job or step result, in bytes of JSON. */
-  maxResultBytes: number;
-  progress(job: ClaimedJob, fraction: number, message: string | null): Promise<void>;
-  addToBatch(batchId: string, job: NewJob): Promise<boolean>;
-  /** The success of ctx.transaction(), fenced, in its transaction: false when the fence refused it. */
-  writeSuccess(attempt: FinishedAttempt, continuations: Continuation[], manager: EntityManager): Promise<boolean>;
-}
-
-/** What the testing kit changes about one attempt. */
-export interface RunFaults {
-  /** Stands in for the registered handler (failNext). */
-  handler?: JobHandler;
-  /** True to stop the attempt between a step's work and its record (dieAfterStep). */
-  dieAfterStep?(step: string): boolean;
-}
+export type { RunFaults, RunnerDeps } from './runner-deps.js';
 
 /** Runs one attempt of one job: context, signal, timeout, outcome. */
 export class RunningJob {
@@ -89,40 +62,64 @@ export class RunningJob {
   private handler: JobHandler | undefined;
   /** Why the attempt failed for good, as the handler threw it. */
   private failedWith: Error | undefined;
-  private readonly steps: AttemptSteps;
-  private readonly tx: AttemptTransaction;
+  /** Made on the first ctx.step() or ctx.sleep(): most handlers have none. */
+  private stepsOfRun: AttemptSteps | null = null;
+  /** Made on the first ctx.transaction(). */
+  private transactionOfRun: AttemptTransaction | null = null;
 
   constructor(
     readonly job: ClaimedJob,
     private readonly registered: RegisteredJob,
-    private readonly deps: RunnerDeps,
-    faults: RunFaults = {},
-  ) {
-    const running = () => this.checkRunning();
-    const lost = () => {
-      this.stop('lost-lease');
-      return this.abortReason!;
-    };
-    this.steps = new AttemptSteps({
-      job,
-      workerId: deps.workerId,
-      clock: deps.clock,
-      storage: deps.steps,
-      maxResultBytes: deps.maxResultBytes,
-      checkRunning: running,
-      lost,
-      openTransaction: () => this.tx.open(),
-      dieAfterStep: faults.dieAfterStep,
-    });
-    this.tx = new AttemptTransaction({
-      job,
-      storage: deps.steps,
-      checkRunning: running,
+    readonly deps: RunnerDeps,
+    private readonly faults: RunFaults = {},
+  ) {}
+
+  get logger(): JobLogger {
+    return this.registered.logger;
+  }
+
+  /** True for a hook run after the attempt ended: nothing can be recorded for the job then. */
+  get hasEnded(): boolean {
+    return this.ended;
+  }
+
+  /** This attempt's steps and sleeps. */
+  steps(): AttemptSteps {
+    return (this.stepsOfRun ??= new AttemptSteps({
+      job: this.job,
+      workerId: this.deps.workerId,
+      clock: this.deps.clock,
+      storage: this.deps.steps,
+      maxResultBytes: this.deps.maxResultBytes,
+      checkRunning: () => this.checkRunning(),
+      lost: () => this.lost(),
+      openTransaction: () => this.transactionOfRun?.open() ?? null,
+      dieAfterStep: this.faults.dieAfterStep,
+    }));
+  }
+
+  /** This attempt's ctx.transaction(). */
+  transaction(): AttemptTransaction {
+    return (this.transactionOfRun ??= new AttemptTransaction({
+      job: this.job,
+      storage: this.deps.steps,
+      checkRunning: () => this.checkRunning(),
       checkResult: (value) => this.checkResult(value),
       releaseForSuccess: () => this.release('success') ?? [],
-      writeSuccess: (attempt, continuations, manager) => deps.writeSuccess(attempt, continuations, manager),
-      lost,
-    });
+      writeSuccess: (attempt, continuations, manager) => this.deps.writeSuccess(attempt, continuations, manager),
+      lost: () => this.lost(),
+    }));
+  }
+
+  /** Stages a continuation, unless ctx.transaction() has written the success it would ride on. */
+  stage(continuation: Continuation): void {
+    const refused = this.transactionOfRun?.refusesContinuations();
+    if (refused) {
+      throw new JobsError(
+        `ctx.continueWith() in job "${this.job.name}" (${this.job.id}): ${refused}. Potential fix: call continueWith() before ctx.transaction().`,
+      );
+    }
+    this.staged.push(continuation);
   }
 
   /** Throws why the attempt was stopped, if it was. */
@@ -130,7 +127,13 @@ export class RunningJob {
     if (this.abortReason) throw this.abortReason;
   }
 
-  private signal(): AbortSignal {
+  /** A fenced write was refused: the job is another worker's now. */
+  private lost(): Error {
+    this.stop('lost-lease');
+    return this.abortReason!;
+  }
+
+  signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
       if (this.abortReason) this.controller.abort(this.abortReason);
@@ -167,7 +170,7 @@ export class RunningJob {
     try {
       const handler = (this.handler = this.registered.instance ?? (await this.resolveScoped(ctx)));
       const result = await this.waitFor(handler, ctx);
-      if (this.tx.committed) return this.recordedSuccess();
+      if (this.transactionOfRun?.committed) return this.recordedSuccess();
       if (this.stopReason === 'cancel') return this.cancelled();
       return {
         outcome: { kind: 'succeeded', result: this.checkResult(result) },
@@ -175,7 +178,9 @@ export class RunningJob {
       };
     } catch (error) {
       // Stopped while ctx.transaction() was writing the success: what it committed stands.
-      if (await this.tx.committedDespiteStop()) return this.recordedSuccess(error);
+      if (this.transactionOfRun && (await this.transactionOfRun.committedDespiteStop())) {
+        return this.recordedSuccess(error);
+      }
       return this.failure(error);
     } finally {
       if (timer) clearTimeout(timer);
@@ -196,7 +201,7 @@ export class RunningJob {
       );
       this.registered.logger.error(error.message, after instanceof Error ? after.stack : undefined);
     }
-    return { outcome: { kind: 'succeeded', result: this.tx.result }, recorded: true };
+    return { outcome: { kind: 'succeeded', result: this.transactionOfRun!.result }, recorded: true };
   }
 
   /**
@@ -241,91 +246,7 @@ export class RunningJob {
   }
 
   private context(): JobContext {
-    const { job } = this;
-    // eslint-disable-next-line @typescript-eslint/no-this-alias
-    const self = this;
-    const logger = this.registered.logger;
-    return {
-      jobId: job.id,
-      name: job.name,
-      queue: job.queue,
-      attempt: job.attempt,
-      maxAttempts: job.maxAttempts,
-      get signal() {
-        return self.signal();
-      },
-      logger,
-      batchId: job.batchId ?? job.parentBatchId ?? null,
-      parentIds: job.parentIds ?? [],
-      step: ((name: string, second: unknown, third?: unknown) => {
-        this.refuseAfterEnd('ctx.step()');
-        return this.steps.step(name, second, third);
-      }) as JobContext['step'],
-      stepKey: (name) => stepKey(job.id, name),
-      sleep: async (name, ms) => {
-        this.refuseAfterEnd('ctx.sleep()');
-        return this.steps.sleep(name, sleepTarget('ctx.sleep', job, ms), 'ctx.sleep');
-      },
-      sleepUntil: async (name, until) => {
-        this.refuseAfterEnd('ctx.sleepUntil()');
-        return this.steps.sleep(name, sleepTarget('ctx.sleepUntil', job, until), 'ctx.sleepUntil');
-      },
-      transaction: async <T>(fn: (manager: EntityManager) => Promise<T>) => {
-        this.refuseAfterEnd('ctx.transaction()');
-        return this.tx.run<T>(fn);
-      },
-      snooze: (ms, reason) => {
-        if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_SNOOZE_MS) {
-          throw new JobsError(
-            `ctx.snooze() in job "${job.name}": the delay must be a number of ms from 0 to ${MAX_SNOOZE_MS}, got ${String(ms)}. Potential fix: ctx.snooze(30_000).`,
-          );
-        }
-        throw new SnoozeJob(ms, reason);
-      },
-      progress: (fraction, message) => {
-        if (typeof fraction !== 'number' || !(fraction >= 0 && fraction <= 1)) {
-          return Promise.reject(new RangeError(`ctx.progress(${fraction}): progress is a fraction in [0, 1]`));
-        }
-        return this.deps.progress(job, fraction, message ?? null);
-      },
-      addToBatch: async (ref, payload, options = {}) => {
-        if (!job.batchId) {
-          throw new JobsError(
-            `ctx.addToBatch() in job "${job.name}" (${job.id}): this job is not a batch member. Potential fix: enqueue the job directly, or start it from batches.create().add(…).`,
-          );
-        }
-        const row = {
-          ...this.deps.builder.build(ref, payload, { ...options }, this.deps.clock.now()),
-          batchId: job.batchId,
-        };
-        if (!(await this.deps.addToBatch(job.batchId, row))) {
-          throw new JobsError(
-            `ctx.addToBatch() in job "${job.name}": batch ${job.batchId} is no longer executing (cancelled?). Potential fix: check ctx.signal before adding work.`,
-          );
-        }
-        return { id: row.id };
-      },
-      continueWith: (ref, payload, options = {}) => {
-        const { on = 'success', ...rest } = options;
-        if (!isDependencyTrigger(on)) {
-          throw new JobsError(
-            `ctx.continueWith() in job "${job.name}": "on" must be 'success', 'failure' or 'always', got ${describeValue(on)}. Potential fix: ctx.continueWith(Next, payload, { on: 'always' }).`,
-          );
-        }
-        if (this.ended) {
-          throw new JobsError(
-            `ctx.continueWith() in job "${job.name}" (${job.id}): its last attempt ended when its worker stopped, so there is no outcome to continue from. Potential fix: enqueue the follow-up with JobQueue.enqueue() in onFailure.`,
-          );
-        }
-        const refused = this.tx.refusesContinuations();
-        if (refused) {
-          throw new JobsError(
-            `ctx.continueWith() in job "${job.name}" (${job.id}): ${refused}. Potential fix: call continueWith() before ctx.transaction().`,
-          );
-        }
-        this.staged.push({ ...this.deps.builder.build(ref, payload, { ...rest }, this.deps.clock.now()), on });
-      },
-    };
+    return jobContext(this);
   }
 
   private failure(error: unknown): RunResult {
@@ -386,34 +307,10 @@ export class RunningJob {
     return this.staged.filter((c) => c.on === end || c.on === 'always');
   }
 
-  /** Steps, sleeps and transactions belong to a running attempt, not to onFailure. */
-  private refuseAfterEnd(call: string): void {
-    if (!this.ended) return;
-    throw new JobsError(
-      `${call} in onFailure of job "${this.job.name}" (${this.job.id}): the job has ended, so nothing can be recorded for it. ` +
-        `Potential fix: do the hook's work directly (a hook runs once), or enqueue a job that uses steps.`,
-    );
-  }
-
-  /** A job's result as JSON, within maxResultBytes; a PermanentJobError otherwise. */
+  /** The job's result, once it is known to fit as JSON within maxResultBytes. */
   private checkResult(result: unknown): unknown {
-    const { job } = this;
     if (result === undefined) return null;
-    let json: string | undefined;
-    try {
-      json = JSON.stringify(result);
-    } catch (error) {
-      throw new PermanentJobError(
-        `Job "${job.name}" returned a result that is not JSON-serialisable (${(error as Error).message}). Potential fix: return plain data.`,
-      );
-    }
-    const bytes = json === undefined ? 0 : Buffer.byteLength(json, 'utf8');
-    if (bytes > this.deps.maxResultBytes) {
-      throw new PermanentJobError(
-        `Job "${job.name}" (${job.id}) returned ${bytes} bytes of JSON, over maxResultBytes (${this.deps.maxResultBytes}). ` +
-          `Potential fix: return a summary and keep the data in a table of your own, or raise JobsModule's "maxResultBytes".`,
-      );
-    }
+    resultJson(`Job "${this.job.name}" (${this.job.id})`, result, this.deps.maxResultBytes, RESULT_FIX);
     return result;
   }
 
