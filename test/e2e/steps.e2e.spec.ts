@@ -109,6 +109,30 @@ describe('durable steps, run by the testing kit', () => {
     expect(log.keys.filter((k) => k.startsWith(id))).toEqual([`${id}:charge`]);
   });
 
+  it('a worker that lost its lease cannot record a step: its attempt ends lost, and the step runs again in the next', async () => {
+    const { jobs, tester } = kit;
+    const { id } = await jobs.enqueue(Checkout, { order: 'stolen', shipGate: 'stolen' });
+    const reached = log.reached('stolen');
+    const drained = tester.drain();
+    await reached;
+    // What a rescue does to a job whose lease ran out: back to the queue, no worker.
+    await sql(
+      `UPDATE "${tester.schema}".job SET state = 'queued', worker_id = NULL, lease_expires_at = NULL WHERE id = $1`,
+      [id],
+    );
+    log.open('stolen');
+    expect((await drained).map((r) => [r.attempt, r.outcome])).toEqual([
+      [1, 'lost'],
+      [2, 'succeeded'],
+    ]);
+    expect(log.of('stolen')).toEqual(['charge#1', 'ship#1', 'ship#2', 'receipt#2']);
+    expect(stepsOf(await jobs.get(id))).toEqual([
+      ['charge', 'step', 1],
+      ['ship', 'step', 2],
+      ['receipt', 'step', 2],
+    ]);
+  });
+
   it('a sleep of a day: the job goes back to the queue, and resumes at advance(1 day) past its finished steps', async () => {
     const { jobs, tester } = kit;
     const start = clock.now().getTime();

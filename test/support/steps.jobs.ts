@@ -11,8 +11,24 @@ export class StepLog {
   readonly keys: string[] = [];
   /** What jobs saw of their lineage: job id → { tag, batchId, parentIds }. */
   readonly lineage = new Map<string, { tag: string; batchId: string | null; parentIds: readonly string[] }>();
-  /** Errors handlers caught from ctx calls, by order. */
-  readonly caught = new Map<string, Error>();
+  private readonly gates = new Map<string, () => void>();
+  private readonly arrived = new Map<string, () => void>();
+
+  /** Resolves when a run has reached the gate `name`. */
+  reached(name: string): Promise<void> {
+    return new Promise((resolve) => this.arrived.set(name, resolve));
+  }
+
+  open(name: string): void {
+    this.gates.get(name)?.();
+  }
+
+  wait(name: string): Promise<void> {
+    return new Promise((resolve) => {
+      this.gates.set(name, resolve);
+      this.arrived.get(name)?.();
+    });
+  }
 
   call(order: string, step: string, ctx: JobContext): void {
     this.calls.push(`${order}:${step}#${ctx.attempt}`);
@@ -33,6 +49,8 @@ export interface CheckoutPayload {
   failAfterOnce?: boolean;
   /** Snoozes once, after charge, on attempt 1. */
   snoozeOnce?: boolean;
+  /** The ship step waits at a gate of this name on attempt 1, after its work. */
+  shipGate?: string;
 }
 
 /** The issue's example: charge, ship, an optional sleep, receipt. */
@@ -50,6 +68,7 @@ export class Checkout implements JobHandler<CheckoutPayload> {
     const ship = await ctx.step('ship', async () => {
       this.log.call(p.order, 'ship', ctx);
       if (p.shipFailsOnce && ctx.attempt === 1) throw new Error('carrier down');
+      if (p.shipGate && ctx.attempt === 1) await this.log.wait(p.shipGate);
       return { tracking: `tr-${p.order}` };
     });
     if (p.sleepMs !== undefined) await ctx.sleep('cooling-off', p.sleepMs);
