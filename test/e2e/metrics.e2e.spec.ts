@@ -98,6 +98,10 @@ describe('JobsMetrics (prom-client)', () => {
     expect(await sample('durable_jobs_jobs', { queue: 'work', state: 'scheduled' })).toBe(1);
     expect(await sample('durable_jobs_jobs', { queue: 'nobody', state: 'queued' })).toBe(1);
     expect(await sample('durable_jobs_jobs', { queue: 'work', state: 'active' })).toBe(0);
+    // Nothing is live in "other" any more (its one job failed): its series stay, at 0.
+    for (const state of ['waiting', 'queued', 'scheduled', 'active']) {
+      expect([state, await sample('durable_jobs_jobs', { queue: 'other', state })]).toEqual([state, 0]);
+    }
     expect(await sample('durable_jobs_workers_alive')).toBe(1);
     const text = await registry.metrics();
     expect(text).toContain('durable_jobs_attempts_total{queue="work",job="tally",outcome="succeeded"} 3');
