@@ -1,5 +1,6 @@
 import type { SerializedError } from './errors.js';
 import type { AttemptOutcome, ClaimedJob } from './records.js';
+import { JOB_EVENT_FILTER_SHAPE, JOB_EVENT_LISTENER_FILTER_SHAPE } from './option-shapes.js';
 import { checkName, checkOptions, describeValue } from './validation.js';
 import { JobsError } from './errors.js';
 
@@ -62,6 +63,11 @@ export interface JobEventFilter {
   queue?: string;
   /** The job's name, as in `@Job(name)`. */
   name?: string;
+}
+
+/** What `JobEvents.on()` takes: a filter, and the listener's name in the log when it throws. */
+export interface JobEventListenerFilter extends JobEventFilter {
+  label?: string;
 }
 
 export type JobEventListener<E extends JobEventName = JobEventName> = (event: JobEvent<E>) => unknown;
@@ -131,11 +137,11 @@ export class JobEvents {
   on<E extends JobEventName>(
     event: E | readonly E[],
     listener: JobEventListener<E>,
-    filter: JobEventFilter & { label?: string } = {},
+    filter: JobEventListenerFilter = {},
   ): () => void {
     const where = 'JobEvents.on()';
     const events = checkJobEventNames(where, event);
-    checkJobEventFilter(where, filter);
+    checkJobEventFilter(where, filter, JOB_EVENT_LISTENER_FILTER_SHAPE);
     if (typeof listener !== 'function') {
       throw new JobsError(
         `${where}: the listener must be a function, got ${describeValue(listener)}. Potential fix: events.on('failed', (e) => …).`,
@@ -255,8 +261,13 @@ export function checkJobEventNames(where: string, value: unknown): JobEventName[
   return [...new Set(names as JobEventName[])];
 }
 
-export function checkJobEventFilter(where: string, filter: unknown): void {
-  const f = checkOptions(where, filter as JobEventFilter | undefined, "{ queue: 'emails', name: 'send-receipt' }");
+export function checkJobEventFilter(where: string, filter: unknown, shape = JOB_EVENT_FILTER_SHAPE): void {
+  const f = checkOptions(
+    where,
+    filter as JobEventFilter | undefined,
+    "{ queue: 'emails', name: 'send-receipt' }",
+    shape,
+  );
   if (f?.queue !== undefined) checkName(where, 'queue', f.queue, 'emails');
   if (f?.name !== undefined) checkName(where, 'name', f.name, 'send-receipt');
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import { checkOptions, optionShape } from '../model/index.js';
 import { JobsMonitor } from './jobs-monitor.service.js';
 
 export interface JobsHealthOptions {
@@ -11,6 +12,8 @@ export interface JobsHealthOptions {
   /** How long the database may take to answer before the check is `down`, in ms; default 3000. */
   timeout?: number;
 }
+
+const HEALTH_SHAPE = optionShape<JobsHealthOptions>({ maxQueued: true, timeout: true });
 
 /**
  * A @nestjs/terminus indicator (import it from 'nestjs-durable-jobs/health',
@@ -34,6 +37,7 @@ export class JobsHealthIndicator {
     key: Key = 'jobs' as Key,
     options: JobsHealthOptions = {},
   ): Promise<HealthIndicatorResult<Key>> {
+    options = checkOptions('JobsHealthIndicator.isHealthy()', options, '{ maxQueued: 1000 }', HEALTH_SHAPE) ?? {};
     const indicator = this.health.check(key);
     const timeout = options.timeout ?? 3000;
     let timer: NodeJS.Timeout | undefined;

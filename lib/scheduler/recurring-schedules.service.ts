@@ -8,6 +8,7 @@ import {
   describeValue,
   JobsError,
   JobsNotFoundError,
+  optionShape,
   type CatchUpMode,
   type JobHandler,
   type OverlapMode,
@@ -30,6 +31,13 @@ export interface DynamicScheduleOptions<Payload = unknown> {
   catchUp?: CatchUpMode;
   overlap?: OverlapMode;
 }
+
+const DYNAMIC_SCHEDULE_SHAPE = optionShape<DynamicScheduleOptions>({
+  timeZone: true,
+  payload: true,
+  catchUp: true,
+  overlap: true,
+});
 
 /**
  * Schedules created at runtime (source `dynamic`), next to the code-defined
@@ -59,7 +67,12 @@ export class RecurringSchedules implements ScheduleControl {
     options: DynamicScheduleOptions<PayloadOf<H>> = {},
   ): Promise<ScheduleInfo> {
     const where = `RecurringSchedules.upsert(${typeof name === 'string' ? `'${name}'` : describeValue(name)})`;
-    checkOptions(where, options, "upsert(name, Job, '0 * * * *', { timeZone: 'Europe/Berlin' })");
+    checkOptions(
+      where,
+      options,
+      "upsert(name, Job, '0 * * * *', { timeZone: 'Europe/Berlin' })",
+      DYNAMIC_SCHEDULE_SHAPE,
+    );
     const jobName = this.registry.resolveName(job);
     const now = this.clock.now();
     const definition = defineSchedule(

@@ -3,6 +3,7 @@ import {
   checkOptions,
   describeValue,
   JobsError,
+  optionShape,
   type JobInfo,
   type JobState,
   type JobSummary,
@@ -32,6 +33,13 @@ export interface EnqueuedExpectation extends EnqueuedFilter {
   count?: number;
 }
 
+const FILTER_FIELDS = { name: true, queue: true, state: true, payload: true } as const satisfies Record<
+  keyof EnqueuedFilter,
+  true
+>;
+const FILTER_SHAPE = optionShape<EnqueuedFilter>(FILTER_FIELDS);
+const EXPECTATION_SHAPE = optionShape<EnqueuedExpectation>({ ...FILTER_FIELDS, count: true });
+
 const NOT_RUN: readonly JobState[] = ['queued', 'waiting'];
 const PAGE = 500;
 /** Jobs a failure message lists at most. */
@@ -46,7 +54,7 @@ export class EnqueuedJobs {
 
   /** Matching jobs with their payloads, oldest first. */
   async list(where: string, filter: EnqueuedFilter | undefined): Promise<JobInfo[]> {
-    const o = checkOptions(where, filter, "{ name: 'send-receipt' }") ?? {};
+    const o = checkOptions(where, filter, "{ name: 'send-receipt' }", FILTER_SHAPE) ?? {};
     const name = o.name === undefined ? undefined : this.jobs.resolveName(o.name);
     const state = o.state === undefined ? [...NOT_RUN] : o.state;
     const summaries: JobSummary[] = [];
@@ -107,7 +115,7 @@ export class EnqueuedJobs {
   }
 
   private checkExpectation(where: string, expectation: EnqueuedExpectation): EnqueuedExpectation {
-    const o = checkOptions(where, expectation, '{ name: SendReceipt, payload: { orderId: 1 } }');
+    const o = checkOptions(where, expectation, '{ name: SendReceipt, payload: { orderId: 1 } }', EXPECTATION_SHAPE);
     if (!o || o.name === undefined) {
       throw new JobsError(
         `${where}: "name" is required (a @Job class or a job name). Potential fix: ${where.slice(0, -2)}({ name: SendReceipt, payload: { orderId: 1 } }).`,

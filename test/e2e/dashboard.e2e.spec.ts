@@ -46,7 +46,7 @@ describe('JobsDashboardModule.register()', () => {
       [{ public: true, path: '../x y' }, /"path" must be a URL path/],
       [{ public: true, title: '' }, /"title" must be a non-empty string/],
       [{ public: true, allowedOrigins: ['not a url'] }, /"allowedOrigins" must be an array of origins/],
-      [{ public: true, guard: [] }, /unknown option\(s\) "guard"/],
+      [{ public: true, guard: [] }, /unknown option "guard". Did you mean "guards"\?/],
       ['open', /the options must be an object/],
     ];
     for (const [options, message] of bad) {
