@@ -223,6 +223,11 @@ const EXPORTS = [
   JOBS_DATA_SOURCE,
 ];
 
+/**
+ * The module that stores, runs and schedules jobs: import `JobsModule.forRoot(options)` (or
+ * `forRootAsync`) once in the app's root module. With neither `dataSource` nor `connection`, it starts
+ * an embedded PostgreSQL for development.
+ */
 @Module({})
 export class JobsModule {
   static forRoot(options: JobsModuleRootOptions = {}): DynamicModule {

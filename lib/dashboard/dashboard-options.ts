@@ -1,6 +1,7 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import { checkOptions, describeValue, JobsError, optionShape } from '../model/index.js';
 
+/** What `JobsDashboardModule.register()` takes: where the page is served and who may open it. */
 export interface JobsDashboardOptions {
   /** Where the page is served; its JSON endpoints live under `<path>/api`. Default 'jobs-dashboard'. */
   path?: string;

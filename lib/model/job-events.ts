@@ -14,6 +14,7 @@ export interface AttemptEnded {
 
 /** What an attempt that ran on this instance came to, as `@OnJobEvent` listeners see it. */
 export const JOB_EVENT_NAMES = ['succeeded', 'failed', 'retrying', 'cancelled', 'snoozed', 'stalled'] as const;
+/** How an attempt ended, as job events name it. */
 export type JobEventName = (typeof JOB_EVENT_NAMES)[number];
 
 /** The job an event is about, as its attempt ran. */
@@ -49,6 +50,7 @@ export interface JobEventDetails {
   stalled: { reason: StallReason; error: SerializedError };
 }
 
+/** What an `@OnJobEvent` listener receives when an attempt on this instance ended: the job, the duration and the event's own fields. */
 export type JobEvent<E extends JobEventName = JobEventName> = {
   [K in E]: {
     event: K;
@@ -70,6 +72,7 @@ export interface JobEventListenerFilter extends JobEventFilter {
   label?: string;
 }
 
+/** A function `JobEvents.on()` calls for each matching event; what it returns is not awaited. */
 export type JobEventListener<E extends JobEventName = JobEventName> = (event: JobEvent<E>) => unknown;
 
 /** How an attempt on this instance ended: an outcome to record, or nothing of ours to record. */

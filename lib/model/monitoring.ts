@@ -17,6 +17,7 @@ export interface StateCounts {
   skipped: number;
 }
 
+/** What `JobsMonitor.counts()` returns: jobs by state, in total and per queue. */
 export interface JobCounts {
   /** Live states are exact; finished ones are jobs created since this time. */
   since: Date;
@@ -42,6 +43,7 @@ export interface WorkerInfo {
   alive: boolean;
 }
 
+/** Which jobs `JobsMonitor.jobs()` lists, and the page. */
 export interface JobListFilter {
   state?: JobState | JobState[];
   queue?: string;
@@ -52,6 +54,7 @@ export interface JobListFilter {
   limit?: number;
 }
 
+/** A page of jobs, newest first, and the key of the next page. */
 export interface JobPage {
   jobs: JobSummary[];
   /** Pass as `before` for the next page; null on the last page. */

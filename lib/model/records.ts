@@ -73,6 +73,7 @@ export interface NewJob {
 export type UniqueWhile = 'queued' | 'queued-or-active' | 'until-succeeded';
 export const UNIQUE_WHILE: readonly UniqueWhile[] = ['queued', 'queued-or-active', 'until-succeeded'];
 
+/** One attempt of a job: which worker ran it, when, how it ended and its error. */
 export interface JobExecution {
   attempt: number;
   workerId: string | null;
@@ -110,6 +111,7 @@ export interface JobInfo extends JobSummary {
   executions: JobExecution[];
 }
 
+/** A batch as `batchStatus()` reports it: state, counts per outcome, progress and times. */
 export interface BatchInfo {
   id: string;
   name: string | null;

@@ -3,6 +3,7 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import { checkOptions, optionShape } from '../model/index.js';
 import { JobsMonitor } from './jobs-monitor.service.js';
 
+/** What `isHealthy()` checks: how many due jobs count as degraded, and how long the database may take to answer. */
 export interface JobsHealthOptions {
   /**
    * Report `degraded` (HTTP 200, status "degraded") when more jobs than this

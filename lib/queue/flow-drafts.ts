@@ -14,6 +14,7 @@ import { checkManager } from './manager.js';
 import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type DependencyOn, type WriteOptions } from './queue-options.js';
 import type { FlowNode, StepOptions, WorkflowWriter } from './workflow-writer.js';
 
+/** A parent of a flow step: its key (runs on success), or the key and the outcome that lets the step run. */
 export type FlowEdge = string | { key: string; on?: DependencyOn };
 
 /** What a step of a flow takes: a job's options and the steps it waits on. */

@@ -22,6 +22,7 @@ import {
 import { QUEUE_SETTINGS, serializePayload, type QueueSettings } from '../model/index.js';
 import { ENQUEUE_OPTIONS_SHAPE, type EnqueueOptions } from './queue-options.js';
 
+/** A job, named by its `@Job` class (payload type-checked) or by its name. */
 export type JobRef<H = JobHandler> = Type<H> | string;
 
 /**

@@ -43,6 +43,7 @@ export interface EnqueueResult {
   created: boolean;
 }
 
+/** One job of an `enqueueMany()` call: the job (class or name), its payload and its options. */
 export interface EnqueueItem<H extends JobHandler = JobHandler> {
   job: JobRef<H>;
   payload: PayloadOf<H>;

@@ -14,6 +14,7 @@ export interface EnqueueOptions extends StepOptions {
 
 export type { DependencyOn };
 
+/** A parent of a job enqueued with `after`: a job or a batch, and the outcome of it that lets the child run (default `success`). */
 export type ParentRef = { job: string; on?: DependencyOn } | { batch: string; on?: DependencyOn };
 
 /** Options of a call that writes many jobs at once: enqueueMany() and every dispatch(). */

@@ -1,6 +1,7 @@
 import type { Type } from '@nestjs/common';
 import { checkOptions, describeValue, optionShape, type CatchUpMode, type OverlapMode } from '../model/index.js';
 
+/** Options of `@Cron`: time zone, what to do about ticks missed while no instance ran, and overlapping runs. */
 export interface CronOptions {
   /** IANA time zone the expression is read in; default `UTC`, so every instance agrees whatever its TZ. */
   timeZone?: string;

@@ -24,6 +24,7 @@ import { CronSchedule } from './cron-expression.js';
 import { defineSchedule, scheduledJobOptions } from './schedule-definition.js';
 import { ScheduleRunner } from './schedule-runner.service.js';
 
+/** Options of a schedule created at run time with `RecurringSchedules.upsert()`. */
 export interface DynamicScheduleOptions<Payload = unknown> {
   /** IANA time zone; default `UTC`. */
   timeZone?: string;

@@ -13,8 +13,9 @@ import { JobQueue } from '../queue/job-queue.service.js';
 import { JobsAssertionError } from './jobs-assertion.error.js';
 import { matchesPayload, showValue } from './payload-match.js';
 
+/** Which jobs `enqueued()` and the expectations look at: name, part of the payload, state, queue. */
 export interface EnqueuedFilter {
-  /** A @Job class or a job name. */
+  /** A `@Job` class or a job name. */
   name?: JobRef;
   queue?: string;
   /** Default `['queued', 'waiting']`: jobs that have not run yet, due now or later. */
@@ -27,6 +28,7 @@ export interface EnqueuedFilter {
   payload?: unknown;
 }
 
+/** What `expectEnqueued()` expects: the jobs of a filter, and optionally how many. */
 export interface EnqueuedExpectation extends EnqueuedFilter {
   name: JobRef;
   /** Exactly this many matching jobs; default at least one. */

@@ -13,6 +13,7 @@ import type { JobQueue } from '../queue/job-queue.service.js';
 import type { JobsTestingMode } from './jobs-testing-options.interface.js';
 import { JobsAssertionError } from './jobs-assertion.error.js';
 
+/** How long `waitFor()` waits, and how often it looks. */
 export interface WaitForOptions {
   /** How long to wait before failing, in ms of real time; default 5000 (keep it under the test's own timeout). */
   timeout?: number;

