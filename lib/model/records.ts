@@ -97,6 +97,7 @@ export interface JobSummary {
   startedAt: Date | null;
   completedAt: Date | null;
   progress: number | null;
+  /** The last failed attempt's error while the job has not succeeded; each attempt's is in `executions`. */
   lastError: SerializedError | null;
   workerId: string | null;
   batchId: string | null;
