@@ -43,6 +43,13 @@ export interface WorkerInfo {
   alive: boolean;
 }
 
+/** A worker as the dashboard's JSON and the CLI show it: `queues: 'all'` for one that serves every queue. */
+export type WorkerView = Omit<WorkerInfo, 'queues'> & { queues: string[] | 'all' };
+
+export function workerView(worker: WorkerInfo): WorkerView {
+  return { ...worker, queues: worker.queues.length ? worker.queues : 'all' };
+}
+
 /** Which jobs `JobsMonitor.jobs()` lists, and the page. */
 export interface JobListFilter {
   state?: JobState | JobState[];
