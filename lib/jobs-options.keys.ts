@@ -10,6 +10,7 @@ import {
   optionShape,
   QUEUE_SHAPE,
   recordOf,
+  withFixes,
   type OptionField,
 } from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
@@ -24,12 +25,16 @@ import type { WorkerOptions } from './worker/worker-options.js';
  * without its key here does not compile.
  */
 
+/** What a spread of the app's TypeORM config brings along, and the library sets itself. */
+const SET_BY_THE_LIBRARY =
+  'leave it out: the connection the module opens is always postgres, with the library\'s tables only. To share the app\'s TypeORM connection, pass its DataSource as "dataSource" instead.';
+
 /**
  * TypeORM's postgres options, less the three the library sets itself. Read
  * from the TypeORM this package builds against: a TypeORM that adds a key
  * fails this build, which is where the key is added.
  */
-const CONNECTION_SHAPE = optionShape<JobsConnectionOptions>({
+const CONNECTION_FIELDS = optionShape<JobsConnectionOptions>({
   url: true,
   host: true,
   port: true,
@@ -71,6 +76,11 @@ const CONNECTION_SHAPE = optionShape<JobsConnectionOptions>({
   cache: true,
   isolateWhereStatements: true,
   invalidWhereValuesBehavior: true,
+});
+const CONNECTION_SHAPE = withFixes(CONNECTION_FIELDS, {
+  type: SET_BY_THE_LIBRARY,
+  entities: SET_BY_THE_LIBRARY,
+  migrations: SET_BY_THE_LIBRARY,
 });
 
 const EMBEDDED_SHAPE = optionShape<EmbeddedPostgresOptions>({
@@ -122,8 +132,14 @@ export const MODULE_FIELDS = {
   clock: true,
 } as const satisfies Record<keyof JobsModuleOptions, OptionField>;
 
+/** What a factory of forRootAsync returns, read once the module is registered. */
+export const FACTORY_FIXES = {
+  isGlobal:
+    'pass it to forRootAsync({ isGlobal, useFactory }) itself: the module is registered before its factory runs.',
+};
+
 /** What a factory of forRootAsync returns: `isGlobal` belongs to the forRootAsync call. */
-export const MODULE_SHAPE = optionShape<JobsModuleOptions>(MODULE_FIELDS);
+export const MODULE_SHAPE = withFixes(optionShape<JobsModuleOptions>(MODULE_FIELDS), FACTORY_FIXES);
 
 export const ROOT_SHAPE = optionShape<JobsModuleRootOptions>({ ...MODULE_FIELDS, isGlobal: true });
 

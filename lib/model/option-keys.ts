@@ -17,6 +17,8 @@ export interface OptionShape {
   readonly nested: Readonly<Record<string, OptionShape>>;
   /** Set for a record whose keys are the app's own names (queues): each value has this shape. */
   readonly entries?: OptionShape;
+  /** Keys that are no option here for a reason worth saying: the fix the message gives for each. */
+  readonly refused?: Readonly<Record<string, string>>;
 }
 
 /** Every key of every member of a union (keyof a union gives only the keys they share). */
@@ -33,6 +35,11 @@ export function optionShape<T, Extra extends string = never>(
   const nested: Record<string, OptionShape> = {};
   for (const [key, field] of Object.entries<OptionField>(fields)) if (field !== true) nested[key] = field;
   return { keys: Object.keys(fields), nested };
+}
+
+/** The shape, with the fix to give for keys people pass for a reason (copied from another library's options). */
+export function withFixes(shape: OptionShape, refused: Record<string, string>): OptionShape {
+  return { ...shape, refused };
 }
 
 /** A record keyed by the app's own names (queue names, job names), each value of `shape`. */
@@ -73,7 +80,7 @@ export function checkOptionKeys(where: string, value: unknown, shape: OptionShap
   }
   for (const key of keys) {
     const inner = shape.entries ?? (shape.keys.includes(key) ? shape.nested[key] : null);
-    if (inner === null) throw unknownOption(where, key, shape.keys, path);
+    if (inner === null) throw unknownOption(where, key, shape, path);
     if (!inner) continue;
     // Only data properties are looked into: a getter is the caller's code, and may throw.
     const field = Object.getOwnPropertyDescriptor(value, key);
@@ -84,17 +91,20 @@ export function checkOptionKeys(where: string, value: unknown, shape: OptionShap
 /** Longer keys are cut in messages, so a hostile one cannot flood a log. */
 const SHOWN_KEY = 60;
 
-function unknownOption(where: string, key: string, known: readonly string[], path: string): JobsError {
+function unknownOption(where: string, key: string, shape: OptionShape, path: string): JobsError {
   const shown = JSON.stringify(key.length > SHOWN_KEY ? `${key.slice(0, SHOWN_KEY)}…` : key);
-  const near = nearestKey(key, known);
+  const fix = Object.hasOwn(shape.refused ?? {}, key) ? shape.refused![key] : undefined;
+  const near = fix === undefined ? nearestKey(key, shape.keys) : undefined;
   const of = path ? ` of "${path.slice(0, -1)}"` : '';
   return new JobsError(
     `${where}: unknown option ${path ? `"${path}${shown.slice(1)}` : shown}.` +
       (near === undefined ? '' : ` Did you mean "${path}${near}"?`) +
-      ` Known options${of}: ${known.join(', ') || 'none'}. ` +
-      (near === undefined
-        ? 'Potential fix: remove it; this version of nestjs-durable-jobs has no such option.'
-        : `Potential fix: rename it to "${near}".`),
+      ` Known options${of}: ${shape.keys.join(', ') || 'none'}. ` +
+      (fix !== undefined
+        ? `Potential fix: ${fix}`
+        : near === undefined
+          ? 'Potential fix: remove it; this version of nestjs-durable-jobs has no such option.'
+          : `Potential fix: rename it to "${near}".`),
   );
 }
 

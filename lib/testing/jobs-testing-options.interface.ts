@@ -1,8 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
 import type { JobsModuleOptions } from '../jobs-options.interface.js';
-import { MODULE_FIELDS } from '../jobs-options.keys.js';
-import { checkOptionKeys, Clock, describeValue, JobsError, optionShape, SystemClock } from '../model/index.js';
+import { FACTORY_FIXES, MODULE_FIELDS } from '../jobs-options.keys.js';
+import {
+  checkOptionKeys,
+  Clock,
+  describeValue,
+  JobsError,
+  optionShape,
+  SystemClock,
+  withFixes,
+} from '../model/index.js';
 import { ManualClock } from './manual-clock.js';
 
 /**
@@ -56,7 +64,7 @@ const { schema: _schema, ...JOBS_FIELDS } = MODULE_FIELDS;
 const TESTING_FIELDS = { ...JOBS_FIELDS, mode: true, clock: true, schemaPrefix: true, keepSchema: true } as const;
 const TESTING_SHAPE = optionShape<JobsTestingOptions>({ ...TESTING_FIELDS, isGlobal: true });
 /** What a factory of forRootAsync returns: `isGlobal` belongs to the forRootAsync call. */
-const FACTORY_SHAPE = optionShape<Omit<JobsTestingOptions, 'isGlobal'>>(TESTING_FIELDS);
+const FACTORY_SHAPE = withFixes(optionShape<Omit<JobsTestingOptions, 'isGlobal'>>(TESTING_FIELDS), FACTORY_FIXES);
 export const TESTING_ASYNC_SHAPE = optionShape<JobsTestingAsyncOptions>({
   imports: true,
   isGlobal: true,

@@ -7,6 +7,7 @@ import {
   nearestKey,
   optionShape,
   recordOf,
+  withFixes,
 } from '../../lib/model/option-keys.js';
 import { JOB_OPTIONS_SHAPE } from '../../lib/model/option-shapes.js';
 import { MODULE_SHAPE } from '../../lib/jobs-options.keys.js';
@@ -157,6 +158,15 @@ describe('checkOptionKeys', () => {
     expect(refusal({ encrypted: true }).message).toBe(
       '@Job(x): unknown option "encrypted". Known options: queue, backoff, payload. Potential fix: remove it; this version of nestjs-durable-jobs has no such option.',
     );
+  });
+
+  it('gives the fix a shape states for a key that is no option there for a reason, without a guess', () => {
+    const message = refusal({ quee: 1 }, withFixes(shape, { quee: 'say "queue", as it happens.' })).message;
+    expect(message).toBe(
+      '@Job(x): unknown option "quee". Known options: queue, backoff, payload. Potential fix: say "queue", as it happens.',
+    );
+    // Only own keys of the fixes: an inherited name is an unknown key like any other.
+    expect(refusal({ toString: 1 }, withFixes(shape, {})).message).toMatch(/Potential fix: remove it/);
   });
 
   it('refuses a key whose value is undefined: the typo is the same', () => {
