@@ -37,7 +37,7 @@ export function optionShape<T, Extra extends string = never>(
   return { keys: Object.keys(fields), nested };
 }
 
-/** The shape, with the fix to give for keys people pass for a reason (copied from another library's options). */
+/** The shape, with the fix to give for keys people pass with a reason that does not hold here. */
 export function withFixes(shape: OptionShape, refused: Record<string, string>): OptionShape {
   return { ...shape, refused };
 }
