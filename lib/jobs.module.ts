@@ -18,6 +18,7 @@ import { ASYNC_SHAPE, MODULE_SHAPE, ROOT_SHAPE } from './jobs-options.keys.js';
 import {
   checkOptions,
   Clock,
+  CODE_QUEUES,
   JOB_ROW_BUILDER,
   JobEvents,
   JobsError,
@@ -26,6 +27,7 @@ import {
   QUEUE_SETTINGS,
   SCHEDULE_CONTROL,
   SystemClock,
+  type CodeQueues,
   type QueueSettings,
 } from './model/index.js';
 import { JobsMonitor } from './monitoring/jobs-monitor.service.js';
@@ -126,6 +128,13 @@ function coreProviders(): Provider[] {
       useFactory: (o: JobsModuleOptions) => resolveQueueDeclarations(o.queues),
     },
     {
+      provide: CODE_QUEUES,
+      inject: [JobRegistry, QUEUE_DECLARATIONS],
+      useFactory:
+        (registry: JobRegistry, declared: Record<string, unknown>): CodeQueues =>
+        () => [...new Set([...Object.keys(declared), ...registry.all().map((j) => j.options.queue)])],
+    },
+    {
       provide: ADMIN_STORAGE,
       inject: [StorageContext],
       useFactory: (c: StorageContext) => new PostgresAdminStorage(c),
@@ -221,6 +230,7 @@ const EXPORTS = [
   RetentionService,
   Clock,
   JOBS_DATA_SOURCE,
+  CODE_QUEUES,
 ];
 
 /**

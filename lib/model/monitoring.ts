@@ -67,3 +67,10 @@ export interface JobPage {
   /** Pass as `before` for the next page; null on the last page. */
   next: string | null;
 }
+
+/**
+ * The queues the app's code names (declared in `queues`, or the queue of a registered job), known
+ * before any of them holds a job: a metric or a view can show them at 0 from the first scrape.
+ */
+export const CODE_QUEUES = Symbol('CODE_QUEUES');
+export type CodeQueues = () => readonly string[];
