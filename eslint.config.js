@@ -5,9 +5,9 @@ import tseslint from 'typescript-eslint';
 /**
  * The layer table of docs/contributing/architecture.md: what each folder of
  * lib/ may import. `storage` marked "interface" means its *.interface.ts
- * files only: the layers above
- * storage see its contracts, never its PostgreSQL classes. Top-level files
- * (jobs.module.ts, index.ts) wire everything and are imported by nobody.
+ * files only: the layers above storage see its contracts, never its
+ * PostgreSQL classes. Top-level files (jobs.module.ts, index.ts) wire
+ * everything and are imported by nobody.
  */
 const LAYERS = {
   model: [],
