@@ -3,10 +3,11 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 /**
- * DESIGN.md's layer table: what each folder of lib/ may import. `storage`
- * marked "interface" means its *.interface.ts files only: the layers above
- * storage see its contracts, never its PostgreSQL classes. Top-level files
- * (jobs.module.ts, index.ts) wire everything and are imported by nobody.
+ * The layer table of docs/contributing/architecture.md: what each folder of
+ * lib/ may import. `storage` marked "interface" means its *.interface.ts
+ * files only: the layers above storage see its contracts, never its
+ * PostgreSQL classes. Top-level files (jobs.module.ts, index.ts) wire
+ * everything and are imported by nobody.
  */
 const LAYERS = {
   model: [],
@@ -34,9 +35,10 @@ function layerOf(file) {
 const layers = {
   meta: {
     type: 'problem',
-    docs: { description: "Keeps lib/'s imports to DESIGN.md's layer table" },
+    docs: { description: "Keeps lib/'s imports to the layer table in docs/contributing/architecture.md" },
     messages: {
-      forbidden: '{{from}}/ may not import {{target}} ({{to}}/{{which}}); allowed: {{allowed}}. See DESIGN.md, "Layers".',
+      forbidden:
+        '{{from}}/ may not import {{target}} ({{to}}/{{which}}); allowed: {{allowed}}. See docs/contributing/architecture.md, "Layers".',
     },
     schema: [],
   },

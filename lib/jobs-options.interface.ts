@@ -9,8 +9,10 @@ import type { RetentionOptions } from './worker/retention.service.js';
 import type { WorkerOptions } from './worker/worker-options.js';
 
 type PostgresConnectionOptions = Extract<DataSourceOptions, { type: 'postgres' }>;
+/** TypeORM's PostgreSQL options for a connection the module opens, owns and closes itself. */
 export type JobsConnectionOptions = Partial<Omit<PostgresConnectionOptions, 'type' | 'entities' | 'migrations'>>;
 
+/** Everything `JobsModule` can be configured with; every field has a default. */
 export interface JobsModuleOptions {
   /** Share the app's TypeORM DataSource (e.g. from @nestjs/typeorm); the app keeps owning it. */
   dataSource?: DataSource;
@@ -34,7 +36,7 @@ export interface JobsModuleOptions {
    * the same field.
    */
   queues?: Record<string, QueueOptions>;
-  /** Defaults for jobs whose @Job options leave them out. */
+  /** Defaults for jobs whose `@Job` options leave them out. */
   defaults?: JobDefaults;
   /**
    * Jobs this app may enqueue although another service runs them: by name
@@ -43,7 +45,7 @@ export interface JobsModuleOptions {
    */
   externalJobs?: ExternalJobs;
   /**
-   * What a @Job class that no module registers does to the start: 'error'
+   * What a `@Job` class that no module registers does to the start: 'error'
    * (default) fails it; 'warn' suits test modules that register only some
    * handlers. Enqueueing such a class still throws at the call site.
    */
@@ -67,15 +69,18 @@ export interface JobsModuleOptions {
   clock?: Clock;
 }
 
+/** What `JobsModule.forRoot()` takes: the module's options, and whether it is global. */
 export interface JobsModuleRootOptions extends JobsModuleOptions {
   /** Register JobQueue & co. for every module; default true. */
   isGlobal?: boolean;
 }
 
+/** A class that builds the module's options, for `forRootAsync({ useClass })` or `useExisting`. */
 export interface JobsOptionsFactory {
   createJobsOptions(): Promise<JobsModuleOptions> | JobsModuleOptions;
 }
 
+/** What `JobsModule.forRootAsync()` takes: options built from other providers (a factory, a class or an existing provider). */
 export interface JobsModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
   isGlobal?: boolean;
   inject?: Array<InjectionToken | OptionalFactoryDependency>;
@@ -85,4 +90,5 @@ export interface JobsModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> 
 }
 
 export const JOBS_MODULE_OPTIONS = Symbol('JOBS_MODULE_OPTIONS');
+/** Injection token of the TypeORM `DataSource` the module works on (the app's, its own, or the embedded database's). */
 export const JOBS_DATA_SOURCE = Symbol('JOBS_DATA_SOURCE');

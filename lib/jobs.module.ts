@@ -14,15 +14,20 @@ import {
   type JobsModuleRootOptions,
   type JobsOptionsFactory,
 } from './jobs-options.interface.js';
+import { ASYNC_SHAPE, MODULE_SHAPE, ROOT_SHAPE } from './jobs-options.keys.js';
 import {
+  checkOptions,
   Clock,
+  CODE_QUEUES,
   JOB_ROW_BUILDER,
   JobEvents,
+  JobsError,
   JobTracing,
   NoTracing,
   QUEUE_SETTINGS,
   SCHEDULE_CONTROL,
   SystemClock,
+  type CodeQueues,
   type QueueSettings,
 } from './model/index.js';
 import { JobsMonitor } from './monitoring/jobs-monitor.service.js';
@@ -132,6 +137,13 @@ function coreProviders(): Provider[] {
       useFactory: (o: JobsModuleOptions) => resolveQueueDeclarations(o.queues),
     },
     {
+      provide: CODE_QUEUES,
+      inject: [JobRegistry, QUEUE_DECLARATIONS],
+      useFactory:
+        (registry: JobRegistry, declared: Record<string, unknown>): CodeQueues =>
+        () => [...new Set([...Object.keys(declared), ...registry.all().map((j) => j.options.queue)])],
+    },
+    {
       provide: ADMIN_STORAGE,
       inject: [StorageContext],
       useFactory: (c: StorageContext) => new PostgresAdminStorage(c),
@@ -228,12 +240,20 @@ const EXPORTS = [
   RetentionService,
   Clock,
   JOBS_DATA_SOURCE,
+  CODE_QUEUES,
 ];
 
+/**
+ * The module that stores, runs and schedules jobs: import `JobsModule.forRoot(options)` (or
+ * `forRootAsync`) once in the app's root module. With neither `dataSource` nor `connection`, it starts
+ * an embedded PostgreSQL for development.
+ */
 @Module({})
 export class JobsModule {
   static forRoot(options: JobsModuleRootOptions = {}): DynamicModule {
-    const { isGlobal = true, ...rest } = options;
+    // Checked here, at the line that wrote them; their values are checked at start.
+    const { isGlobal = true, ...rest } =
+      checkOptions('JobsModule.forRoot()', options, EXAMPLE, ROOT_SHAPE) ?? ({} as JobsModuleRootOptions);
     return {
       module: JobsModule,
       global: isGlobal,
@@ -244,6 +264,10 @@ export class JobsModule {
   }
 
   static forRootAsync(options: JobsModuleAsyncOptions): DynamicModule {
+    const where = 'JobsModule.forRootAsync()';
+    if (checkOptions(where, options, ASYNC_EXAMPLE, ASYNC_SHAPE) === undefined) {
+      throw new JobsError(`${where}: no options given. Potential fix: ${ASYNC_EXAMPLE}.`);
+    }
     return {
       module: JobsModule,
       global: options.isGlobal ?? true,
@@ -254,21 +278,49 @@ export class JobsModule {
   }
 }
 
+const EXAMPLE = 'JobsModule.forRoot({ connection: process.env.DATABASE_URL })';
+const ASYNC_EXAMPLE =
+  'forRootAsync({ inject: [ConfigService], useFactory: (config) => ({ connection: config.get("DATABASE_URL") }) })';
+
+/** What a factory of forRootAsync made, checked as forRoot checks its options. */
+function checkFactoryOptions(from: string, options: unknown): JobsModuleOptions {
+  const where = `JobsModule.forRootAsync(): the options ${from} returned`;
+  const checked = checkOptions(
+    where,
+    options as JobsModuleOptions,
+    '{ connection: process.env.DATABASE_URL }',
+    MODULE_SHAPE,
+  );
+  // A forgotten return would otherwise start the embedded development database.
+  if (checked === undefined) {
+    throw new JobsError(`${where}: undefined. Potential fix: return the options, e.g. { connection: url }.`);
+  }
+  return checked;
+}
+
 function asyncOptionsProviders(options: JobsModuleAsyncOptions): Provider[] {
-  if (options.useFactory) {
-    return [{ provide: JOBS_MODULE_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] }];
+  const { useFactory } = options;
+  if (useFactory) {
+    return [
+      {
+        provide: JOBS_MODULE_OPTIONS,
+        useFactory: async (...args: unknown[]) => checkFactoryOptions('useFactory', await useFactory(...args)),
+        inject: options.inject ?? [],
+      },
+    ];
   }
   const factoryClass = options.useClass ?? options.useExisting;
   if (!factoryClass) {
-    throw new Error(
-      'JobsModule.forRootAsync() needs useFactory, useClass or useExisting. Potential fix: forRootAsync({ inject: [ConfigService], useFactory: (config) => ({ connection: config.get("DATABASE_URL") }) }).',
+    throw new JobsError(
+      `JobsModule.forRootAsync() needs useFactory, useClass or useExisting. Potential fix: ${ASYNC_EXAMPLE}.`,
     );
   }
   const providers: Provider[] = [
     {
       provide: JOBS_MODULE_OPTIONS,
       inject: [factoryClass],
-      useFactory: (factory: JobsOptionsFactory) => factory.createJobsOptions(),
+      useFactory: async (factory: JobsOptionsFactory) =>
+        checkFactoryOptions(`${factoryClass.name}.createJobsOptions()`, await factory.createJobsOptions()),
     },
   ];
   if (options.useClass) providers.push({ provide: options.useClass, useClass: options.useClass });

@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../lib/storage/connection/embedded-postgres.js';
+import { AppProcess, leftOn, NOTHING_LEFT, processesOn, ROOT } from './support/app-process.js';
 
 const quiet = { log: () => undefined, warn: () => undefined };
 let root: string;
@@ -29,19 +31,14 @@ async function query<T>(url: string, text: string): Promise<T[]> {
   }
 }
 
-/** Every process started on the cluster: the postmaster names it, its backends run inside it. */
-function processesOn(clusterDir: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      const cwd = readlinkSync(`/proc/${entry}/cwd`);
-      if (cmdline.includes(clusterDir) || cwd === clusterDir) pids.push(Number(entry));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return pids;
+/** A script run in a child process of its own, with `startEmbeddedPostgres` and `pg` in scope. */
+function runScript(script: string, env: Record<string, string | undefined> = {}): AppProcess {
+  const module = new URL('../lib/storage/connection/embedded-postgres.ts', import.meta.url).href;
+  const prelude =
+    `const { startEmbeddedPostgres } = await import(${JSON.stringify(module)});` +
+    `const { default: pg } = await import('pg');`;
+  const loader = './test/support/register-swc.mjs';
+  return new AppProcess(process.execPath, ['--import', loader, '--input-type=module', '-e', prelude + script], env);
 }
 
 function exitListenerCounts(): number[] {
@@ -64,9 +61,12 @@ it('keeps data across restarts, leaves no process behind, and runs two clusters 
     'SELECT current_database() AS db, current_setting($$server_version_num$$) AS v',
   );
   expect(info).toEqual({ db: 'other', v: expect.stringMatching(/^1[7-9]\d{4}$/) });
-  // Started servers are signalled on 'exit' only; async-exit-hook's signal handlers are gone.
-  expect(exitListenerCounts()).toEqual(listenersBefore.map((n, i) => (i === 4 ? n + 1 : n)));
-  await expect(startEmbeddedPostgres({ dataDir: dirA, logger: quiet })).rejects.toThrow(/in use by process/);
+  // One listener each while servers run, whatever their number (and none of async-exit-hook's).
+  expect(exitListenerCounts()).toEqual(listenersBefore.map((n, i) => (i === 3 ? n : n + 1)));
+  await expect(startEmbeddedPostgres({ dataDir: dirA, logger: quiet })).rejects.toMatchObject({
+    name: 'JobsError',
+    message: expect.stringMatching(/^The embedded PostgreSQL data in \S+ is in use by process \d+ /),
+  });
 
   expect(processesOn(clusterA).length).toBeGreaterThan(1);
   await Promise.all([a.stop(), b.stop()]);
@@ -97,22 +97,15 @@ it('starts over a postmaster.pid whose pid now belongs to another process', asyn
 it('stops the server a SIGKILLed process left running, then starts on the same data', async () => {
   const dir = path.join(root, 'a');
   const clusterDir = path.join(dir, 'pgdata');
-  const module = new URL('../lib/storage/connection/embedded-postgres.ts', import.meta.url).href;
-  const loader = new URL('./support/register-swc.mjs', import.meta.url).href;
-  const script =
-    `const { startEmbeddedPostgres } = await import(${JSON.stringify(module)});` +
+  const child = runScript(
     `const s = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)}, logger: { log() {} } });` +
-    `console.log(s.url); setInterval(() => {}, 1000);`;
-  const child = spawn(process.execPath, ['--import', loader, '--input-type=module', '-e', script], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
-    child.once('exit', (code) => reject(new Error(`child exited early (${code})`)));
-  });
-  expect(await query(url, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
-  child.kill('SIGKILL');
-  await new Promise((resolve) => child.once('exit', resolve));
+      `console.log('url ' + s.url); setInterval(() => {}, 1000);`,
+  );
+  const [, url] = await child.line(/^url (\S+)$/, 30_000);
+  expect(await query(url!, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
+  child.killGroup();
+  await child.exited;
+  // Nothing can stop a server when its parent is SIGKILLed: the next start does.
   const orphans = processesOn(clusterDir);
   expect(orphans.length).toBeGreaterThan(0);
 
@@ -125,30 +118,87 @@ it('stops the server a SIGKILLed process left running, then starts on the same d
   expect(await query(server.url, 'SELECT note FROM kept')).toEqual([{ note: 'survives' }]);
   expect(processesOn(clusterDir).filter((pid) => orphans.includes(pid))).toEqual([]);
   await server.stop();
-  expect(processesOn(clusterDir)).toEqual([]);
+  expect(leftOn(dir)).toEqual(NOTHING_LEFT);
+});
+
+it('process.exit() stops the server before the process ends: no server and no owner.pid are left', async () => {
+  const dir = path.join(root, 'a');
+  const child = runScript(
+    `await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)}, logger: { log() {} } }); process.exit(3);`,
+  );
+  expect(await child.exited).toEqual({ code: 3, signal: null });
+  expect(leftOn(dir)).toEqual(NOTHING_LEFT);
+  expect(child.stderr).toBe('');
+});
+
+it('leaves a signal the app handles to the app; one that nothing handles stops the server and then ends the process', async () => {
+  const dir = path.join(root, 'a');
+  const start = `const s = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)}, logger: { log() {} } });`;
+  // The app's own handler still finds the server answering, and stops it when it is done.
+  const handled = runScript(
+    start +
+      `process.on('SIGTERM', async () => {` +
+      `  const c = new pg.Client({ connectionString: s.url }); await c.connect();` +
+      `  const { rows } = await c.query('SELECT 1 AS one'); await c.end();` +
+      `  console.log('answered ' + rows[0].one); await s.stop(); process.exit(0);` +
+      `});` +
+      `console.log('ready');`,
+  );
+  await handled.line(/^ready$/, 30_000);
+  process.kill(handled.pid, 'SIGTERM');
+  expect(await handled.exited).toEqual({ code: 0, signal: null });
+  expect(handled.stdout).toBe('ready\nanswered 1\n');
+  expect(leftOn(dir)).toEqual(NOTHING_LEFT);
+
+  const alone = runScript(start + `console.log('ready'); setInterval(() => {}, 1000);`);
+  await alone.line(/^ready$/, 30_000);
+  process.kill(alone.pid, 'SIGTERM');
+  expect(await alone.exited).toEqual({ code: null, signal: 'SIGTERM' });
+  expect(leftOn(dir)).toEqual(NOTHING_LEFT);
 });
 
 it("keeps initdb's and the server's output out of the app's, even under a locale that is not installed", async () => {
   const dir = path.join(root, 'fresh');
-  const module = new URL('../lib/storage/connection/embedded-postgres.ts', import.meta.url).href;
-  const loader = new URL('./support/register-swc.mjs', import.meta.url).href;
-  // The default logger (console), as an app that passes none gets it.
-  const script =
-    `const { startEmbeddedPostgres } = await import(${JSON.stringify(module)});` +
-    `const s = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)} }); await s.stop();`;
-  // A LANG naming a locale no machine has, as in containers that set LANG without generating it.
-  const env = { ...process.env, LANG: 'xx_XX.UTF-8', LC_ALL: 'xx_XX.UTF-8' };
-  const child = spawn(process.execPath, ['--import', loader, '--input-type=module', '-e', script], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env,
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise((resolve) => child.once('exit', resolve));
-  expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+  // The default logger (console), as an app that passes none gets it. A LANG naming a locale no
+  // machine has, as in containers that set LANG without generating it.
+  const child = runScript(
+    `const s = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)} }); await s.stop();`,
+    {
+      LANG: 'xx_XX.UTF-8',
+      LC_ALL: 'xx_XX.UTF-8',
+    },
+  );
+  expect({ exit: await child.exited, stderr: child.stderr }).toEqual({ exit: { code: 0, signal: null }, stderr: '' });
   // initdb ran (a fresh cluster), and said nothing where the app writes.
   expect(readFileSync(path.join(dir, 'pgdata', 'PG_VERSION'), 'utf8').trim()).toMatch(/^\d+$/);
-  expect(stdout).toMatch(/^Embedded PostgreSQL listening on 127\.0\.0\.1:\d+, data in .*fresh\n$/);
+  expect(child.stdout).toMatch(/^Embedded PostgreSQL listening on 127\.0\.0\.1:\d+, data in .*fresh\n$/);
+});
+
+it('a fresh initdb and start tell the logger given one fact, that the server listens, and print nothing themselves', async () => {
+  const dir = path.join(root, 'told');
+  const logger = `{ log: (m) => console.log('log: ' + m), warn: (m) => console.log('warn: ' + m) }`;
+  const child = runScript(
+    `const s = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)}, logger: ${logger} });` +
+      `await s.stop(); console.log('stopped');`,
+  );
+  expect({ exit: await child.exited, stderr: child.stderr }).toEqual({ exit: { code: 0, signal: null }, stderr: '' });
+  expect(existsSync(path.join(dir, 'pgdata', 'PG_VERSION'))).toBe(true);
+  expect(child.stdout).toMatch(/^log: Embedded PostgreSQL listening on 127\.0\.0\.1:\d+, data in \S+told\nstopped\n$/);
+});
+
+it('the installed embedded-postgres and its binaries are versions that the peer range in package.json admits', () => {
+  const require = createRequire(import.meta.url);
+  const semver = require('semver') as { satisfies(version: string, range: string): boolean };
+  const manifest = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  const peers = manifest(path.join(ROOT, 'package.json')).peerDependencies as Record<string, string>;
+  const range = peers['embedded-postgres']!;
+  // Each package exports its entry only; its package.json sits one folder above (dist/).
+  const entry = require.resolve('embedded-postgres');
+  const platform = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const versions = [entry, createRequire(entry).resolve(platform)].map(
+    (file) => manifest(path.join(path.dirname(file), '..', 'package.json')).version as string,
+  );
+  expect(versions.map((version) => ({ version, admitted: semver.satisfies(version, range) }))).toEqual(
+    versions.map((version) => ({ version, admitted: true })),
+  );
 });

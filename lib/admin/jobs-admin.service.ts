@@ -7,6 +7,11 @@ import {
   checkInteger,
   checkName,
   checkOptions,
+  BATCH_LIST_FILTER_SHAPE,
+  BULK_FILTER_SHAPE,
+  JOB_SEARCH_SHAPE,
+  optionShape,
+  PURGE_OPTIONS_SHAPE,
   Clock,
   databaseCall,
   JOB_LIST_STATES,
@@ -53,6 +58,14 @@ export const BULK_CHUNK = 1_000;
 /** The most children a job's detail lists. */
 export const MAX_DETAIL_CHILDREN = 500;
 
+/** What `throughput()` takes. */
+export interface ThroughputOptions {
+  minutes?: number;
+  queue?: string;
+}
+
+const THROUGHPUT_SHAPE = optionShape<ThroughputOptions>({ minutes: true, queue: true });
+
 /**
  * Operators' actions, for the dashboard, the CLI and your own tools: find
  * jobs, look at one with its edges, retry, cancel or delete them one by one
@@ -78,7 +91,7 @@ export class JobsAdmin {
    */
   async search(filter: JobSearch = {}): Promise<JobSearchPage> {
     const where = 'JobsAdmin.search()';
-    const f = checkOptions(where, filter, "{ state: 'failed', queue: 'emails' }") ?? {};
+    const f = checkOptions(where, filter, "{ state: 'failed', queue: 'emails' }", JOB_SEARCH_SHAPE) ?? {};
     const checked = checkFilter(where, f, JOB_LIST_STATES, 'failed');
     if (checked.ids) throw new JobsError(`${where}: "ids" is not a search field. Potential fix: use idPrefix.`);
     const limit = checkLimit(where, f.limit, 500, 50);
@@ -184,7 +197,7 @@ export class JobsAdmin {
   /** Failed (by default), cancelled or skipped jobs that match → queued again with fresh attempts. */
   async retryAll(filter: RetryAllFilter = {}): Promise<RetryAllResult> {
     const where = 'JobsAdmin.retryAll()';
-    const f = checkOptions(where, filter, "{ queue: 'emails' }") ?? {};
+    const f = checkOptions(where, filter, "{ queue: 'emails' }", BULK_FILTER_SHAPE) ?? {};
     const checked = checkFilter(where, f, RETRY_STATES, 'failed');
     const base: JobFilter = { ...checked, states: checked.states ?? ['failed'], now: this.clock.now() };
     const ids: string[] = [];
@@ -208,7 +221,7 @@ export class JobsAdmin {
    */
   async cancelAll(filter: CancelAllFilter = {}): Promise<CancelAllResult> {
     const where = 'JobsAdmin.cancelAll()';
-    const f = checkOptions(where, filter, "{ queue: 'emails' }") ?? {};
+    const f = checkOptions(where, filter, "{ queue: 'emails' }", BULK_FILTER_SHAPE) ?? {};
     const checked = checkFilter(where, f, CANCEL_STATES, 'queued');
     const states = checked.states ?? CANCEL_STATES;
     const now = this.clock.now();
@@ -249,7 +262,12 @@ export class JobsAdmin {
    */
   async purge(options: PurgeOptions): Promise<PurgeResult> {
     const where = 'JobsAdmin.purge()';
-    const o = checkOptions(where, options, '{ succeededBefore: new Date(Date.now() - 7 * 86_400_000) }');
+    const o = checkOptions(
+      where,
+      options,
+      '{ succeededBefore: new Date(Date.now() - 7 * 86_400_000) }',
+      PURGE_OPTIONS_SHAPE,
+    );
     const cutoffs = { succeeded: o?.succeededBefore, failed: o?.failedBefore, cancelled: o?.cancelledBefore };
     const skipped = o?.skippedBefore;
     const example = 'new Date(Date.now() - 7 * 86_400_000)';
@@ -276,7 +294,7 @@ export class JobsAdmin {
   /** Batches newest first, with their counts; members through `search({ batchId })` or `JobQueue.batchMembers()`. */
   async listBatches(filter: BatchListFilter = {}): Promise<BatchPage> {
     const where = 'JobsAdmin.listBatches()';
-    const f = checkOptions(where, filter, "{ state: 'failed' }") ?? {};
+    const f = checkOptions(where, filter, "{ state: 'failed' }", BATCH_LIST_FILTER_SHAPE) ?? {};
     const [state] = checkStates(where, f.state, BATCH_STATES, 'failed') ?? [null];
     const name = f.name === undefined ? null : checkName(where, 'name', f.name, 'import-october');
     const before = checkCursor(where, 'before', f.before);
@@ -294,9 +312,9 @@ export class JobsAdmin {
    * Read among the jobs created since one more window back (a primary-key
    * range): a job created longer before it ended is not counted.
    */
-  async throughput(options: { minutes?: number; queue?: string } = {}): Promise<Throughput> {
+  async throughput(options: ThroughputOptions = {}): Promise<Throughput> {
     const where = 'JobsAdmin.throughput()';
-    const o = checkOptions(where, options, '{ minutes: 60 }') ?? {};
+    const o = checkOptions(where, options, '{ minutes: 60 }', THROUGHPUT_SHAPE) ?? {};
     const minutes = o.minutes === undefined ? 60 : checkInteger(where, 'minutes', o.minutes, 1, 1_440, 60);
     const queue = o.queue === undefined ? null : checkName(where, 'queue', o.queue, 'emails');
     const window = throughputWindow(this.clock.now(), minutes);

@@ -1,10 +1,12 @@
 import {
   BATCH_STATES,
   JOB_LIST_STATES,
+  workerView,
   type BatchPage,
   type JobCounts,
   type StateCounts,
   type Throughput,
+  type WorkerView,
 } from '../model/index.js';
 import { idValue, integerOption, pastTime, positionals, statesOption, stringOption, UsageError } from './cli-args.js';
 import type { CliCommand } from './cli-command.js';
@@ -60,6 +62,24 @@ function throughputText(t: Throughput): string {
   ].join('\n');
 }
 
+function workersText(workers: readonly WorkerView[]): string {
+  if (workers.length === 0) return 'no worker has reported in the last hour';
+  return table(
+    ['ID', 'HOST', 'PID', 'QUEUES', 'RUNNING', 'SLOTS', 'STARTED', 'LAST HEARTBEAT', 'ALIVE'],
+    workers.map((w) => [
+      w.id,
+      w.host,
+      String(w.pid),
+      w.queues === 'all' ? 'all' : w.queues.join(','),
+      String(w.active),
+      String(w.concurrency),
+      time(w.startedAt),
+      time(w.lastHeartbeat),
+      w.alive ? 'yes' : w.stoppedAt ? 'stopped' : 'no',
+    ]),
+  );
+}
+
 export const overviewCommands: CliCommand[] = [
   {
     name: 'stats',
@@ -73,6 +93,17 @@ export const overviewCommands: CliCommand[] = [
       await withServices(io.target(), io.out, async ({ monitor, out }) => {
         const counts = await monitor.counts(options);
         out.result(counts, countsText);
+      });
+    },
+  },
+  {
+    name: 'workers',
+    usage: '',
+    summary: "worker processes running or stopped within the hour; queues 'all' for one that serves every queue",
+    async run(parsed, io) {
+      positionals(parsed, []);
+      await withServices(io.target(), io.out, async ({ monitor, out }) => {
+        out.result((await monitor.workers()).map(workerView), workersText);
       });
     },
   },

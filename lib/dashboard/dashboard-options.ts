@@ -1,6 +1,7 @@
 import type { CanActivate, Type } from '@nestjs/common';
-import { checkOptions, describeValue, JobsError } from '../model/index.js';
+import { checkOptions, describeValue, JobsError, optionShape } from '../model/index.js';
 
+/** What `JobsDashboardModule.register()` takes: where the page is served and who may open it. */
 export interface JobsDashboardOptions {
   /** Where the page is served; its JSON endpoints live under `<path>/api`. Default 'jobs-dashboard'. */
   path?: string;
@@ -34,20 +35,20 @@ export interface DashboardConfig {
 }
 
 const WHERE = 'JobsDashboardModule.register()';
-const KNOWN = ['path', 'guards', 'public', 'title', 'allowedOrigins'];
+const DASHBOARD_SHAPE = optionShape<JobsDashboardOptions>({
+  path: true,
+  guards: true,
+  public: true,
+  title: true,
+  allowedOrigins: true,
+});
 
 /**
  * Checks register()'s options. A dashboard is closed unless the app says
  * otherwise: guards to protect it, or `public: true` to open it on purpose.
  */
 export function dashboardConfig(options: JobsDashboardOptions | undefined): DashboardConfig {
-  const o = checkOptions(WHERE, options, '{ guards: [AuthGuard] }') ?? {};
-  const unknown = Object.keys(o).filter((k) => !KNOWN.includes(k));
-  if (unknown.length) {
-    throw new JobsError(
-      `${WHERE}: unknown option(s) ${unknown.map((k) => `"${k}"`).join(', ')}. Potential fix: use only ${KNOWN.join(', ')}.`,
-    );
-  }
+  const o = checkOptions(WHERE, options, '{ guards: [AuthGuard] }', DASHBOARD_SHAPE) ?? {};
   if (o.public !== undefined && typeof o.public !== 'boolean') {
     throw new JobsError(
       `${WHERE}: "public" must be true or false, got ${describeValue(o.public)}. Potential fix: public: true, for a trusted network only.`,

@@ -6,6 +6,7 @@ import {
   checkOptions,
   describeValue,
   INT4_MAX,
+  JOB_OPTIONS_SHAPE,
   JobsError,
   type JobOptions,
 } from '../model/index.js';
@@ -34,8 +35,9 @@ export function Job(name: string, options: JobOptions = {}): ClassDecorator {
     const where = `@Job() on class ${cls.name}`;
     // The name is stored with every job and matched by every claim: it must be one PostgreSQL can store.
     checkName(where, 'name', name, 'send-receipt');
-    checkOptions(where, options, "@Job('send-receipt', { queue: 'emails' })");
-    validateJobOptions(`@Job('${name}') on ${cls.name}`, options);
+    const named = `@Job('${name}') on class ${cls.name}`;
+    checkOptions(named, options, "@Job('send-receipt', { queue: 'emails' })", JOB_OPTIONS_SHAPE);
+    validateJobOptions(named, options);
     Reflect.defineMetadata(JOB_METADATA, { name, options } satisfies JobMetadata, cls);
     DECORATED_JOB_CLASSES.add(cls);
     // Keep an explicit @Injectable({ scope }) applied below us intact.
@@ -69,6 +71,12 @@ export function validateJobOptions(where: string, o: JobOptions): void {
       Number.isFinite(b.delay) &&
       b.delay >= 0 &&
       (b.type !== 'exponential' || b.maxDelay === undefined || (typeof b.maxDelay === 'number' && b.maxDelay >= 0));
+    if (ok && b.type === 'fixed' && 'maxDelay' in b) {
+      // A fixed delay never grows, so a cap on it would be ignored.
+      throw new JobsError(
+        `${where}: "backoff.maxDelay" caps an exponential backoff; a fixed one never grows. Potential fix: backoff: { type: 'exponential', delay, maxDelay }, or leave maxDelay out.`,
+      );
+    }
     if (!ok) {
       throw new JobsError(
         `${where}: "backoff" must be { type: 'fixed' | 'exponential', delay: ms >= 0 } or a function (attempt, error) => ms, got ${describeValue(b)}. Potential fix: backoff: { type: 'exponential', delay: 1000, jitter: true }.`,

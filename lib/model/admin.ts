@@ -17,12 +17,16 @@ export const JOB_LIST_STATES = [
   'cancelled',
   'skipped',
 ] as const satisfies ReadonlyArray<JobState | 'scheduled'>;
+/** A state as lists and counts report it: a job state, or `scheduled` (queued for later). */
 export type JobListState = (typeof JOB_LIST_STATES)[number];
 
 /** States `retryAll()` takes, and those `cancelAll()` takes. */
 export const RETRY_STATES = ['failed', 'cancelled', 'skipped'] as const satisfies readonly JobListState[];
+/** A state `retryAll()` takes jobs from. */
 export type RetryState = (typeof RETRY_STATES)[number];
+/** The states `cancelAll()` takes jobs from. */
 export const CANCEL_STATES = ['waiting', 'queued', 'scheduled', 'active'] as const satisfies readonly JobListState[];
+/** A state `cancelAll()` takes jobs from. */
 export type CancelState = (typeof CANCEL_STATES)[number];
 
 /** What `JobsAdmin.search()` takes; every field narrows the list. */
@@ -92,9 +96,12 @@ export interface BulkFilter<S extends JobListState> {
   ids?: string[];
 }
 
+/** Which jobs `JobsAdmin.retryAll()` queues again. */
 export type RetryAllFilter = BulkFilter<RetryState>;
+/** Which jobs `JobsAdmin.cancelAll()` cancels. */
 export type CancelAllFilter = BulkFilter<CancelState>;
 
+/** What `retryAll()` changed: how many jobs, and their ids (the first 1,000). */
 export interface RetryAllResult {
   /** Jobs queued again. */
   count: number;
@@ -102,6 +109,7 @@ export interface RetryAllResult {
   ids: string[];
 }
 
+/** What `cancelAll()` changed: jobs cancelled, running jobs asked to stop, and their ids (the first 1,000). */
 export interface CancelAllResult {
   /** Waiting or queued jobs cancelled at once. */
   cancelled: number;
@@ -119,6 +127,7 @@ export interface PurgeOptions {
   skippedBefore?: Date;
 }
 
+/** What `purge()` deleted: jobs by state, batches, and the rounds it took. */
 export interface PurgeResult {
   /** Jobs deleted, by state (batch members are counted in `batches`, not here). */
   jobs: { succeeded: number; failed: number; cancelled: number; skipped: number };
@@ -133,6 +142,7 @@ export interface PurgeResult {
 /** A batch as lists show it: counts, without the member scan `batchStatus()` makes for `startedAt`. */
 export type BatchSummary = Omit<BatchInfo, 'startedAt'>;
 
+/** Which batches `JobsAdmin.listBatches()` lists, and the page. */
 export interface BatchListFilter {
   state?: BatchState;
   name?: string;
@@ -141,6 +151,7 @@ export interface BatchListFilter {
   limit?: number;
 }
 
+/** A page of batches, newest first, and the key of the next page. */
 export interface BatchPage {
   batches: BatchSummary[];
   next: string | null;
@@ -154,6 +165,7 @@ export interface ThroughputPoint {
   failed: number;
 }
 
+/** Jobs that ended per minute and queue, succeeded and failed, over a window. */
 export interface Throughput {
   since: Date;
   until: Date;

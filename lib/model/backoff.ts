@@ -1,6 +1,7 @@
 /** How long to wait before attempt `attempt + 1`, given that `attempt` failed. */
 export type BackoffFunction = (attempt: number, error: unknown) => number;
 
+/** How long a failed attempt waits before the next one: fixed, exponential (optionally with jitter), or a function of the attempt and the error. */
 export type BackoffOptions =
   | { type: 'fixed'; delay: number; jitter?: boolean }
   | { type: 'exponential'; delay: number; maxDelay?: number; jitter?: boolean }

@@ -11,6 +11,7 @@ export abstract class Clock {
   }
 }
 
+/** The clock of the machine: the default `Clock`. */
 export class SystemClock extends Clock {
   now(): Date {
     return new Date();

@@ -25,6 +25,7 @@ export class PermanentJobError extends Error {
   }
 }
 
+/** The error an attempt fails with when it ran past its `timeout`. */
 export class JobTimeoutError extends Error {
   constructor(jobName: string, timeoutMs: number) {
     super(`Job "${jobName}" timed out after ${timeoutMs} ms`);
@@ -32,6 +33,7 @@ export class JobTimeoutError extends Error {
   }
 }
 
+/** The error an attempt ends with when `cancel()` stopped it while it ran. */
 export class JobCancelledError extends Error {
   constructor(jobId: string) {
     super(`Job ${jobId} was cancelled`);
@@ -81,6 +83,7 @@ export class WorkerShutdownError extends Error {
   }
 }
 
+/** An error as the job's record keeps it: name, message and stack. */
 export interface SerializedError {
   name: string;
   message: string;

@@ -12,6 +12,8 @@ export * from './job-events.js';
 export * from './job-tracing.js';
 export * from './job-options.js';
 export * from './validation.js';
+export * from './option-keys.js';
+export * from './option-shapes.js';
 export * from './deadline.js';
 export * from './queue-settings.js';
 export * from './admin.js';

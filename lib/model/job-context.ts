@@ -11,6 +11,7 @@ export interface JobLogger {
   debug(message: string): void;
 }
 
+/** What a running handler receives besides its payload: the attempt, an abort signal, a logger, progress and workflow calls. */
 export interface JobContext {
   readonly jobId: string;
   readonly name: string;
@@ -100,6 +101,7 @@ export interface JobContext {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
+/** A class, as `@Job` handlers are passed to `enqueue()` and friends. */
 export type JobClass<H = unknown> = new (...args: any[]) => H;
 
 /** Per-job options, wherever a job is started. */
@@ -128,6 +130,7 @@ export interface StepOptions {
   deadline?: Date;
 }
 
+/** A unique key for a job: while a job holds it, another enqueue of the key returns that job instead. */
 export interface UniqueOptions {
   /** The key (at most 256 characters); jobs of any name share the key space. */
   key: string;
@@ -150,6 +153,7 @@ export interface UniqueOptions {
   replace?: boolean;
 }
 
+/** What a `@Job` class implements: `run` for each attempt, and optionally `onFailure` once the job has failed for good. */
 export interface JobHandler<Payload = unknown, Result = unknown> {
   run(payload: Payload, ctx: JobContext): Promise<Result> | Result;
   /** Runs once, when the job has failed for good (no attempt left, or a PermanentJobError). */

@@ -1,5 +1,6 @@
 import type { SerializedError } from './errors.js';
 import type { AttemptOutcome, ClaimedJob } from './records.js';
+import { JOB_EVENT_FILTER_SHAPE, JOB_EVENT_LISTENER_FILTER_SHAPE } from './option-shapes.js';
 import { checkName, checkOptions, describeValue } from './validation.js';
 import { JobsError } from './errors.js';
 
@@ -13,6 +14,7 @@ export interface AttemptEnded {
 
 /** What an attempt that ran on this instance came to, as `@OnJobEvent` listeners see it. */
 export const JOB_EVENT_NAMES = ['succeeded', 'failed', 'retrying', 'cancelled', 'snoozed', 'stalled'] as const;
+/** How an attempt ended, as job events name it. */
 export type JobEventName = (typeof JOB_EVENT_NAMES)[number];
 
 /** The job an event is about, as its attempt ran. */
@@ -48,6 +50,7 @@ export interface JobEventDetails {
   stalled: { reason: StallReason; error: SerializedError };
 }
 
+/** What an `@OnJobEvent` listener receives when an attempt on this instance ended: the job, the duration and the event's own fields. */
 export type JobEvent<E extends JobEventName = JobEventName> = {
   [K in E]: {
     event: K;
@@ -64,6 +67,12 @@ export interface JobEventFilter {
   name?: string;
 }
 
+/** What `JobEvents.on()` takes: a filter, and the listener's name in the log when it throws. */
+export interface JobEventListenerFilter extends JobEventFilter {
+  label?: string;
+}
+
+/** A function `JobEvents.on()` calls for each matching event; what it returns is not awaited. */
 export type JobEventListener<E extends JobEventName = JobEventName> = (event: JobEvent<E>) => unknown;
 
 /** How an attempt on this instance ended: an outcome to record, or nothing of ours to record. */
@@ -131,11 +140,11 @@ export class JobEvents {
   on<E extends JobEventName>(
     event: E | readonly E[],
     listener: JobEventListener<E>,
-    filter: JobEventFilter & { label?: string } = {},
+    filter: JobEventListenerFilter = {},
   ): () => void {
     const where = 'JobEvents.on()';
     const events = checkJobEventNames(where, event);
-    checkJobEventFilter(where, filter);
+    checkJobEventFilter(where, filter, JOB_EVENT_LISTENER_FILTER_SHAPE);
     if (typeof listener !== 'function') {
       throw new JobsError(
         `${where}: the listener must be a function, got ${describeValue(listener)}. Potential fix: events.on('failed', (e) => …).`,
@@ -255,8 +264,13 @@ export function checkJobEventNames(where: string, value: unknown): JobEventName[
   return [...new Set(names as JobEventName[])];
 }
 
-export function checkJobEventFilter(where: string, filter: unknown): void {
-  const f = checkOptions(where, filter as JobEventFilter | undefined, "{ queue: 'emails', name: 'send-receipt' }");
+export function checkJobEventFilter(where: string, filter: unknown, shape = JOB_EVENT_FILTER_SHAPE): void {
+  const f = checkOptions(
+    where,
+    filter as JobEventFilter | undefined,
+    "{ queue: 'emails', name: 'send-receipt' }",
+    shape,
+  );
   if (f?.queue !== undefined) checkName(where, 'queue', f.queue, 'emails');
   if (f?.name !== undefined) checkName(where, 'name', f.name, 'send-receipt');
 }

@@ -17,6 +17,7 @@ export interface StateCounts {
   skipped: number;
 }
 
+/** What `JobsMonitor.counts()` returns: jobs by state, in total and per queue. */
 export interface JobCounts {
   /** Live states are exact; finished ones are jobs created since this time. */
   since: Date;
@@ -42,6 +43,14 @@ export interface WorkerInfo {
   alive: boolean;
 }
 
+/** A worker as the dashboard's JSON and the CLI show it: `queues: 'all'` for one that serves every queue. */
+export type WorkerView = Omit<WorkerInfo, 'queues'> & { queues: string[] | 'all' };
+
+export function workerView(worker: WorkerInfo): WorkerView {
+  return { ...worker, queues: worker.queues.length ? worker.queues : 'all' };
+}
+
+/** Which jobs `JobsMonitor.jobs()` lists, and the page. */
 export interface JobListFilter {
   state?: JobState | JobState[];
   queue?: string;
@@ -52,8 +61,16 @@ export interface JobListFilter {
   limit?: number;
 }
 
+/** A page of jobs, newest first, and the key of the next page. */
 export interface JobPage {
   jobs: JobSummary[];
   /** Pass as `before` for the next page; null on the last page. */
   next: string | null;
 }
+
+/**
+ * The queues the app's code names (declared in `queues`, or the queue of a registered job), known
+ * before any of them holds a job: a metric or a view can show them at 0 from the first scrape.
+ */
+export const CODE_QUEUES = Symbol('CODE_QUEUES');
+export type CodeQueues = () => readonly string[];

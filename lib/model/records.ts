@@ -83,6 +83,7 @@ export interface NewJob {
 export type UniqueWhile = 'queued' | 'queued-or-active' | 'until-succeeded';
 export const UNIQUE_WHILE: readonly UniqueWhile[] = ['queued', 'queued-or-active', 'until-succeeded'];
 
+/** One attempt of a job: which worker ran it, when, how it ended and its error. */
 export interface JobExecution {
   attempt: number;
   workerId: string | null;
@@ -106,6 +107,7 @@ export interface JobSummary {
   startedAt: Date | null;
   completedAt: Date | null;
   progress: number | null;
+  /** The last failed attempt's error while the job has not succeeded; each attempt's is in `executions`. */
   lastError: SerializedError | null;
   workerId: string | null;
   batchId: string | null;
@@ -122,6 +124,7 @@ export interface JobInfo extends JobSummary {
   steps: JobStep[];
 }
 
+/** A batch as `batchStatus()` reports it: state, counts per outcome, progress and times. */
 export interface BatchInfo {
   id: string;
   name: string | null;

@@ -2,13 +2,15 @@ import type { JobState } from './job-state.js';
 
 /** What happens to ticks that passed while no instance was running the scheduler. */
 export const CATCH_UP_MODES = ['latest', 'all', 'none'] as const;
+/** What a schedule does about ticks missed while no instance ran: one run for all (`latest`), each (`all`) or none. */
 export type CatchUpMode = (typeof CATCH_UP_MODES)[number];
 
 /** Whether a tick may start a run while the previous run of the same schedule is still queued or active. */
 export const OVERLAP_MODES = ['allow', 'skip'] as const;
+/** Whether a tick starts a run while the previous one is still queued or running (`allow`) or is skipped (`skip`). */
 export type OverlapMode = (typeof OVERLAP_MODES)[number];
 
-/** `code`: declared with @Cron and owned by the deployed code; `dynamic`: created at runtime. */
+/** `code`: declared with `@Cron` and owned by the deployed code; `dynamic`: created at runtime. */
 export type ScheduleSource = 'code' | 'dynamic';
 
 /** The job options a tick's job is written with, fixed when the schedule is written. */

@@ -1,4 +1,5 @@
 import { JobsError } from './errors.js';
+import { checkOptionKeys, type OptionShape } from './option-keys.js';
 import { isUuid } from './uuid.js';
 
 /**
@@ -99,11 +100,15 @@ export function checkId(where: string, value: unknown, kind: 'job' | 'batch' = '
   return value.toLowerCase();
 }
 
-/** An options argument: an object, or left out. */
+/**
+ * An options argument: an object, or left out; with no key that `shape`
+ * does not know, in it or in the options objects it holds (see option-keys.ts).
+ */
 export function checkOptions<T extends object>(
   where: string,
   value: T | null | undefined,
   example: string,
+  shape: OptionShape,
 ): T | undefined {
   if (value === undefined) return undefined;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -111,6 +116,7 @@ export function checkOptions<T extends object>(
       `${where}: the options must be an object, got ${describeValue(value)}. Potential fix: ${example}.`,
     );
   }
+  checkOptionKeys(where, value, shape);
   return value;
 }
 

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import { checkOptions, optionShape } from '../model/index.js';
 import { JobsMonitor } from './jobs-monitor.service.js';
 
+/** What `isHealthy()` checks: how many due jobs count as degraded, and how long the database may take to answer. */
 export interface JobsHealthOptions {
   /**
    * Report `degraded` (HTTP 200, status "degraded") when more jobs than this
@@ -11,6 +13,8 @@ export interface JobsHealthOptions {
   /** How long the database may take to answer before the check is `down`, in ms; default 3000. */
   timeout?: number;
 }
+
+const HEALTH_SHAPE = optionShape<JobsHealthOptions>({ maxQueued: true, timeout: true });
 
 /**
  * A @nestjs/terminus indicator (import it from 'nestjs-durable-jobs/health',
@@ -34,6 +38,7 @@ export class JobsHealthIndicator {
     key: Key = 'jobs' as Key,
     options: JobsHealthOptions = {},
   ): Promise<HealthIndicatorResult<Key>> {
+    options = checkOptions('JobsHealthIndicator.isHealthy()', options, '{ maxQueued: 1000 }', HEALTH_SHAPE) ?? {};
     const indicator = this.health.check(key);
     const timeout = options.timeout ?? 3000;
     let timer: NodeJS.Timeout | undefined;

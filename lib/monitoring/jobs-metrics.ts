@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, Optional, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
-import { JobEvents } from '../model/index.js';
+import { CODE_QUEUES, JobEvents, type CodeQueues } from '../model/index.js';
 import { JobsMonitor } from './jobs-monitor.service.js';
 
 /** Provide a prom-client Registry under this token to use it instead of prom-client's global one. */
@@ -17,7 +17,9 @@ const LIVE_STATES = ['waiting', 'queued', 'scheduled', 'active'] as const;
  *
  * - `durable_jobs_attempts_total{queue, job, outcome}`: outcome succeeded, retry, failed or cancelled
  * - `durable_jobs_attempt_duration_seconds{queue, job}`: handler start to outcome
- * - `durable_jobs_jobs{queue, state}`: waiting, queued (due), scheduled, active
+ * - `durable_jobs_jobs{queue, state}`: waiting, queued (due), scheduled, active; every queue this
+ *   instance knows (named by the app's code, live at a scrape, or with an attempt ended here) has
+ *   all four, 0 when empty
  * - `durable_jobs_workers_alive`
  */
 @Injectable()
@@ -31,6 +33,7 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
     private readonly monitor: JobsMonitor,
     private readonly events: JobEvents,
     @Optional() @Inject(JOBS_METRICS_REGISTRY) registry?: Registry,
+    @Optional() @Inject(CODE_QUEUES) private readonly codeQueues?: CodeQueues,
   ) {
     this.registry = registry ?? defaultRegistry;
   }
@@ -52,6 +55,11 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
     });
     const monitor = this.monitor;
     const logger = this.logger;
+    // A queue once seen keeps its series at 0 when it empties: a series that vanished reads as "no
+    // data" rather than "nothing waiting", so graphs and alerts on it would go blind as a queue drains.
+    const known = new Set<string>();
+    // Read at each scrape: the registry of jobs fills during the app's init, after this hook.
+    const codeQueues = this.codeQueues ?? (() => []);
     new Gauge({
       name: 'durable_jobs_jobs',
       help: 'Jobs in a live state, by queue (system-wide, read when scraped)',
@@ -60,9 +68,10 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
       async collect() {
         try {
           const { queues } = await monitor.counts({ finished: false });
+          for (const queue of [...codeQueues(), ...Object.keys(queues)]) known.add(queue);
           this.reset();
-          for (const [queue, counts] of Object.entries(queues)) {
-            for (const state of LIVE_STATES) this.set({ queue, state }, counts[state]);
+          for (const queue of known) {
+            for (const state of LIVE_STATES) this.set({ queue, state }, queues[queue]?.[state] ?? 0);
           }
         } catch (error) {
           // A scrape must not fail with the database: the last values stand, and the log says why.
@@ -89,6 +98,7 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
       'durable_jobs_workers_alive',
     );
     this.unsubscribe = this.events.onAttemptEnded(({ job, outcome, durationMs }) => {
+      known.add(job.queue);
       attempts.inc({ queue: job.queue, job: job.name, outcome });
       duration.observe({ queue: job.queue, job: job.name }, durationMs / 1000);
     });

@@ -9,6 +9,8 @@ import {
   JOB_STATES,
   isUuid,
   JobsError,
+  JOB_LIST_FILTER_SHAPE,
+  optionShape,
   type JobCounts,
   type JobListFilter,
   type JobPage,
@@ -22,6 +24,20 @@ import { MONITORING_OPTIONS, type MonitoringOptions } from './monitoring-options
 const DAY = 24 * 60 * 60 * 1000;
 const HOUR = 60 * 60 * 1000;
 const MAX_PAGE = 500;
+
+/** What `counts()` takes. */
+export interface CountsOptions {
+  since?: Date;
+  finished?: boolean;
+}
+
+/** What `workers()` takes. */
+export interface WorkersOptions {
+  stoppedWithin?: number;
+}
+
+const COUNTS_SHAPE = optionShape<CountsOptions>({ since: true, finished: true });
+const WORKERS_SHAPE = optionShape<WorkersOptions>({ stoppedWithin: true });
 
 const emptyCounts = (): StateCounts => ({
   waiting: 0,
@@ -54,8 +70,9 @@ export class JobsMonitor {
    * `finished: false` they are left at 0 and not read at all (for health
    * checks and frequent polls).
    */
-  async counts(options: { since?: Date; finished?: boolean } = {}): Promise<JobCounts> {
-    options = checkOptions('JobsMonitor.counts()', options, '{ since: new Date(Date.now() - 3_600_000) }') ?? {};
+  async counts(options: CountsOptions = {}): Promise<JobCounts> {
+    options =
+      checkOptions('JobsMonitor.counts()', options, '{ since: new Date(Date.now() - 3_600_000) }', COUNTS_SHAPE) ?? {};
     const now = this.clock.now();
     const since = options.since ?? new Date(now.getTime() - DAY);
     if (!(since instanceof Date) || Number.isNaN(since.getTime())) {
@@ -86,8 +103,8 @@ export class JobsMonitor {
    * that stopped, or that has not beaten for `staleAfter` (it crashed or
    * stalled; its leases expire and its jobs run elsewhere).
    */
-  async workers(options: { stoppedWithin?: number } = {}): Promise<WorkerInfo[]> {
-    options = checkOptions('JobsMonitor.workers()', options, '{ stoppedWithin: 3_600_000 }') ?? {};
+  async workers(options: WorkersOptions = {}): Promise<WorkerInfo[]> {
+    options = checkOptions('JobsMonitor.workers()', options, '{ stoppedWithin: 3_600_000 }', WORKERS_SHAPE) ?? {};
     const now = this.clock.now().getTime();
     const within = options.stoppedWithin ?? HOUR;
     if (typeof within !== 'number' || !Number.isFinite(within) || within < 0) {
@@ -106,7 +123,7 @@ export class JobsMonitor {
 
   /** Jobs newest first, filtered by state(s), queue and name; page with `before: page.next`. */
   async jobs(filter: JobListFilter = {}): Promise<JobPage> {
-    filter = checkOptions('JobsMonitor.jobs()', filter, "{ state: 'failed' }") ?? {};
+    filter = checkOptions('JobsMonitor.jobs()', filter, "{ state: 'failed' }", JOB_LIST_FILTER_SHAPE) ?? {};
     const states = filter.state === undefined ? null : [filter.state].flat();
     for (const state of states ?? []) {
       if (!(JOB_STATES as readonly string[]).includes(state)) {

@@ -1,9 +1,8 @@
 import { Injectable, type Type } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { checkName, checkOptions, JobsError, type JobHandler, type PayloadOf } from '../model/index.js';
-import { refuseAwait } from './flow-drafts.js';
+import { jobLabel, refuseAwait } from './flow-drafts.js';
 import { checkManager } from './manager.js';
-import type { DependencyOn } from './queue-options.js';
+import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type DependencyOn, type WriteOptions } from './queue-options.js';
 import { WorkflowWriter, type BatchPlan, type StepOptions } from './workflow-writer.js';
 
 /**
@@ -23,6 +22,7 @@ export class BatchDraft {
 
   add<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
     this.checkOpen('add');
+    this.checkStep('add', job, options);
     this.plan.members.push({ job, payload, options });
     return this;
   }
@@ -50,22 +50,34 @@ export class BatchDraft {
     return this;
   }
 
-  async dispatch(options: { manager?: EntityManager } = {}): Promise<{ id: string }> {
+  async dispatch(options: WriteOptions = {}): Promise<{ id: string }> {
     if (this.dispatched) {
       throw new JobsError(
         `Batch${this.plan.name ? ` "${this.plan.name}"` : ''} was already dispatched. Potential fix: call batches.create() again for another batch.`,
       );
     }
     const where = `batch${this.plan.name ? ` "${this.plan.name}"` : ''}.dispatch()`;
-    const manager = checkManager(where, checkOptions(where, options, '{ manager }')?.manager);
+    const manager = checkManager(where, checkOptions(where, options, '{ manager }', WRITE_OPTIONS_SHAPE)?.manager);
     this.dispatched = true;
     return this.writer.dispatchBatch(this.plan, manager);
   }
 
   private callback(on: DependencyOn, job: Type | string, payload: unknown, options: StepOptions): this {
-    this.checkOpen(on === 'success' ? 'then' : on === 'failure' ? 'catch' : 'finally');
+    const call = on === 'success' ? 'then' : on === 'failure' ? 'catch' : 'finally';
+    this.checkOpen(call);
+    this.checkStep(call, job, options);
     this.plan.callbacks.push({ on, job, payload, options });
     return this;
+  }
+
+  /**
+   * A job's options are checked in full at dispatch(), when the whole batch
+   * is built; a key no option has is refused here already, at the line
+   * that wrote it.
+   */
+  private checkStep(call: string, job: unknown, options: StepOptions): void {
+    const where = `batch${this.plan.name ? ` "${this.plan.name}"` : ''}.${call}(${jobLabel(job)})`;
+    checkOptions(where, options, '{ delay: 5000 }', ENQUEUE_OPTIONS_SHAPE);
   }
 
   /** The batch is written whole at dispatch(): a job added later would never be written. */

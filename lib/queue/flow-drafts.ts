@@ -1,18 +1,28 @@
 import type { Type } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import {
+  checkOptionKeys,
   checkOptions,
   describeValue,
   isDependencyTrigger,
   JobsError,
+  optionShape,
+  STEP_FIELDS,
   type JobHandler,
   type PayloadOf,
 } from '../model/index.js';
 import { checkManager } from './manager.js';
-import type { DependencyOn } from './queue-options.js';
+import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type DependencyOn, type WriteOptions } from './queue-options.js';
 import type { FlowNode, StepOptions, WorkflowWriter } from './workflow-writer.js';
 
+/** A parent of a flow step: its key (runs on success), or the key and the outcome that lets the step run. */
 export type FlowEdge = string | { key: string; on?: DependencyOn };
+
+/** What a step of a flow takes: a job's options and the steps it waits on. */
+export type FlowStepOptions = StepOptions & { after?: FlowEdge[] };
+
+/** "manager" as everywhere per job: refused with its own message once given a value (JobFactory). */
+const FLOW_STEP_SHAPE = optionShape<FlowStepOptions, 'manager'>({ ...STEP_FIELDS, after: true, manager: true });
+const FLOW_EDGE_SHAPE = optionShape<Exclude<FlowEdge, string>>({ key: true, on: true });
 
 /** A DAG of jobs by key, written in one statement by `dispatch()`. */
 export class FlowDraft {
@@ -25,7 +35,7 @@ export class FlowDraft {
     key: string,
     job: Type<H> | string,
     payload: PayloadOf<H>,
-    options: StepOptions & { after?: FlowEdge[] } = {},
+    options: FlowStepOptions = {},
   ): this {
     refuseAfterDispatch('flow()', 'add', this.dispatched);
     if (typeof key !== 'string' || key === '') {
@@ -33,7 +43,8 @@ export class FlowDraft {
         `flow().add(): every step needs a non-empty string key. Potential fix: add('resize', Resize, payload).`,
       );
     }
-    const { after = [], ...rest } = checkOptions(`flow().add('${key}')`, options, '{ after: [...] }') ?? {};
+    const where = `flow().add('${key}')`;
+    const { after = [], ...rest } = checkOptions(where, options, '{ after: [...] }', FLOW_STEP_SHAPE) ?? {};
     if (!Array.isArray(after)) {
       throw new JobsError(
         `flow().add('${key}'): "after" must be an array of step keys, got ${describeValue(after)}. Potential fix: { after: ['resize'] }.`,
@@ -43,6 +54,7 @@ export class FlowDraft {
     // By index, not map(): map() skips the holes of a sparse array, which then broke dispatch() with a TypeError.
     for (let i = 0; i < after.length; i++) {
       const e = after[i] as FlowEdge | undefined;
+      checkOptionKeys(`${where}: "after" entry ${i}`, e, FLOW_EDGE_SHAPE);
       const edge =
         typeof e === 'string' ? { key: e, on: 'success' as const } : e && { key: e.key, on: e.on ?? 'success' };
       if (!edge || typeof edge.key !== 'string' || !isDependencyTrigger(edge.on)) {
@@ -57,11 +69,11 @@ export class FlowDraft {
   }
 
   /** Returns the id of each step by its key. */
-  async dispatch(options: { manager?: EntityManager } = {}): Promise<{ ids: Record<string, string> }> {
+  async dispatch(options: WriteOptions = {}): Promise<{ ids: Record<string, string> }> {
     refuseAfterDispatch('flow()', 'dispatch', this.dispatched);
     const manager = checkManager(
       'flow().dispatch()',
-      checkOptions('flow().dispatch()', options, '{ manager }')?.manager,
+      checkOptions('flow().dispatch()', options, '{ manager }', WRITE_OPTIONS_SHAPE)?.manager,
     );
     this.dispatched = true;
     return { ids: await this.writer.dispatchFlow(this.nodes, 'flow()', manager) };
@@ -78,11 +90,13 @@ export class ChainDraft {
   then<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
     refuseAwait('chain()', job, payload);
     refuseAfterDispatch('chain()', 'then', this.dispatched);
+    // Checked in full at dispatch(); a key no option has is refused at the line that wrote it.
+    checkOptions(`chain().then(${jobLabel(job)})`, options, '{ delay: 5000 }', ENQUEUE_OPTIONS_SHAPE);
     this.steps.push({ job, payload, options });
     return this;
   }
 
-  async dispatch(options: { manager?: EntityManager } = {}): Promise<{ ids: string[] }> {
+  async dispatch(options: WriteOptions = {}): Promise<{ ids: string[] }> {
     refuseAfterDispatch('chain()', 'dispatch', this.dispatched);
     const nodes: FlowNode[] = this.steps.map((s, i) => ({
       key: String(i),
@@ -93,7 +107,7 @@ export class ChainDraft {
     }));
     const manager = checkManager(
       'chain().dispatch()',
-      checkOptions('chain().dispatch()', options, '{ manager }')?.manager,
+      checkOptions('chain().dispatch()', options, '{ manager }', WRITE_OPTIONS_SHAPE)?.manager,
     );
     this.dispatched = true;
     const ids = await this.writer.dispatchFlow(nodes, 'chain()', manager);
@@ -116,6 +130,11 @@ export function refuseAwait(draft: string, job: unknown, payload: unknown): void
         `Potential fix: await ${draft.startsWith('batch') ? 'batch' : 'chain'}.dispatch().`,
     );
   }
+}
+
+/** A job as a message names it: 'send-receipt' by name, SendReceipt by class. */
+export function jobLabel(job: unknown): string {
+  return typeof job === 'string' ? `'${job}'` : typeof job === 'function' ? job.name : '';
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   Clock,
   describeValue,
   INT4_MAX,
+  UNIQUE_SHAPE,
   UNIQUE_WHILE,
   type StepOptions,
   JobsError,
@@ -19,8 +20,9 @@ import {
   type NewJob,
 } from '../model/index.js';
 import { QUEUE_SETTINGS, serializePayload, type QueueSettings } from '../model/index.js';
-import type { EnqueueOptions } from './queue-options.js';
+import { ENQUEUE_OPTIONS_SHAPE, type EnqueueOptions } from './queue-options.js';
 
+/** A job, named by its `@Job` class (payload type-checked) or by its name. */
 export type JobRef<H = JobHandler> = Type<H> | string;
 
 /**
@@ -40,7 +42,7 @@ export class JobFactory {
   build(job: JobRef, payload: unknown, given: Omit<EnqueueOptions, 'manager' | 'after'>, now: Date): NewJob {
     const name = this.resolveName(job);
     const where = `enqueue('${name}')`;
-    const options = checkOptions(where, given, '{ delay: 5000 }') ?? {};
+    const options = checkOptions(where, given, '{ delay: 5000 }', ENQUEUE_OPTIONS_SHAPE) ?? {};
     refuseCallOptions(where, options);
     validateJobOptions(where, options);
     const defaults = this.registry.optionsOf(name);
@@ -119,7 +121,7 @@ function flowControl(
       );
     }
   }
-  const unique = checkOptions(where, options.unique, "{ key: 'order-7' }");
+  const unique = checkOptions(where, options.unique, "{ key: 'order-7' }", UNIQUE_SHAPE);
   if (!unique) return { groupKey, serialKey, deadline };
   const uniqueKey = checkKey(where, 'unique.key', unique.key, 'order-7');
   if (unique.while !== undefined && !UNIQUE_WHILE.includes(unique.while)) {

@@ -1,8 +1,8 @@
 import { Inject, Injectable, type Type } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import {
   checkId,
   checkInteger,
+  checkOptionKeys,
   checkOptions,
   databaseCall,
   describeValue,
@@ -10,6 +10,7 @@ import {
   JOB_STATES,
   JobsError,
   JobsNotFoundError,
+  optionShape,
   type BatchInfo,
   type JobHandler,
   type JobInfo,
@@ -26,7 +27,7 @@ import {
 } from '../storage/workflows/workflow-storage.interface.js';
 import { ChainDraft, FlowDraft } from './flow-drafts.js';
 import { JobFactory, type JobRef } from './job-factory.js';
-import type { EnqueueOptions } from './queue-options.js';
+import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type EnqueueOptions, type WriteOptions } from './queue-options.js';
 import { checkManager } from './manager.js';
 import { WorkflowWriter } from './workflow-writer.js';
 
@@ -42,6 +43,7 @@ export interface EnqueueResult {
   created: boolean;
 }
 
+/** One job of an `enqueueMany()` call: the job (class or name), its payload and its options. */
 export interface EnqueueItem<H extends JobHandler = JobHandler> {
   job: JobRef<H>;
   payload: PayloadOf<H>;
@@ -55,6 +57,16 @@ export interface EnqueueItem<H extends JobHandler = JobHandler> {
  * per-statement cost more often.
  */
 const ENQUEUE_CHUNK = 2000;
+
+/** What `batchMembers()` takes. */
+export interface BatchMembersOptions {
+  state?: JobState;
+  skip?: number;
+  take?: number;
+}
+
+const ENQUEUE_ITEM_SHAPE = optionShape<EnqueueItem>({ job: true, payload: true, options: ENQUEUE_OPTIONS_SHAPE });
+const BATCH_MEMBERS_SHAPE = optionShape<BatchMembersOptions>({ state: true, skip: true, take: true });
 
 /** Starts work and looks after it: enqueue, inspect, cancel, retry; chains, flows and batches. */
 @Injectable()
@@ -74,7 +86,7 @@ export class JobQueue {
     // Named before the job is resolved, so that even a bad options argument says which job it came with.
     const where =
       typeof job === 'string' ? `enqueue('${job}')` : typeof job === 'function' ? `enqueue(${job.name})` : 'enqueue()';
-    const given = checkOptions(where, options, '{ delay: 5000 }') ?? {};
+    const given = checkOptions(where, options, '{ delay: 5000 }', ENQUEUE_OPTIONS_SHAPE) ?? {};
     const manager = checkManager(where, given.manager);
     if (given.after !== undefined) return { ...(await this.writer.enqueueAfter(job, payload, given)), created: true };
     const now = this.factory.clock.now();
@@ -86,16 +98,16 @@ export class JobQueue {
   }
 
   /** Many jobs at once: all are written or none. */
-  async enqueueMany(
-    items: ReadonlyArray<EnqueueItem>,
-    options: { manager?: EntityManager } = {},
-  ): Promise<EnqueueResult[]> {
+  async enqueueMany(items: ReadonlyArray<EnqueueItem>, options: WriteOptions = {}): Promise<EnqueueResult[]> {
     if (!Array.isArray(items)) {
       throw new JobsError(
         `enqueueMany(): the items must be an array, got ${describeValue(items)}. Potential fix: enqueueMany([{ job: SendReceipt, payload }]).`,
       );
     }
-    const tx = checkManager('enqueueMany()', checkOptions('enqueueMany()', options, '{ manager }')?.manager);
+    const tx = checkManager(
+      'enqueueMany()',
+      checkOptions('enqueueMany()', options, '{ manager }', WRITE_OPTIONS_SHAPE)?.manager,
+    );
     const now = this.factory.clock.now();
     const ids: string[] = [];
     const build = (from: number, to: number): NewJob[] => {
@@ -108,6 +120,8 @@ export class JobQueue {
             `enqueueMany(): item ${i} has no "job" (got ${describeValue(item)}). Nothing was written. Potential fix: pass { job: HandlerClass, payload }.`,
           );
         }
+        // An item's keys are checked like options: { job, payload, option: {...} } would drop its options.
+        checkOptionKeys(`enqueueMany(): item ${i}`, item, ENQUEUE_ITEM_SHAPE);
         rows.push(this.factory.build(item.job, item.payload, item.options ?? {}, now));
       }
       for (const r of rows) ids.push(r.id);
@@ -201,13 +215,10 @@ export class JobQueue {
     return databaseCall(`batchStatus(${batchId})`, () => this.workflows.batchStatus(batchId));
   }
 
-  async batchMembers(
-    id: string,
-    options: { state?: JobState; skip?: number; take?: number } = {},
-  ): Promise<BatchMember[]> {
+  async batchMembers(id: string, options: BatchMembersOptions = {}): Promise<BatchMember[]> {
     const batchId = checkId('batchMembers()', id, 'batch');
     const where = `batchMembers(${batchId})`;
-    const o = checkOptions(where, options, '{ skip: 0, take: 100 }') ?? {};
+    const o = checkOptions(where, options, '{ skip: 0, take: 100 }', BATCH_MEMBERS_SHAPE) ?? {};
     const take = o.take === undefined ? 100 : checkInteger(where, 'take', o.take, 1, 10_000, 100);
     const skip = o.skip === undefined ? 0 : checkInteger(where, 'skip', o.skip, 0, INT4_MAX, 0);
     if (o.state !== undefined && !(JOB_STATES as readonly unknown[]).includes(o.state)) {

@@ -8,6 +8,8 @@ import {
   databaseCall,
   JobsError,
   JobsNotFoundError,
+  optionShape,
+  RATE_LIMIT_SHAPE,
   type LimitInfo,
   type QueueInfo,
   type QueueOptions,
@@ -24,6 +26,20 @@ import {
 
 /** JobsModule's `queues`, validated. */
 export const QUEUE_DECLARATIONS = Symbol('QUEUE_DECLARATIONS');
+
+/** A change of limits: a field left out keeps its value, null removes the limit. */
+export interface LimitsChange {
+  concurrency?: number | null;
+  rateLimit?: RateLimit | null;
+}
+
+/** Whose limits `setLimits()` changes: the queue's, or one job name's in it. */
+export interface SetLimitsOptions {
+  job?: string;
+}
+
+const LIMITS_SHAPE = optionShape<LimitsChange>({ concurrency: true, rateLimit: RATE_LIMIT_SHAPE });
+const SET_LIMITS_SHAPE = optionShape<SetLimitsOptions>({ job: true });
 
 /**
  * Queues as operators steer them: pause and resume, change limits at run
@@ -84,15 +100,11 @@ export class JobQueues {
    * time; a field left out keeps its value, `null` removes the limit. The
    * change holds until the code declares a different value for the field.
    */
-  async setLimits(
-    queue: string,
-    limits: { concurrency?: number | null; rateLimit?: RateLimit | null },
-    options: { job?: string } = {},
-  ): Promise<void> {
+  async setLimits(queue: string, limits: LimitsChange, options: SetLimitsOptions = {}): Promise<void> {
     const name = await this.known('setLimits', queue);
     const where = `JobQueues.setLimits('${name}')`;
-    const change = checkLimits(where, checkOptions(where, limits, '{ concurrency: 5 }') ?? {});
-    const job = checkOptions(where, options, "{ job: 'send-receipt' }")?.job;
+    const change = checkLimits(where, checkOptions(where, limits, '{ concurrency: 5 }', LIMITS_SHAPE) ?? {});
+    const job = checkOptions(where, options, "{ job: 'send-receipt' }", SET_LIMITS_SHAPE)?.job;
     if (job !== undefined) checkName(where, 'job', job, 'send-receipt');
     if (change.concurrency === undefined && change.rateLimit === undefined) {
       throw new JobsError(

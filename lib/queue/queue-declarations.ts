@@ -1,15 +1,33 @@
-import { checkInteger, checkLimits, checkName, checkOptions, JobsError, type QueueOptions } from '../model/index.js';
+import {
+  checkInteger,
+  checkLimits,
+  checkName,
+  checkOptions,
+  JobsError,
+  QUEUE_GROUPS_SHAPE,
+  QUEUE_SHAPE,
+  recordOf,
+  type QueueOptions,
+} from '../model/index.js';
+
+const QUEUES_SHAPE = recordOf(QUEUE_SHAPE);
 
 /** JobsModule's `queues`, checked at start: a bad limit fails the boot naming the queue and the fix. */
 export function resolveQueueDeclarations(queues: unknown): Record<string, QueueOptions> {
-  const given = checkOptions('JobsModule "queues"', queues as object, '{ emails: { concurrency: 5 } }') ?? {};
+  const given =
+    checkOptions('JobsModule "queues"', queues as object, '{ emails: { concurrency: 5 } }', QUEUES_SHAPE) ?? {};
   const out: Record<string, QueueOptions> = {};
   for (const [queue, options] of Object.entries(given)) {
     const where = `JobsModule "queues.${queue}"`;
     checkName('JobsModule "queues"', 'queue', queue, 'emails');
-    const o = checkOptions(where, options as QueueOptions, '{ concurrency: 5 }') ?? {};
+    const o = checkOptions(where, options as QueueOptions, '{ concurrency: 5 }', QUEUE_SHAPE) ?? {};
     const limits = checkLimits(where, o);
-    const groups = checkOptions(`${where}.groups`, o.groups, '{ minInflight: 2, shareThreshold: 0.5 }');
+    const groups = checkOptions(
+      `${where}.groups`,
+      o.groups,
+      '{ minInflight: 2, shareThreshold: 0.5 }',
+      QUEUE_GROUPS_SHAPE,
+    );
     const share = groups?.shareThreshold;
     if (share !== undefined && (typeof share !== 'number' || !(share > 0 && share <= 1))) {
       throw new JobsError(

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { DependencyOn, StepOptions } from '../model/index.js';
+import { optionShape, STEP_FIELDS, type DependencyOn, type StepOptions } from '../model/index.js';
 
 /** Per-job options (delay, runAt, priority, queue, maxAttempts, timeout) and where to write. */
 export interface EnqueueOptions extends StepOptions {
@@ -14,4 +14,22 @@ export interface EnqueueOptions extends StepOptions {
 
 export type { DependencyOn };
 
+/** A parent of a job enqueued with `after`: a job or a batch, and the outcome of it that lets the child run (default `success`). */
 export type ParentRef = { job: string; on?: DependencyOn } | { batch: string; on?: DependencyOn };
+
+/** Options of a call that writes many jobs at once: enqueueMany() and every dispatch(). */
+export interface WriteOptions {
+  manager?: EntityManager;
+}
+
+/**
+ * enqueue()'s options, and every job's of a call writing several: there
+ * "after" and "manager" are the call's, refused per job with a message of
+ * their own once given a value (JobFactory).
+ */
+export const ENQUEUE_OPTIONS_SHAPE = optionShape<EnqueueOptions>({ ...STEP_FIELDS, manager: true, after: true });
+
+export const WRITE_OPTIONS_SHAPE = optionShape<WriteOptions>({ manager: true });
+
+/** An entry of enqueue()'s "after" list. */
+export const PARENT_REF_SHAPE = optionShape<ParentRef>({ job: true, batch: true, on: true });

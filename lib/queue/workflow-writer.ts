@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import {
+  checkOptionKeys,
   describeValue,
   isDependencyTrigger,
   isTerminal,
@@ -19,7 +20,7 @@ import {
 } from '../storage/workflows/workflow-storage.interface.js';
 import { topologicalOrder } from './flow-graph.js';
 import { JobFactory, type JobRef } from './job-factory.js';
-import type { DependencyOn, EnqueueOptions, ParentRef } from './queue-options.js';
+import { PARENT_REF_SHAPE, type DependencyOn, type EnqueueOptions, type ParentRef } from './queue-options.js';
 
 export type { StepOptions };
 
@@ -179,7 +180,14 @@ function normalizeParents(jobName: string, after: unknown): ParentRef[] {
   // By index, not map(): map() skips the holes of a sparse array, and a missing entry must be refused.
   for (let i = 0; i < list.length; i++) {
     const p: unknown = list[i];
+    checkOptionKeys(`${where}: "after" entry ${i}`, p, PARENT_REF_SHAPE);
     const entry = p !== null && typeof p === 'object' ? (p as { job?: unknown; batch?: unknown; on?: unknown }) : null;
+    if (entry && 'job' in entry && 'batch' in entry) {
+      // One of the two would be waited on, and the other dropped without a word.
+      throw new JobsError(
+        `${where}: "after" entry ${i} names both a job and a batch. Potential fix: one entry each, after: [{ job: jobId }, { batch: batchId }].`,
+      );
+    }
     const kind = entry && 'job' in entry ? 'job' : entry && 'batch' in entry ? 'batch' : null;
     const id = kind && entry![kind];
     if (!kind || !isUuid(id)) {

@@ -1,6 +1,7 @@
 import type { Type } from '@nestjs/common';
-import type { CatchUpMode, OverlapMode } from '../model/index.js';
+import { checkOptions, describeValue, optionShape, type CatchUpMode, type OverlapMode } from '../model/index.js';
 
+/** Options of `@Cron`: time zone, what to do about ticks missed while no instance ran, and overlapping runs. */
 export interface CronOptions {
   /** IANA time zone the expression is read in; default `UTC`, so every instance agrees whatever its TZ. */
   timeZone?: string;
@@ -21,6 +22,14 @@ export interface CronMetadata {
 
 export const CRON_METADATA = 'nestjs-durable-jobs:cron';
 
+const CRON_OPTIONS_SHAPE = optionShape<CronOptions>({
+  timeZone: true,
+  payload: true,
+  name: true,
+  catchUp: true,
+  overlap: true,
+});
+
 /**
  * Runs the `@Job` class on a schedule: each tick becomes exactly one job,
  * however many instances run. Standard cron syntax, with an optional leading
@@ -33,6 +42,13 @@ export const CRON_METADATA = 'nestjs-durable-jobs:cron';
 export function Cron(expression: string, options: CronOptions = {}): ClassDecorator {
   return (target) => {
     const cls = target as unknown as Type;
+    // The expression and the values are checked at start; a key no option has cannot wait for it.
+    checkOptions(
+      `@Cron(${typeof expression === 'string' ? `'${expression}'` : describeValue(expression)}) on class ${cls.name}`,
+      options,
+      "@Cron('0 3 * * *', { timeZone: 'Europe/Berlin' })",
+      CRON_OPTIONS_SHAPE,
+    );
     // Several @Cron may share a class (say, two payloads); the start checks their names.
     const existing = getCronMetadata(cls);
     Reflect.defineMetadata(CRON_METADATA, [...existing, { expression, options }] satisfies CronMetadata[], cls);

@@ -8,6 +8,7 @@ import {
   describeValue,
   JobsError,
   JobsNotFoundError,
+  optionShape,
   type CatchUpMode,
   type JobHandler,
   type OverlapMode,
@@ -23,6 +24,7 @@ import { CronSchedule } from './cron-expression.js';
 import { defineSchedule, scheduledJobOptions } from './schedule-definition.js';
 import { ScheduleRunner } from './schedule-runner.service.js';
 
+/** Options of a schedule created at run time with `RecurringSchedules.upsert()`. */
 export interface DynamicScheduleOptions<Payload = unknown> {
   /** IANA time zone; default `UTC`. */
   timeZone?: string;
@@ -30,6 +32,13 @@ export interface DynamicScheduleOptions<Payload = unknown> {
   catchUp?: CatchUpMode;
   overlap?: OverlapMode;
 }
+
+const DYNAMIC_SCHEDULE_SHAPE = optionShape<DynamicScheduleOptions>({
+  timeZone: true,
+  payload: true,
+  catchUp: true,
+  overlap: true,
+});
 
 /**
  * Schedules created at runtime (source `dynamic`), next to the code-defined
@@ -59,7 +68,12 @@ export class RecurringSchedules implements ScheduleControl {
     options: DynamicScheduleOptions<PayloadOf<H>> = {},
   ): Promise<ScheduleInfo> {
     const where = `RecurringSchedules.upsert(${typeof name === 'string' ? `'${name}'` : describeValue(name)})`;
-    checkOptions(where, options, "upsert(name, Job, '0 * * * *', { timeZone: 'Europe/Berlin' })");
+    checkOptions(
+      where,
+      options,
+      "upsert(name, Job, '0 * * * *', { timeZone: 'Europe/Berlin' })",
+      DYNAMIC_SCHEDULE_SHAPE,
+    );
     const jobName = this.registry.resolveName(job);
     const now = this.clock.now();
     const definition = defineSchedule(

@@ -1,5 +1,6 @@
 import { JobsError } from '../model/index.js';
 
+/** The scheduler of this instance: whether it turns schedule ticks into jobs, and how often it looks for changes. */
 export interface SchedulerOptions {
   /**
    * false: this instance arms no timers and turns no ticks into jobs (other
@@ -8,7 +9,7 @@ export interface SchedulerOptions {
   enabled?: boolean;
   /**
    * false: leave the stored code-defined schedules as they are at start,
-   * instead of writing this app's @Cron declarations over them (and removing
+   * instead of writing this app's `@Cron` declarations over them (and removing
    * those it does not declare). For processes that boot JobsModule without
    * the app's handlers, such as the CLI; default true.
    */

@@ -3,6 +3,7 @@ import {
   checkOptions,
   describeValue,
   JobsError,
+  optionShape,
   type JobInfo,
   type JobState,
   type JobSummary,
@@ -12,8 +13,9 @@ import { JobQueue } from '../queue/job-queue.service.js';
 import { JobsAssertionError } from './jobs-assertion.error.js';
 import { matchesPayload, showValue } from './payload-match.js';
 
+/** Which jobs `enqueued()` and the expectations look at: name, part of the payload, state, queue. */
 export interface EnqueuedFilter {
-  /** A @Job class or a job name. */
+  /** A `@Job` class or a job name. */
   name?: JobRef;
   queue?: string;
   /** Default `['queued', 'waiting']`: jobs that have not run yet, due now or later. */
@@ -26,11 +28,19 @@ export interface EnqueuedFilter {
   payload?: unknown;
 }
 
+/** What `expectEnqueued()` expects: the jobs of a filter, and optionally how many. */
 export interface EnqueuedExpectation extends EnqueuedFilter {
   name: JobRef;
   /** Exactly this many matching jobs; default at least one. */
   count?: number;
 }
+
+const FILTER_FIELDS = { name: true, queue: true, state: true, payload: true } as const satisfies Record<
+  keyof EnqueuedFilter,
+  true
+>;
+const FILTER_SHAPE = optionShape<EnqueuedFilter>(FILTER_FIELDS);
+const EXPECTATION_SHAPE = optionShape<EnqueuedExpectation>({ ...FILTER_FIELDS, count: true });
 
 const NOT_RUN: readonly JobState[] = ['queued', 'waiting'];
 const PAGE = 500;
@@ -46,7 +56,7 @@ export class EnqueuedJobs {
 
   /** Matching jobs with their payloads, oldest first. */
   async list(where: string, filter: EnqueuedFilter | undefined): Promise<JobInfo[]> {
-    const o = checkOptions(where, filter, "{ name: 'send-receipt' }") ?? {};
+    const o = checkOptions(where, filter, "{ name: 'send-receipt' }", FILTER_SHAPE) ?? {};
     const name = o.name === undefined ? undefined : this.jobs.resolveName(o.name);
     const state = o.state === undefined ? [...NOT_RUN] : o.state;
     const summaries: JobSummary[] = [];
@@ -107,7 +117,7 @@ export class EnqueuedJobs {
   }
 
   private checkExpectation(where: string, expectation: EnqueuedExpectation): EnqueuedExpectation {
-    const o = checkOptions(where, expectation, '{ name: SendReceipt, payload: { orderId: 1 } }');
+    const o = checkOptions(where, expectation, '{ name: SendReceipt, payload: { orderId: 1 } }', EXPECTATION_SHAPE);
     if (!o || o.name === undefined) {
       throw new JobsError(
         `${where}: "name" is required (a @Job class or a job name). Potential fix: ${where.slice(0, -2)}({ name: SendReceipt, payload: { orderId: 1 } }).`,

@@ -4,6 +4,7 @@ import {
   describeValue,
   isTerminal,
   JobsError,
+  optionShape,
   type BatchInfo,
   type Clock,
   type JobInfo,
@@ -12,12 +13,15 @@ import type { JobQueue } from '../queue/job-queue.service.js';
 import type { JobsTestingMode } from './jobs-testing-options.interface.js';
 import { JobsAssertionError } from './jobs-assertion.error.js';
 
+/** How long `waitFor()` waits, and how often it looks. */
 export interface WaitForOptions {
   /** How long to wait before failing, in ms of real time; default 5000 (keep it under the test's own timeout). */
   timeout?: number;
 }
 
 type Found = { kind: 'job'; info: JobInfo } | { kind: 'batch'; info: BatchInfo; open: JobInfo[] };
+
+const WAIT_FOR_SHAPE = optionShape<WaitForOptions>({ timeout: true });
 
 const DEFAULT_TIMEOUT = 5_000;
 /** First look again after this, doubling up to MAX_INTERVAL: quick jobs end in a few ms. */
@@ -47,7 +51,8 @@ export class JobWaiter {
   private async wait(call: string, id: string, options: WaitForOptions, kind: Found['kind'] | null): Promise<Found> {
     const where = `JobsTester.${call}(${typeof id === 'string' ? id : describeValue(id)})`;
     checkId(where, id, kind ?? 'job');
-    const timeout = (checkOptions(where, options, '{ timeout: 5000 }') ?? {}).timeout ?? DEFAULT_TIMEOUT;
+    const timeout =
+      (checkOptions(where, options, '{ timeout: 5000 }', WAIT_FOR_SHAPE) ?? {}).timeout ?? DEFAULT_TIMEOUT;
     if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout <= 0) {
       throw new JobsError(
         `${where}: "timeout" must be a positive number of ms, got ${describeValue(timeout)}. Potential fix: { timeout: 5000 }.`,

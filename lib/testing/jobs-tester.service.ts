@@ -5,6 +5,7 @@ import {
   checkStepName,
   describeValue,
   JobsError,
+  optionShape,
   type BatchInfo,
   type Clock,
   type JobHandler,
@@ -24,6 +25,7 @@ import {
 import { ManualClock } from './manual-clock.js';
 import { JobWaiter, type WaitForOptions } from './job-waiter.js';
 
+/** Which due jobs `drain()` runs, and how many attempts at most. */
 export interface DrainOptions {
   /** Only jobs of this queue; default every queue. */
   queue?: string;
@@ -32,6 +34,14 @@ export interface DrainOptions {
   /** Attempts one drain may run before it fails as endless; default 1000. */
   limit?: number;
 }
+
+/** What `history()` takes. */
+export interface HistoryFilter {
+  name?: JobRef;
+}
+
+const DRAIN_SHAPE = optionShape<DrainOptions>({ queue: true, names: true, limit: true });
+const HISTORY_SHAPE = optionShape<HistoryFilter>({ name: true });
 
 /**
  * Drives a test app's jobs: runs them (`drain`), moves time (`advance`),
@@ -80,7 +90,7 @@ export class JobsTester {
    */
   drain(options: DrainOptions = {}): Promise<AttemptReport[]> {
     const where = 'JobsTester.drain()';
-    const o = checkOptions(where, options, "{ queue: 'emails' }") ?? {};
+    const o = checkOptions(where, options, "{ queue: 'emails' }", DRAIN_SHAPE) ?? {};
     this.refuseInWorkerMode(where, "use waitFor(id) for the worker's jobs");
     if (o.names !== undefined && !Array.isArray(o.names)) {
       throw new JobsError(
@@ -181,8 +191,8 @@ export class JobsTester {
   }
 
   /** Every attempt this app's drains ran (inline ones too), oldest first; `name` narrows it. */
-  history(filter: { name?: JobRef } = {}): AttemptReport[] {
-    const o = checkOptions('JobsTester.history()', filter, '{ name: SendReceipt }') ?? {};
+  history(filter: HistoryFilter = {}): AttemptReport[] {
+    const o = checkOptions('JobsTester.history()', filter, '{ name: SendReceipt }', HISTORY_SHAPE) ?? {};
     const name = o.name === undefined ? undefined : this.jobs.resolveName(o.name);
     return this.drainer.history().filter((r) => name === undefined || r.name === name);
   }

@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
 import type { JobsModuleOptions } from '../jobs-options.interface.js';
-import { Clock, describeValue, JobsError, SystemClock } from '../model/index.js';
+import { FACTORY_FIXES, MODULE_FIELDS } from '../jobs-options.keys.js';
+import {
+  checkOptionKeys,
+  Clock,
+  describeValue,
+  JobsError,
+  optionShape,
+  SystemClock,
+  withFixes,
+} from '../model/index.js';
 import { ManualClock } from './manual-clock.js';
 
 /**
@@ -13,6 +22,7 @@ import { ManualClock } from './manual-clock.js';
  */
 export type JobsTestingMode = 'manual' | 'inline' | 'worker';
 
+/** What `JobsTestingModule.forRoot()` takes: `JobsModule`'s options (but `schema` and `clock`), and the test mode. */
 export interface JobsTestingOptions extends Omit<JobsModuleOptions, 'schema' | 'clock'> {
   /** Default `manual`. */
   mode?: JobsTestingMode;
@@ -29,6 +39,7 @@ export interface JobsTestingOptions extends Omit<JobsModuleOptions, 'schema' | '
   isGlobal?: boolean;
 }
 
+/** What `JobsTestingModule.forRootAsync()` takes: options built from other providers. */
 export interface JobsTestingAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
   isGlobal?: boolean;
   inject?: Array<InjectionToken | OptionalFactoryDependency>;
@@ -48,12 +59,29 @@ export interface JobsTestingSettings {
 
 export const JOBS_TESTING_SETTINGS = Symbol('JOBS_TESTING_SETTINGS');
 
+// "schema" is JobsModule's, refused here with a message of its own before the keys are checked.
+const { schema: _schema, ...JOBS_FIELDS } = MODULE_FIELDS;
+const TESTING_FIELDS = { ...JOBS_FIELDS, mode: true, clock: true, schemaPrefix: true, keepSchema: true } as const;
+const TESTING_SHAPE = optionShape<JobsTestingOptions>({ ...TESTING_FIELDS, isGlobal: true });
+/** What a factory of forRootAsync returns: `isGlobal` belongs to the forRootAsync call. */
+const FACTORY_SHAPE = withFixes(optionShape<Omit<JobsTestingOptions, 'isGlobal'>>(TESTING_FIELDS), FACTORY_FIXES);
+export const TESTING_ASYNC_SHAPE = optionShape<JobsTestingAsyncOptions>({
+  imports: true,
+  isGlobal: true,
+  inject: true,
+  useFactory: true,
+});
+
 const MODES: readonly JobsTestingMode[] = ['manual', 'inline', 'worker'];
 const DEFAULT_PREFIX = 'jobs_test';
 /** Leaves room for "_<time>_<random>" within PostgreSQL's 63 bytes. */
 const PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
 
-export function resolveTestingSettings(options: JobsTestingOptions | undefined): JobsTestingSettings {
+/** `fromFactory`: the options came from forRootAsync's factory, where `isGlobal` is not one. */
+export function resolveTestingSettings(
+  options: JobsTestingOptions | undefined,
+  fromFactory = false,
+): JobsTestingSettings {
   const where = 'JobsTestingModule';
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new JobsError(
@@ -68,6 +96,8 @@ export function resolveTestingSettings(options: JobsTestingOptions | undefined):
         `Potential fix: leave "schema" out; schemaPrefix: '${DEFAULT_PREFIX}' names it.`,
     );
   }
+  if (fromFactory) checkOptionKeys(`${where}.forRootAsync(): the options useFactory returned`, options, FACTORY_SHAPE);
+  else checkOptionKeys(`${where}.forRoot()`, options, TESTING_SHAPE);
   if (!MODES.includes(mode)) {
     throw new JobsError(
       `${where}: "mode" must be one of ${MODES.map((m) => `'${m}'`).join(', ')}, got ${describeValue(mode)}. Potential fix: mode: 'manual'.`,

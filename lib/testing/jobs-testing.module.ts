@@ -1,7 +1,7 @@
 import { Module, type DynamicModule, type InjectionToken, type Provider } from '@nestjs/common';
 import { JobsModule } from '../jobs.module.js';
 import type { JobsModuleOptions } from '../jobs-options.interface.js';
-import { JobsError } from '../model/index.js';
+import { checkOptions, JobsError } from '../model/index.js';
 import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { JobDrainer } from './job-drainer.service.js';
@@ -12,6 +12,7 @@ import {
   type JobsTestingAsyncOptions,
   type JobsTestingOptions,
   type JobsTestingSettings,
+  TESTING_ASYNC_SHAPE,
 } from './jobs-testing-options.interface.js';
 import { StorageTap, tapJobStorage, tapWorkflowStorage } from './storage-tap.js';
 import { TestSchema } from './test-schema.service.js';
@@ -50,6 +51,8 @@ export class JobsTestingModule {
   }
 
   static forRootAsync(options: JobsTestingAsyncOptions): DynamicModule {
+    const example = 'forRootAsync({ inject: [DataSource], useFactory: (dataSource) => ({ dataSource }) })';
+    checkOptions('JobsTestingModule.forRootAsync()', options, example, TESTING_ASYNC_SHAPE);
     if (!options || typeof options.useFactory !== 'function') {
       throw new JobsError(
         'JobsTestingModule.forRootAsync() needs useFactory. Potential fix: forRootAsync({ inject: [DataSource], useFactory: (dataSource) => ({ dataSource }) }).',
@@ -58,7 +61,7 @@ export class JobsTestingModule {
     const settings: Provider = {
       provide: JOBS_TESTING_SETTINGS,
       inject: options.inject ?? [],
-      useFactory: async (...args: unknown[]) => resolveTestingSettings(await options.useFactory(...args)),
+      useFactory: async (...args: unknown[]) => resolveTestingSettings(await options.useFactory(...args), true),
     };
     return build(settings, options.imports ?? [], options.isGlobal ?? true);
   }

@@ -3,6 +3,7 @@ import { Clock } from '../model/index.js';
 import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
+/** How long ended jobs, settled batches and stopped workers' rows are kept before they are pruned. */
 export interface RetentionOptions {
   /** How long succeeded jobs stay queryable, in ms; default 7 days; false keeps them. */
   succeeded?: number | false;

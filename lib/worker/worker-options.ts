@@ -1,3 +1,4 @@
+/** The worker of this instance: whether it runs, what it serves, and how it claims, leases and shuts down. */
 export interface WorkerOptions {
   /** false for API-only instances that enqueue but never run jobs. */
   enabled?: boolean;

@@ -1,6 +1,6 @@
-import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { BatchBuilder, JobQueue, JobQueues, RecurringSchedules } from 'nestjs-durable-jobs';
+import { BatchBuilder, JobEvents, JobQueue, JobQueues, RecurringSchedules } from 'nestjs-durable-jobs';
 import { ImportCleanup, ImportFile, NotifyAdmin, NotifyUser } from '../imports/import.jobs.js';
 import { FlakySync } from '../jobs/flaky-sync.job.js';
 import { Heartbeat } from '../jobs/heartbeat.job.js';
@@ -8,10 +8,17 @@ import { SendReceipt } from '../jobs/send-receipt.job.js';
 import { SlowReport } from '../jobs/slow-report.job.js';
 import { Order } from '../orders/order.entity.js';
 
+/** The demo's dynamic schedule, and how many of its runs it shows before pausing it. */
+export const DEMO_SCHEDULE = 'demo-heartbeat';
+export const DEMO_HEARTBEATS = 3;
+
+const url = (path: string) => `http://localhost:${process.env.PORT ?? 3000}${path}`;
+
 /** Puts a little work on the queue at start so `npm start` shows jobs running, retrying and succeeding. */
 @Injectable()
-export class DemoService implements OnApplicationBootstrap {
+export class DemoService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Demo');
+  private stopCounting: (() => void) | null = null;
 
   constructor(
     private readonly jobs: JobQueue,
@@ -19,6 +26,7 @@ export class DemoService implements OnApplicationBootstrap {
     private readonly batches: BatchBuilder,
     private readonly schedules: RecurringSchedules,
     private readonly queues: JobQueues,
+    private readonly events: JobEvents,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -43,15 +51,48 @@ export class DemoService implements OnApplicationBootstrap {
       .dispatch();
     this.logger.log(`Dispatched batch demo-import ${batch.id}: two files, then notify-user, finally import-cleanup`);
     await this.dashboardExtras();
-    this.logger.log(`Follow one: curl http://localhost:${process.env.PORT ?? 3000}/jobs/${flaky.id}`);
+    this.logger.log(`Follow one: curl ${url(`/jobs/${flaky.id}`)}`);
     // A dynamic schedule: stored, so it also ticks on every other instance, once per tick in all.
-    await this.schedules.upsert('demo-heartbeat', Heartbeat, '*/5 * * * * *', {
+    this.pauseAfterHeartbeats();
+    const schedule = await this.schedules.upsert(DEMO_SCHEDULE, Heartbeat, '*/5 * * * * *', {
       payload: { message: 'Demo schedule tick' },
       overlap: 'skip',
     });
+    // Paused by an earlier start (the schedule is stored): each start shows it ticking again.
+    if (schedule.paused) await this.schedules.resume(DEMO_SCHEDULE);
     this.logger.log(
-      `Schedule "demo-heartbeat" ticks every 5 s; see curl http://localhost:${process.env.PORT ?? 3000}/schedules`,
+      `Schedule "${DEMO_SCHEDULE}" ticks every 5 s and pauses after ${DEMO_HEARTBEATS} runs; see curl ${url('/schedules')}`,
     );
+  }
+
+  /**
+   * Two log lines every 5 s forever would bury everything else the demo
+   * shows: once the schedule has run a few times, it is paused (a stored
+   * change, so on every instance), which shows pausing too.
+   */
+  private pauseAfterHeartbeats(): void {
+    let runs = 0;
+    this.stopCounting = this.events.on(
+      'succeeded',
+      () => {
+        if (++runs < DEMO_HEARTBEATS) return;
+        this.stopCounting?.();
+        this.stopCounting = null;
+        this.schedules.pause(DEMO_SCHEDULE).then(
+          () =>
+            this.logger.log(
+              `Schedule "${DEMO_SCHEDULE}" ran ${runs} times and is paused now, to keep the log quiet; ` +
+                `resume it with curl -X POST ${url(`/schedules/${DEMO_SCHEDULE}/resume`)}`,
+            ),
+          (error: Error) => this.logger.warn(`Pausing schedule "${DEMO_SCHEDULE}" failed: ${error.message}`),
+        );
+      },
+      { name: 'heartbeat', label: 'the demo heartbeat count' },
+    );
+  }
+
+  onModuleDestroy(): void {
+    this.stopCounting?.();
   }
 
   /** A little of everything else the dashboard shows: failures, a failed batch, a flow, a job for later, limits. */

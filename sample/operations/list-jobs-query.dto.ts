@@ -12,19 +12,11 @@ import {
   MaxLength,
   Min,
 } from 'class-validator';
-import type { JobListFilter, JobState } from 'nestjs-durable-jobs';
+import { JOB_LIST_STATES, type JobListState, type JobSearch } from 'nestjs-durable-jobs';
 import { MAX_NAME_LENGTH, PRINTABLE } from '../common/validation.js';
 
-// A Record over JobState makes the compiler list every state, so a new one cannot be left out here.
-const STATES = Object.keys({
-  waiting: 1,
-  queued: 1,
-  active: 1,
-  succeeded: 1,
-  failed: 1,
-  cancelled: 1,
-  skipped: 1,
-} satisfies Record<JobState, 1>) as JobState[];
+// The states GET /stats counts by (scheduled: queued for later), so every count there can be listed here.
+const STATES: readonly JobListState[] = JOB_LIST_STATES;
 
 /** `?state=failed&state=queued` arrives as an array, `?state=failed,queued` as one string: both become a list. */
 const toList = ({ value }: TransformFnParams): unknown =>
@@ -42,14 +34,14 @@ const NAME = `name must be a job's name, given once (1 to ${MAX_NAME_LENGTH} pri
 const BEFORE = 'before must be the "next" of the previous page, given once (a job id, a UUID)';
 const LIMIT = 'limit must be a whole number from 1 to 500, given once, such as limit=50 (page on with before=<next>)';
 
-/** GET /jobs: the filter of JobsMonitor.jobs(), from the query string. */
-export class ListJobsQueryDto implements JobListFilter {
+/** GET /jobs: the search of JobsAdmin.search(), from the query string. */
+export class ListJobsQueryDto implements JobSearch {
   @IsOptional()
   @Transform(toList)
   @IsArray({ message: STATE })
   @ArrayMaxSize(STATES.length, { message: STATE })
   @IsIn(STATES, { each: true, message: STATE })
-  state?: JobState[];
+  state?: JobListState[];
 
   @IsOptional()
   @IsString({ message: QUEUE })

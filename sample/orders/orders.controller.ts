@@ -37,4 +37,12 @@ export class OrdersController {
     await this.jobs.cancel(id);
     return { id, cancelRequested: true };
   }
+
+  /** A failed, cancelled or skipped job runs again with fresh attempts; any other state is a 400 saying why. */
+  @Post('jobs/:id/retry')
+  @HttpCode(200)
+  async retry(@Param() { id }: JobIdDto) {
+    await this.jobs.retry(id);
+    return { id, retried: true };
+  }
 }

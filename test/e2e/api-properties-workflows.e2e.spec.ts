@@ -563,12 +563,15 @@ describe('RecurringSchedules under generated input', () => {
         UTC: 'UTC',
         'Europe/Berlin': 'Europe/Berlin',
         'america/new_york': 'America/New_York',
+        'Etc/GMT-2': 'Etc/GMT-2',
       };
+      // UTC offsets are refused on every Node version, though Node 22 and 24 accept some in Intl.
+      const OFFSETS = ['+02:00', '-0500', '+02', 'UTC+2', '+05:30'];
       const options = optionsArg(
         taggedObject({
           timeZone: either(
             fc.constantFrom(...Object.keys(ZONES)),
-            fc.oneof(fc.constantFrom('local', '+02:00', 'Mars/Olympus', 'UTC\u0000'), hostileValue),
+            fc.oneof(fc.constantFrom('local', 'Mars/Olympus', 'UTC\u0000', ...OFFSETS), hostileValue),
             2,
           ),
           payload: payloadArb,

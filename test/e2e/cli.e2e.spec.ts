@@ -20,6 +20,12 @@ class CliCron implements JobHandler<void> {
   run() {}
 }
 
+/** The one handler of a second instance, which only the workers test starts: nobody enqueues it. */
+@Job('cli-idle', { queue: 'cli-idle' })
+class CliIdle implements JobHandler<void> {
+  run() {}
+}
+
 const schema = uniqueSchema('cli');
 const fresh = uniqueSchema('cli_fresh');
 const HOUR = 3_600_000;
@@ -82,6 +88,7 @@ describe('the CLI', () => {
     expect(all.stdout).toMatch(/^Usage: nestjs-durable-jobs <command> \[options\]/);
     for (const command of [
       'stats',
+      'workers',
       'list',
       'show',
       'retry',
@@ -239,5 +246,28 @@ describe('the CLI', () => {
     expect(purged.jobs.succeeded).toBe(before!.n);
     const text = await cli('purge', '--succeeded-before', '0s', '--cancelled-before', '2000-01-01');
     expect(text).toMatchObject({ code: 0, stdout: 'deleted no jobs and 0 batches (0 members) in 0 rounds\n' });
+  });
+
+  it("lists workers; one that serves every queue shows queues 'all'", async () => {
+    // A second instance whose worker names no queues serves every queue (and claims only cli-idle, never enqueued).
+    const everyQueue = await startJobsApp(
+      schema,
+      { worker: { concurrency: 2, pollInterval: 100 } },
+      { providers: [CliIdle] },
+    );
+    try {
+      const [asJson, asText] = await Promise.all([cli('workers', '--json'), cli('workers')]);
+      const workers = json<Array<{ queues: string[] | 'all'; concurrency: number; alive: boolean }>>(asJson);
+      expect(workers.map((w) => [w.concurrency, w.queues, w.alive]).sort()).toEqual([
+        [2, 'all', true],
+        [4, ['adm'], true],
+      ]);
+      expect(asText.code).toBe(0);
+      expect(asText.stdout).toMatch(/^ID +HOST +PID +QUEUES +RUNNING +SLOTS +STARTED +LAST HEARTBEAT +ALIVE\n/);
+      expect(asText.stdout).toMatch(/ all +0 +2 +\S+ +\S+ +yes\n/);
+      expect(asText.stdout).toMatch(/ adm +\d+ +4 +\S+ +\S+ +yes\n/);
+    } finally {
+      await everyQueue.close();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { INestApplication } from '@nestjs/common';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { JobQueue, JobQueues, JobsDashboardModule, RecurringSchedules } from 'nestjs-durable-jobs';
@@ -83,6 +84,16 @@ async function confirmClick(button: string, what: RegExp, confirm = true): Promi
   await page.waitForSelector('#confirm', { state: 'hidden' });
 }
 
+/**
+ * Saves what the page shows now as docs/public/<name>.png, the picture the docs site's Dashboard
+ * page shows: taken here, on every run, it is always the page as it is.
+ */
+async function screenshot(name: string): Promise<void> {
+  // The flash line of the last action is not part of the view.
+  await page.evaluate(() => ((document.getElementById('flash') as HTMLElement).hidden = true));
+  await page.screenshot({ path: fileURLToPath(new URL(`../../docs/public/${name}.png`, import.meta.url)) });
+}
+
 async function flashed(): Promise<string> {
   await page.waitForSelector('#flash:not([hidden])');
   return (await page.textContent('#flash')) ?? '';
@@ -125,6 +136,7 @@ it('finds the failed job through the state filter, shows its attempts and payloa
   // Still open after the refreshes: the stack the operator unfolded stays unfolded.
   expect(await page.locator('tr[data-attempt="1"] pre.stack').isVisible()).toBe(true);
   expect(await page.textContent('#result')).toContain('"ok": true');
+  await screenshot('dashboard-job');
 });
 
 it('pauses and resumes a schedule', async () => {
@@ -163,6 +175,7 @@ it('opens a batch from the list and draws its graph, whose boxes lead to the job
   expect(await page.locator('svg.dag g.edge').count()).toBe(5);
   expect(await page.textContent('svg.dag')).toContain('then · succeeded');
   expect(await page.locator('main tbody tr[data-id]').count()).toBe(3);
+  await screenshot('dashboard-batch');
   await page.locator('svg.dag a:has(g.node.kind-job)').first().click();
   await page.waitForSelector('.detail[data-state="succeeded"]');
   expect(await page.textContent('.detail-title')).toMatch(/^dash-(step|notify) succeeded$/);
@@ -242,6 +255,7 @@ it('shows throughput per queue (the failure just above included) and keeps queue
   const updated = await page.textContent('#status');
   await page.waitForFunction((before) => document.getElementById('status')!.textContent !== before, updated);
   expect(await order()).toEqual(first);
+  await screenshot('dashboard');
 });
 
 it('ran without script errors or CSP violations', () => {

@@ -4,10 +4,13 @@ import {
   BatchBuilder,
   JobQueue,
   JobQueues,
+  JobsAdmin,
   JobsDashboardModule,
   JobsError,
   RecurringSchedules,
 } from 'nestjs-durable-jobs';
+import { ManualClock } from 'nestjs-durable-jobs/testing';
+import { DEMO_HEARTBEATS, DEMO_SCHEDULE } from '../../sample/demo/demo.service.js';
 import { dropSchemas, uniqueSchema } from '../support/database.js';
 import {
   dashboardProviders,
@@ -46,7 +49,7 @@ describe('JobsDashboardModule.register()', () => {
       [{ public: true, path: '../x y' }, /"path" must be a URL path/],
       [{ public: true, title: '' }, /"title" must be a non-empty string/],
       [{ public: true, allowedOrigins: ['not a url'] }, /"allowedOrigins" must be an array of origins/],
-      [{ public: true, guard: [] }, /unknown option\(s\) "guard"/],
+      [{ public: true, guard: [] }, /unknown option "guard". Did you mean "guards"\?/],
       ['open', /the options must be an object/],
     ];
     for (const [options, message] of bad) {
@@ -156,7 +159,11 @@ describe('the dashboard over HTTP', () => {
 
   it("shows a job's detail with its attempts and edges, its flow graph, and a batch with its graph", async () => {
     const detail = await http.get(api(`/jobs/${seed.failedId}`)).expect(200);
-    expect(detail.body).toMatchObject({ state: 'failed', payload: { note: HOSTILE } });
+    expect(detail.body).toMatchObject({
+      state: 'failed',
+      payload: { note: HOSTILE },
+      lastError: expect.objectContaining({ name: 'PermanentJobError' }),
+    });
     expect(detail.body.executions).toEqual([
       expect.objectContaining({
         attempt: 1,
@@ -205,7 +212,10 @@ describe('the dashboard over HTTP', () => {
 
   it('serves counts, workers, queues with limits, throughput and schedules', async () => {
     expect((await http.get(api('/stats')).expect(200)).body.queues['dash-ops']).toMatchObject({ failed: 1 });
-    expect((await http.get(api('/workers')).expect(200)).body).toEqual([expect.objectContaining({ alive: true })]);
+    // Its worker names no queues: it serves them all, and says so.
+    expect((await http.get(api('/workers')).expect(200)).body).toEqual([
+      expect.objectContaining({ alive: true, queues: 'all' }),
+    ]);
     await app.get(JobQueues).setLimits('dash-flow', { concurrency: 3 });
     const queues = (await http.get(api('/queues')).expect(200)).body;
     expect(queues.map((q: { name: string }) => q.name)).toEqual(['dash-flow', 'dash-ops']);
@@ -359,17 +369,66 @@ describe('the dashboard over HTTP', () => {
       expect(res.body.message).toMatch(/Potential fix/);
     }
   });
+
+  it("a job that succeeded on a retry shows its earlier errors as its attempts', not as its own", async () => {
+    fragile.failing = false;
+    await http.post(api(`/jobs/${seed.failedId}/retry`)).expect(204);
+    await waitFor('the retried job to succeed', async () => {
+      return (await app.get(JobQueue).get(seed.failedId))?.state === 'succeeded';
+    });
+    const detail = (await http.get(api(`/jobs/${seed.failedId}`)).expect(200)).body;
+    expect(detail).toMatchObject({ state: 'succeeded', lastError: null });
+    const states = detail.executions.map((e: { state: string; error: { name: string } | null }) => [
+      e.state,
+      e.error?.name ?? null,
+    ]);
+    expect(states.at(-1)).toEqual(['succeeded', null]);
+    expect(states.slice(0, -1).every(([state, error]: string[]) => state === 'failed' && error)).toBe(true);
+    expect(states.length).toBeGreaterThan(1);
+    const listed = (await http.get(api('/jobs?state=succeeded&queue=dash-ops')).expect(200)).body.jobs;
+    expect(listed).toEqual([expect.objectContaining({ id: seed.failedId, lastError: null })]);
+  });
 });
 
 describe('sample app', () => {
-  it('serves the dashboard at /dashboard, open on purpose', async () => {
+  let app: INestApplication;
+  const clock = new ManualClock(new Date('2026-11-01T10:00:00Z'));
+
+  beforeAll(async () => {
     const schema = uniqueSchema('dashsample');
     schemas.push(schema, `${schema}_jobs`);
-    const app = await startSampleApp({ schema, worker: { pollInterval: 100 }, unregisteredJobs: 'ignore' });
+    app = await startSampleApp({
+      schema,
+      worker: { pollInterval: 100 },
+      unregisteredJobs: 'ignore',
+      demo: true,
+      clock,
+    });
     apps.push(app);
+  });
+
+  it('serves the dashboard at /dashboard, open on purpose', async () => {
     const page = await request(app.getHttpServer()).get('/dashboard').expect(200);
     expect(page.text).toContain('<h1 id="title">Sample jobs</h1>');
     await request(app.getHttpServer()).get('/dashboard/api/stats').expect(200);
     await request(app.getHttpServer()).get('/dashboard/api/schedules').expect(200);
+  });
+
+  it('the demo schedule runs a few times, then pauses itself and stays quiet', async () => {
+    const schedules = app.get(RecurringSchedules);
+    const heartbeats = async () => (await app.get(JobsAdmin).search({ name: 'heartbeat', limit: 500 })).jobs;
+    for (let run = 1; run <= DEMO_HEARTBEATS; run++) {
+      clock.advance(5_000);
+      await schedules.runDue();
+      await waitFor(`heartbeat ${run} to succeed`, async () => {
+        const jobs = await heartbeats();
+        return jobs.length === run && jobs.every((j) => j.state === 'succeeded');
+      });
+    }
+    await waitFor('the demo schedule to pause', async () => (await schedules.get(DEMO_SCHEDULE))?.paused === true);
+    // A minute of ticks later: a paused schedule enqueues none (runDue has made a full pass when it returns).
+    clock.advance(60_000);
+    await schedules.runDue();
+    expect(await heartbeats()).toHaveLength(DEMO_HEARTBEATS);
   });
 });

@@ -115,7 +115,8 @@ describe('the sample validates every body, param and query it takes', () => {
   const USER = /^userId must be a whole number from 1 to 2147483647, such as 7/;
   const JOB_ID = /^id must be a job id, the jobId that POST \/orders returned \(a UUID/;
   const BATCH_ID = /^id must be a batch id, the batchId that POST \/imports returned \(a UUID/;
-  const STATE = /^state must be one or more of waiting, queued, active, succeeded, failed, cancelled, skipped, such as/;
+  const STATE =
+    /^state must be one or more of waiting, queued, scheduled, active, succeeded, failed, cancelled, skipped, such as/;
   const LIMIT = /^limit must be a whole number from 1 to 500, given once, such as limit=50/;
   const QUEUE = /^queue must be a queue's name, given once \(1 to 200 printable characters\), such as queue=emails/;
   const JOB_NAME = /^name must be a job's name, given once \(1 to 200 printable characters\)/;
@@ -181,6 +182,9 @@ describe('the sample validates every body, param and query it takes', () => {
     order('an empty body', {}, EMAIL),
     order('email not an address', { email: 'ada' }, EMAIL),
     order('email with a NUL', { email: 'ada\u0000@example.com' }, EMAIL),
+    // Was a 500: the email check's encodeURI threw on it.
+    order('email with a lone surrogate', { email: 'lone\ud800@b.c' }, EMAIL),
+    order('email with a lone surrogate in its domain', { email: 'ada@b\udc00.c' }, EMAIL),
     order('email of 10,000 characters', { email: `${long}@example.com` }, EMAIL),
     order('email an array', { email: ['ada@example.com'] }, EMAIL),
     order('email a number', { email: 42 }, EMAIL),
@@ -235,6 +239,19 @@ describe('the sample validates every body, param and query it takes', () => {
     get(`/jobs/${long}`, '10,000 characters', JOB_ID),
     get(`/jobs/${unknownId}`, 'an unknown id', /^No job 00000000-0000-7000-8000-000000000000$/, 404),
     { label: 'DELETE /jobs/not-a-uuid, not a UUID', method: 'delete', path: '/jobs/not-a-uuid', message: JOB_ID },
+    {
+      label: 'POST /jobs/not-a-uuid/retry, not a UUID',
+      method: 'post',
+      path: '/jobs/not-a-uuid/retry',
+      message: JOB_ID,
+    },
+    {
+      label: 'POST /jobs/<unknown>/retry, an unknown id',
+      method: 'post',
+      path: `/jobs/${unknownId}/retry`,
+      status: 404,
+      message: /^retry\(00000000-0000-7000-8000-000000000000\): no such job\. Potential fix/,
+    },
     { label: 'DELETE /jobs/%00, a NUL', method: 'delete', path: '/jobs/%00', message: JOB_ID },
     {
       label: 'DELETE /jobs/<unknown>, an unknown id',
@@ -347,12 +364,24 @@ describe('the sample validates every body, param and query it takes', () => {
     const failed = await jobs.enqueue(DoomedProbe, { permanent: true });
     const queued = await jobs.enqueue(FlakySync, { account: 'listed' }, { delay: 60_000 });
     await until(failed.id, 'failed');
-    const repeated = await request(http).get('/jobs?state=failed&state=queued&limit=500').expect(200);
-    const comma = await request(http).get('/jobs?state=failed,queued&limit=500').expect(200);
+    const repeated = await request(http).get('/jobs?state=failed&state=scheduled&limit=500').expect(200);
+    const comma = await request(http).get('/jobs?state=failed,scheduled&limit=500').expect(200);
     expect(comma.body).toEqual(repeated.body);
     const listed = repeated.body.jobs as Array<{ id: string; state: string }>;
     expect(listed.map((j) => j.id)).toEqual(expect.arrayContaining([failed.id, queued.id]));
+    // "scheduled" is a queued job due later, as GET /stats counts it: list and count agree.
     expect(new Set(listed.map((j) => j.state))).toEqual(new Set(['failed', 'queued']));
+    const scheduled = await request(http).get('/jobs?state=scheduled&limit=500').expect(200);
+    const counted = await request(http).get('/stats').expect(200);
+    expect(scheduled.body.jobs.map((j: { id: string }) => j.id)).toContain(queued.id);
+    expect(scheduled.body.jobs).toHaveLength(counted.body.total.scheduled);
+    const due = await request(http).get('/jobs?state=queued&limit=500').expect(200);
+    expect(due.body.jobs.map((j: { id: string }) => j.id)).not.toContain(queued.id);
+
+    // The worker names no queues: it serves every one, and /workers says so.
+    const workers = (await request(http).get('/workers').expect(200)).body as Array<{ queues: unknown }>;
+    expect(workers).toContainEqual(expect.objectContaining({ alive: true, queues: 'all' }));
+    for (const w of workers) expect(w.queues === 'all' || (Array.isArray(w.queues) && w.queues.length > 0)).toBe(true);
 
     const first = await request(http).get('/jobs?limit=1').expect(200);
     expect(first.body.jobs).toHaveLength(1);
@@ -430,6 +459,8 @@ describe('retries and failures', () => {
     await waitFor('attempt 1 to fail', async () => (await failedAttempts()) === 1);
     let job = (await jobs.get(id))!;
     expect(job.state).toBe('queued');
+    // A job that is to retry shows why its last attempt failed.
+    expect(job.lastError?.message).toContain('attempt 1');
     expect(job.runAt.getTime() - clock.now().getTime()).toBe(1_000);
     // Not before the backoff has passed on the clock.
     clock.advance(999);
@@ -449,6 +480,11 @@ describe('retries and failures', () => {
       [3, 'succeeded'],
     ]);
     expect(job.executions[0]!.error?.message).toContain('attempt 1');
+    // Once it succeeded, the earlier errors are its attempts', not the job's.
+    expect(job.executions[1]!.error?.message).toContain('attempt 2');
+    expect(job.lastError).toBeNull();
+    const res = await request(app.getHttpServer()).get(`/jobs/${id}`).expect(200);
+    expect(res.body).toMatchObject({ state: 'succeeded', lastError: null });
   });
 
   it('a PermanentJobError fails the job at once; onFailure runs once', async () => {
@@ -494,7 +530,11 @@ describe('retries and failures', () => {
   it('retry() requeues a failed job with fresh attempts; other states are refused', async () => {
     const { id } = await jobs.enqueue(DoomedProbe, { permanent: true });
     await until(id, 'failed');
-    await jobs.retry(id);
+    // The sample's route, which DELETE /jobs/:id's refusal of a finished job points to.
+    const cancelFailed = await request(app.getHttpServer()).delete(`/jobs/${id}`).expect(400);
+    expect(cancelFailed.body.message).toMatch(/use retry\(\) to run a finished job again/);
+    const retried = await request(app.getHttpServer()).post(`/jobs/${id}/retry`).expect(200);
+    expect(retried.body).toEqual({ id, retried: true });
     // retry() has queued it when it returns; "failed" with attempt 2 can only be the retried run's end.
     // (Counting executions included the attempt still running, which then read "active".)
     await waitFor('the retried job to fail again', async () => {
@@ -511,6 +551,8 @@ describe('retries and failures', () => {
     await expect(jobs.retry(queued.id)).rejects.toThrow(
       /the job is "queued"; only failed, cancelled or skipped jobs can be retried/,
     );
+    const refused = await request(app.getHttpServer()).post(`/jobs/${queued.id}/retry`).expect(400);
+    expect(refused.body.message).toMatch(/the job is "queued"; only failed, cancelled or skipped jobs can be retried/);
     await expect(jobs.retry('00000000-0000-7000-8000-000000000000')).rejects.toThrow(/no such job/);
     await jobs.cancel(queued.id);
   });

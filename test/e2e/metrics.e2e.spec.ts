@@ -40,7 +40,7 @@ const apps: INestApplication[] = [];
 async function boot() {
   const app = await startJobsApp(
     schema,
-    { worker: { pollInterval: 100, queues: ['work', 'other'] } },
+    { worker: { pollInterval: 100, queues: ['work', 'other'] }, queues: { 'declared-only': { concurrency: 1 } } },
     {
       providers: [
         Tally,
@@ -75,6 +75,12 @@ afterAll(async () => {
 describe('JobsMetrics (prom-client)', () => {
   it("counts this instance's attempts by outcome and times them; reads live jobs and alive workers when scraped", async () => {
     const app = await boot();
+    // Before any job exists, the queues the code names already have their series, at 0.
+    for (const queue of ['work', 'other', 'nobody', 'declared-only']) {
+      for (const state of ['waiting', 'queued', 'scheduled', 'active']) {
+        expect([queue, state, await sample('durable_jobs_jobs', { queue, state })]).toEqual([queue, state, 0]);
+      }
+    }
     const jobs = app.get(JobQueue);
     const ids = [
       ...(await Promise.all([1, 2, 3].map(() => jobs.enqueue(Tally, null)))),
@@ -98,6 +104,10 @@ describe('JobsMetrics (prom-client)', () => {
     expect(await sample('durable_jobs_jobs', { queue: 'work', state: 'scheduled' })).toBe(1);
     expect(await sample('durable_jobs_jobs', { queue: 'nobody', state: 'queued' })).toBe(1);
     expect(await sample('durable_jobs_jobs', { queue: 'work', state: 'active' })).toBe(0);
+    // Nothing is live in "other" any more (its one job failed): its series stay, at 0.
+    for (const state of ['waiting', 'queued', 'scheduled', 'active']) {
+      expect([state, await sample('durable_jobs_jobs', { queue: 'other', state })]).toEqual([state, 0]);
+    }
     expect(await sample('durable_jobs_workers_alive')).toBe(1);
     const text = await registry.metrics();
     expect(text).toContain('durable_jobs_attempts_total{queue="work",job="tally",outcome="succeeded"} 3');

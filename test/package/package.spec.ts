@@ -29,16 +29,16 @@ const optionalPeers = Object.keys(manifest.peerDependencies).filter((p) => manif
 const requiredPeers = Object.keys(manifest.peerDependencies).filter((p) => !optionalPeers.includes(p));
 /** Beyond the peers: what the README's quick start imports, and Node's types for tsc. */
 const appPackages = ['@nestjs/typeorm', '@types/node'];
+/** What the docs' snippets import besides: the testing page's test runner and Nest's testing module. */
+const docsPackages = ['@nestjs/testing', 'vitest'];
 /** The README's files that must be among the compiled ones (each block starting with `// <file>.ts`). */
-const QUICK_START = [
-  'app.module.ts',
-  'main.ts',
-  'send-receipt.job.ts',
-  'mailer.service.ts',
-  'order.entity.ts',
-  'create-order.dto.ts',
-  'orders.controller.ts',
-];
+const QUICK_START = ['app.module.ts', 'send-receipt.job.ts', 'orders.controller.ts'];
+/**
+ * The TypeScript `npm i -D typescript` installs today, installed into the consumer project as a user
+ * gets it. Not a devDependency here: its package's bin is `tsc` too, and npm would link one of the
+ * two over the other in node_modules/.bin. TypeScript 6 (this repository's) is run beside it.
+ */
+const TYPESCRIPT_7 = '7.0.2';
 
 interface Run {
   code: number;
@@ -62,12 +62,15 @@ function npm(args: string[], cwd: string): Promise<Run> {
   return run(process.platform === 'win32' ? 'npm.cmd' : 'npm', args, cwd);
 }
 
-function tsc(project: string, cwd: string): Promise<Run> {
-  return run(
-    process.execPath,
-    [path.join(repo, 'node_modules/typescript/bin/tsc'), '-p', project, '--pretty', 'false'],
-    cwd,
-  );
+type Compiler = 6 | 7;
+
+/** tsc of TypeScript 6 (this repository's) or 7 (the consumer's own, as a user installs it). */
+function tsc(project: string, cwd: string, version: Compiler = 6): Promise<Run> {
+  const bin =
+    version === 6
+      ? path.join(repo, 'node_modules/typescript/bin/tsc')
+      : path.join(cwd, 'node_modules/typescript/bin/tsc');
+  return run(process.execPath, [bin, '-p', project, '--pretty', 'false'], cwd);
 }
 
 /** Fails with the command's output, so that a failure says why. */
@@ -86,16 +89,35 @@ async function link(project: string, packages: string[]): Promise<void> {
   }
 }
 
-/** Every ```ts block of the README that starts with `// <file>.ts`, by file name. */
-function readmeFiles(readme: string): Map<string, string> {
+/**
+ * The ```ts blocks of a Markdown page, as files to compile (the convention of
+ * docs/contributing/index.md, "Writing the docs"): a block whose first line is
+ * `// <name>.ts` is that file; any other is a module of its own named by its
+ * fence's line in the page (`line-42.ts`), compiled with the globals of
+ * snippets/globals.d.ts; a ```ts no-check block is left out.
+ */
+function snippetFiles(page: string, markdown: string): Map<string, string> {
   const files = new Map<string, string>();
-  for (const [, code] of readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)) {
-    const name = /^\/\/ ([\w.-]+\.ts)\n/.exec(code!)?.[1];
-    if (!name) continue;
-    if (files.has(name)) throw new Error(`README.md has two blocks named ${name}`);
-    files.set(name, code!);
+  for (const match of markdown.matchAll(/^( *)```ts([^\n]*)\n([\s\S]*?)^\1```$/gm)) {
+    const [, indent, info, body] = match as unknown as [string, string, string, string];
+    if (/\bno-check\b/.test(info)) continue;
+    const code = body.replace(new RegExp(`^${indent}`, 'gm'), '');
+    const line = markdown.slice(0, match.index).split('\n').length;
+    const name = /^\/\/ ([\w.-]+\.ts)\n/.exec(code)?.[1];
+    if (name && files.has(name)) throw new Error(`${page} has two blocks named ${name}`);
+    // `export {}` makes a fragment a module: top-level await works, and its names stay its own.
+    files.set(name ?? `line-${line}.ts`, name ? code : `${code}\nexport {};\n`);
   }
   return files;
+}
+
+/** Every Markdown page of the docs site, by its path under docs/ (the generated API pages are not in git). */
+function docsPages(dir: string, under = ''): string[] {
+  return readdirSync(path.join(dir, under), { withFileTypes: true }).flatMap((e) => {
+    const rel = path.join(under, e.name);
+    if (e.isDirectory()) return e.name.startsWith('.') || e.name === 'public' ? [] : docsPages(dir, rel);
+    return e.name.endsWith('.md') ? [rel] : [];
+  });
 }
 
 /**
@@ -163,6 +185,7 @@ beforeAll(async () => {
         '--no-package-lock',
         '--no-audit',
         '--no-fund',
+        `typescript@${TYPESCRIPT_7}`,
       ],
       consumer,
     ),
@@ -176,9 +199,14 @@ afterAll(async () => {
 });
 
 describe('npm pack', () => {
-  it('holds the built library (code, declarations, migrations) and nothing else', () => {
+  it('holds the built library (code, declarations, migrations), README, LICENSE, CHANGELOG and nothing else', () => {
     const files = packed.files.map((f) => f.path).sort();
-    expect(files.filter((f) => !f.startsWith('dist/lib/'))).toEqual(['LICENSE', 'README.md', 'package.json']);
+    expect(files.filter((f) => !f.startsWith('dist/lib/'))).toEqual([
+      'CHANGELOG.md',
+      'LICENSE',
+      'README.md',
+      'package.json',
+    ]);
 
     const sources = (dir: string): string[] =>
       readdirSync(path.join(repo, dir), { withFileTypes: true }).flatMap((e) =>
@@ -221,16 +249,30 @@ describe('installed into a new project with the required peers only', () => {
     });
   });
 
-  it("compiles the README's files and an app against the installed declarations (moduleResolution nodenext)", async () => {
-    const readme = readmeFiles(readFileSync(path.join(consumer, 'node_modules', manifest.name, 'README.md'), 'utf8'));
-    expect(QUICK_START.filter((name) => !readme.has(name))).toEqual([]);
-    await fs.mkdir(path.join(consumer, 'src/readme'), { recursive: true });
-    for (const [name, code] of readme) await fs.writeFile(path.join(consumer, 'src/readme', name), code);
-    await fs.copyFile(path.join(fixtures, 'uses-types.ts'), path.join(consumer, 'src/uses-types.ts'));
-    await fs.writeFile(path.join(consumer, 'tsconfig.json'), tsconfig('nodenext', true));
-    const result = await tsc('tsconfig.json', consumer);
-    expect({ code: result.code, output: result.stdout + result.stderr }).toEqual({ code: 0, output: '' });
+  it('has TypeScript 7 installed, as `npm i -D typescript` gives it', async () => {
+    const result = succeeded(
+      'tsc --version',
+      await run(process.execPath, [path.join(consumer, 'node_modules/typescript/bin/tsc'), '--version'], consumer),
+    );
+    expect(result.stdout.trim()).toBe(`Version ${TYPESCRIPT_7}`);
   });
+
+  it.each([6, 7] as const)(
+    "compiles the README's quick start and an app against the installed declarations with TypeScript %i (nodenext)",
+    async (version) => {
+      const readme = snippetFiles(
+        'README.md',
+        readFileSync(path.join(consumer, 'node_modules', manifest.name, 'README.md'), 'utf8'),
+      );
+      expect(QUICK_START.filter((name) => !readme.has(name))).toEqual([]);
+      await fs.mkdir(path.join(consumer, 'src/readme'), { recursive: true });
+      for (const name of QUICK_START) await fs.writeFile(path.join(consumer, 'src/readme', name), readme.get(name)!);
+      await fs.copyFile(path.join(fixtures, 'uses-types.ts'), path.join(consumer, 'src/uses-types.ts'));
+      await fs.writeFile(path.join(consumer, 'tsconfig.json'), tsconfig('nodenext', true));
+      const result = await tsc('tsconfig.json', consumer, version);
+      expect({ code: result.code, output: result.stdout + result.stderr }).toEqual({ code: 0, output: '' });
+    },
+  );
 });
 
 describe('installed with the optional peers too', () => {
@@ -270,4 +312,44 @@ describe('installed with the optional peers too', () => {
       expect({ code: result.code, output: result.stdout + result.stderr }).toEqual({ code: 0, output: '' });
     },
   );
+
+  describe('every ```ts block of the docs pages and the README', () => {
+    let blocks = 0;
+
+    beforeAll(async () => {
+      await link(consumer, docsPackages);
+      const root = path.join(consumer, 'snippets');
+      const pages = docsPages(path.join(work, 'source/docs')).map((page) => ({
+        page: `docs/${page}`,
+        markdown: readFileSync(path.join(work, 'source/docs', page), 'utf8'),
+      }));
+      pages.push({ page: 'README.md', markdown: readFileSync(path.join(work, 'source/README.md'), 'utf8') });
+      for (const { page, markdown } of pages) {
+        // A page's files share a folder, so `./x.js` reaches the page's own x.ts.
+        const dir = path.join(root, page.replace(/\.md$/, ''));
+        for (const [name, code] of snippetFiles(page, markdown)) {
+          await fs.mkdir(dir, { recursive: true });
+          await fs.writeFile(path.join(dir, name), code);
+          blocks++;
+        }
+      }
+      await fs.copyFile(path.join(fixtures, '../snippets/globals.d.ts'), path.join(root, 'globals.d.ts'));
+      const config = JSON.parse(tsconfig('nodenext', false)) as { include: string[] };
+      await fs.writeFile(
+        path.join(consumer, 'tsconfig.snippets.json'),
+        JSON.stringify({ ...config, include: ['snippets'] }),
+      );
+    });
+
+    it('finds them: the pages hold dozens', () => {
+      expect(blocks).toBeGreaterThan(30);
+    });
+
+    it.each([6, 7] as const)('type-checks them against the package with TypeScript %i', async (version) => {
+      const result = await tsc('tsconfig.snippets.json', consumer, version);
+      // Paths in the output name the page and the block: snippets/docs/guide/jobs/line-59.ts is the block
+      // whose fence is line 59 of docs/guide/jobs.md, so its line 1 is the page's line 60.
+      expect({ code: result.code, output: result.stdout + result.stderr }).toEqual({ code: 0, output: '' });
+    });
+  });
 });

@@ -10,6 +10,8 @@ export interface SampleAppOptions {
   clock?: Clock;
   providers?: Provider[];
   unregisteredJobs?: 'error' | 'warn' | 'ignore';
+  /** Start the demo (DemoService) as `npm start` does. */
+  demo?: boolean;
 }
 
 /** The sample app as the e2e tests run it: its own schema, quiet logs. */
@@ -23,6 +25,7 @@ export async function startSampleApp(options: SampleAppOptions): Promise<INestAp
         clock: options.clock,
         providers: options.providers,
         unregisteredJobs: options.unregisteredJobs,
+        demo: options.demo,
       }),
     ],
   }).compile();

@@ -19,10 +19,12 @@ export async function dumpSchema(schema: string): Promise<string> {
       ORDER BY c.relname, a.attname`,
     [ns.oid],
   );
+  // PostgreSQL 18 also lists each column's NOT NULL as a constraint (contype 'n'); the columns
+  // above already show it, so one snapshot holds on every major the suite runs against.
   const constraints = await sql<{ t: string; name: string; def: string }>(
     `SELECT c.relname AS t, k.conname AS name, pg_get_constraintdef(k.oid) AS def
        FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
-      WHERE k.connamespace = $1 ORDER BY c.relname, k.conname`,
+      WHERE k.connamespace = $1 AND k.contype <> 'n' ORDER BY c.relname, k.conname`,
     [ns.oid],
   );
   const indexes = await sql<{ name: string; def: string }>(

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { ESLint } from 'eslint';
 
 /** The layer rule in eslint.config.js, on code it must refuse and code it must let through. */
@@ -19,6 +20,9 @@ describe('the layer table, enforced by npm run lint', () => {
       expect.stringMatching(/^worker\/ may not import \.\.\/queue\/job-queue\.service\.js/),
       expect.stringMatching(/^worker\/ may not import \.\.\/storage\/jobs\/postgres-job-storage\.js/),
     ]);
+    // The message points at the page that holds the table.
+    expect(errors[0]).toContain('See docs/contributing/architecture.md, "Layers".');
+    expect(existsSync('docs/contributing/architecture.md')).toBe(true);
   });
 
   it('refuses model/ anything of ours, and lets storage contracts through to the layers above', async () => {

@@ -1,5 +1,6 @@
 import { Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { JobsAdmin } from '../../admin/jobs-admin.service.js';
+import { workerView, type WorkerView } from '../../model/index.js';
 import { JobsMonitor } from '../../monitoring/jobs-monitor.service.js';
 import { integer, one, onlyKnown, type Query as Q } from '../dashboard-input.js';
 import type { DashboardConfig } from '../dashboard-options.js';
@@ -21,10 +22,11 @@ export function queuesController(config: DashboardConfig) {
       return this.monitor.counts();
     }
 
+    /** Running workers and those stopped within the hour; `queues: 'all'` for one that serves every queue. */
     @Get('api/workers')
-    workers(@Query() query: Q) {
+    async workers(@Query() query: Q): Promise<WorkerView[]> {
       onlyKnown(query, []);
-      return this.monitor.workers();
+      return (await this.monitor.workers()).map(workerView);
     }
 
     /** Each queue's limits (with where each came from), paused flag and live counts, by name. */

@@ -49,7 +49,7 @@ function queueCounts(stats, queues) {
 function workersTable(workers) {
   return table(['worker', 'host', 'pid', 'queues', { attrs: { class: 'n' }, text: 'running' }, { attrs: { class: 'n' }, text: 'slots' }, 'started', 'last heartbeat', 'alive'],
     workers.map((w) => h('tr', { class: w.alive ? '' : 'dead' },
-      td(w.id, 'mono'), td(w.host), td(String(w.pid), 'n'), td(w.queues.length ? w.queues.join(', ') : 'all'),
+      td(w.id, 'mono'), td(w.host), td(String(w.pid), 'n'), td(w.queues === 'all' ? 'all' : w.queues.join(', ')),
       td(num(w.active), 'n'), td(num(w.concurrency), 'n'), td(time(w.startedAt)), td(time(w.lastHeartbeat, true)),
       td(w.alive ? 'yes' : (w.stoppedAt ? 'stopped' : 'no'), w.alive ? 'st-succeeded' : 'muted'))),
     'No worker has reported in the last hour.');

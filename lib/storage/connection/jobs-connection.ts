@@ -59,7 +59,9 @@ export class JobsConnection implements OnApplicationShutdown {
       await ds.initialize();
       connection = new JobsConnection(ds, schema, timeouts, true, null);
     } else {
-      const embedded = await startEmbeddedPostgres(settings.embedded);
+      // Through Nest's logger, like every other line of the app, unless the options name another.
+      const logger = settings.embedded?.logger ?? new Logger('EmbeddedPostgres');
+      const embedded = await startEmbeddedPostgres({ ...settings.embedded, logger });
       JobsConnection.logger.warn(
         'No "connection" or "dataSource" given: using an embedded PostgreSQL (a development default). Point "connection" at your own server in production.',
       );

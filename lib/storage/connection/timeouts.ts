@@ -1,4 +1,4 @@
-import { checkInteger, checkOptions, INT4_MAX } from '../../model/index.js';
+import { checkInteger, checkOptions, INT4_MAX, optionShape } from '../../model/index.js';
 
 /** How long the library waits on PostgreSQL, in ms. */
 export interface DatabaseTimeouts {
@@ -20,8 +20,10 @@ export interface DatabaseTimeouts {
 
 export type ResolvedTimeouts = Required<DatabaseTimeouts>;
 
+export const TIMEOUTS_SHAPE = optionShape<DatabaseTimeouts>({ statement: true, query: true, connect: true });
+
 export function resolveTimeouts(given: DatabaseTimeouts | undefined): ResolvedTimeouts {
-  const t = checkOptions('JobsModule "timeouts"', given, 'timeouts: { query: 10_000 }') ?? {};
+  const t = checkOptions('JobsModule "timeouts"', given, 'timeouts: { query: 10_000 }', TIMEOUTS_SHAPE) ?? {};
   const field = (name: keyof DatabaseTimeouts, fallback: number) =>
     t[name] === undefined ? fallback : checkInteger('JobsModule "timeouts"', name, t[name], 1, INT4_MAX, fallback);
   const statement = field('statement', 30_000);

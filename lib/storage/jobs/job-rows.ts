@@ -26,7 +26,10 @@ export function jobSummaryFromRow(r: Row): JobSummary {
     startedAt: (r.started_at as Date | null) ?? null,
     completedAt: (r.completed_at as Date | null) ?? null,
     progress: (r.progress as number | null) ?? null,
-    lastError: (r.last_error as SerializedError | null) ?? null,
+    // The row keeps the error of the last failed attempt; once a later attempt succeeded it is that
+    // attempt's story (in the execution history), not the job's. Hidden here rather than cleared on
+    // success, so rows written before read the same and the success write stays as lean as it is.
+    lastError: r.state === 'succeeded' ? null : ((r.last_error as SerializedError | null) ?? null),
     workerId: (r.worker_id as string | null) ?? null,
     batchId: (r.batch_id as string | null) ?? null,
   };

@@ -42,6 +42,7 @@ export interface ParentStates {
 /** A member of a batch, as lists show jobs. */
 export type BatchMember = JobSummary;
 
+/** A batch drawn as a graph: its members and callbacks as nodes, their dependencies as edges. */
 export interface BatchGraph {
   batch: BatchInfo;
   nodes: Array<{

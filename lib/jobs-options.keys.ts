@@ -1,0 +1,153 @@
+import type {
+  JobsConnectionOptions,
+  JobsModuleAsyncOptions,
+  JobsModuleOptions,
+  JobsModuleRootOptions,
+} from './jobs-options.interface.js';
+import {
+  JOB_DEFAULTS_SHAPE,
+  JOB_OPTIONS_SHAPE,
+  optionShape,
+  QUEUE_SHAPE,
+  recordOf,
+  withFixes,
+  type OptionField,
+} from './model/index.js';
+import type { SchedulerOptions } from './scheduler/scheduler-options.js';
+import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
+import { TIMEOUTS_SHAPE } from './storage/connection/timeouts.js';
+import type { RetentionOptions } from './worker/retention.service.js';
+import type { WorkerOptions } from './worker/worker-options.js';
+
+/**
+ * The known keys of JobsModule's options and of every options object in
+ * them, each stated against its interface: a field added to one of them
+ * without its key here does not compile.
+ */
+
+/** What a spread of the app's TypeORM config brings along, and the library sets itself. */
+const SET_BY_THE_LIBRARY =
+  'leave it out: the connection the module opens is always postgres, with the library\'s tables only. To share the app\'s TypeORM connection, pass its DataSource as "dataSource" instead.';
+
+/**
+ * TypeORM's postgres options, less the three the library sets itself. Read
+ * from the TypeORM this package builds against: a TypeORM that adds a key
+ * fails this build, which is where the key is added.
+ */
+const CONNECTION_FIELDS = optionShape<JobsConnectionOptions>({
+  url: true,
+  host: true,
+  port: true,
+  username: true,
+  password: true,
+  database: true,
+  ssl: true,
+  applicationName: true,
+  schema: true,
+  driver: true,
+  nativeDriver: true,
+  useUTC: true,
+  replication: true,
+  connectTimeoutMS: true,
+  uuidExtension: true,
+  poolErrorHandler: true,
+  logNotifications: true,
+  installExtensions: true,
+  parseInt8: true,
+  extensions: true,
+  subscribers: true,
+  isolationLevel: true,
+  migrationsTableName: true,
+  migrationsTransactionMode: true,
+  metadataTableName: true,
+  namingStrategy: true,
+  logging: true,
+  logger: true,
+  maxQueryExecutionTime: true,
+  poolSize: true,
+  synchronize: true,
+  migrationsRun: true,
+  dropSchema: true,
+  entityPrefix: true,
+  entitySkipConstructor: true,
+  extra: true,
+  relationLoadStrategy: true,
+  typename: true,
+  cache: true,
+  isolateWhereStatements: true,
+  invalidWhereValuesBehavior: true,
+});
+const CONNECTION_SHAPE = withFixes(CONNECTION_FIELDS, {
+  type: SET_BY_THE_LIBRARY,
+  entities: SET_BY_THE_LIBRARY,
+  migrations: SET_BY_THE_LIBRARY,
+});
+
+const EMBEDDED_SHAPE = optionShape<EmbeddedPostgresOptions>({
+  dataDir: true,
+  port: true,
+  database: true,
+  logger: true,
+});
+
+const WORKER_SHAPE = optionShape<WorkerOptions>({
+  enabled: true,
+  concurrency: true,
+  queues: true,
+  pollInterval: true,
+  lease: true,
+  shutdownGrace: true,
+  prefetch: true,
+  progressThrottle: true,
+  synchronousCommit: true,
+});
+
+const RETENTION_SHAPE = optionShape<RetentionOptions>({ succeeded: true, failed: true, workers: true, interval: true });
+
+const SCHEDULER_SHAPE = optionShape<SchedulerOptions>({
+  enabled: true,
+  syncCodeSchedules: true,
+  pollInterval: true,
+  misfireThreshold: true,
+});
+
+/** JobsModuleOptions' fields, for the shapes of the modules that take them with fields of their own. */
+export const MODULE_FIELDS = {
+  dataSource: true,
+  connection: CONNECTION_SHAPE,
+  embedded: EMBEDDED_SHAPE,
+  schema: true,
+  migrationsRun: true,
+  timeouts: TIMEOUTS_SHAPE,
+  worker: WORKER_SHAPE,
+  retention: RETENTION_SHAPE,
+  queues: recordOf(QUEUE_SHAPE),
+  defaults: JOB_DEFAULTS_SHAPE,
+  // A list of names is a value; a record maps each name to its @Job options.
+  externalJobs: recordOf(JOB_OPTIONS_SHAPE),
+  unregisteredJobs: true,
+  maxPayloadBytes: true,
+  scheduler: SCHEDULER_SHAPE,
+  tracing: true,
+  clock: true,
+} as const satisfies Record<keyof JobsModuleOptions, OptionField>;
+
+/** What a factory of forRootAsync returns, read once the module is registered. */
+export const FACTORY_FIXES = {
+  isGlobal:
+    'pass it to forRootAsync({ isGlobal, useFactory }) itself: the module is registered before its factory runs.',
+};
+
+/** What a factory of forRootAsync returns: `isGlobal` belongs to the forRootAsync call. */
+export const MODULE_SHAPE = withFixes(optionShape<JobsModuleOptions>(MODULE_FIELDS), FACTORY_FIXES);
+
+export const ROOT_SHAPE = optionShape<JobsModuleRootOptions>({ ...MODULE_FIELDS, isGlobal: true });
+
+export const ASYNC_SHAPE = optionShape<JobsModuleAsyncOptions>({
+  imports: true,
+  isGlobal: true,
+  inject: true,
+  useFactory: true,
+  useClass: true,
+  useExisting: true,
+});

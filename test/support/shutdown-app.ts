@@ -1,0 +1,58 @@
+/**
+ * An app on the embedded PostgreSQL with one job mid-run, for the shutdown-signal tests. Run with
+ * `node --import ./test/support/register-swc.mjs test/support/shutdown-app.ts`; JOBS_DATA_DIR is
+ * the embedded server's folder, SHUTDOWN_MODE one of:
+ *   sample   the sample's own start (its shutdown hooks, its HTTP port from PORT)
+ *   library  JobsModule.forRoot() with no connection, and Nest's default shutdown hooks
+ *   bare     JobsModule.forRoot() with no connection, and no shutdown hooks at all
+ * Prints "running <job id>" once the job's handler runs. The handler finishes a moment after the
+ * process gets SIGINT (in `bare` mode it never finishes), so the signal always finds it mid-run.
+ */
+import 'reflect-metadata';
+import { Module, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Job, JobQueue, JobsModule, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+
+const mode = process.env.SHUTDOWN_MODE;
+/** What the job still does once the signal came: the drain must wait for it. */
+const WORK_AFTER_SIGNAL_MS = 500;
+
+@Job('shutdown-probe')
+class ShutdownProbe implements JobHandler<Record<string, never>, string> {
+  async run(_: Record<string, never>, ctx: JobContext): Promise<string> {
+    if (mode === 'bare') {
+      // A listener of ours would keep SIGINT from ending the process, which is what this mode tests.
+      process.stdout.write(`running ${ctx.jobId}\n`);
+      return new Promise<string>(() => undefined);
+    }
+    const signalled = new Promise((resolve) => process.once('SIGINT', resolve));
+    process.stdout.write(`running ${ctx.jobId}\n`);
+    await signalled;
+    await new Promise((resolve) => setTimeout(resolve, WORK_AFTER_SIGNAL_MS));
+    return 'done';
+  }
+}
+
+async function start(): Promise<INestApplicationContext> {
+  if (mode === 'sample') {
+    // Imported here only: the sample's job classes would be unregistered handlers in the other modes.
+    const { startSample } = await import('../../sample/start-sample.js');
+    return startSample({ demo: false, providers: [ShutdownProbe] });
+  }
+  @Module({ providers: [ShutdownProbe] })
+  class ProbeModule {}
+  @Module({
+    imports: [
+      JobsModule.forRoot({ embedded: { dataDir: process.env.JOBS_DATA_DIR }, worker: { pollInterval: 100 } }),
+      ProbeModule,
+    ],
+  })
+  class LibraryApp {}
+  const app = await NestFactory.createApplicationContext(LibraryApp, { logger: ['log', 'warn', 'error'] });
+  if (mode === 'library') app.enableShutdownHooks();
+  else if (mode !== 'bare') throw new Error(`SHUTDOWN_MODE must be sample, library or bare; got ${mode}`);
+  return app;
+}
+
+const app = await start();
+await app.get(JobQueue).enqueue(ShutdownProbe, {});
