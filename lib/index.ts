@@ -13,7 +13,7 @@ export { OnJobEvent } from './discovery/on-job-event.decorator.js';
 export type { JobDefaults, ExternalJobs } from './discovery/job-registry.js';
 export { JobQueue, type EnqueueItem, type EnqueueResult, type JobRef } from './queue/job-queue.service.js';
 export { JobQueues } from './queue/job-queues.service.js';
-export type { EnqueueOptions, ParentRef, DependencyOn } from './queue/queue-options.js';
+export type { EnqueueOptions, ParentRef, DependencyOn, GetJobOptions, RetryJobOptions } from './queue/queue-options.js';
 export { BatchBuilder, BatchDraft } from './queue/batch-builder.service.js';
 export { ChainDraft, FlowDraft, type FlowEdge } from './queue/flow-drafts.js';
 export type { StepOptions } from './queue/workflow-writer.js';

@@ -127,6 +127,7 @@ export const MODULE_FIELDS = {
   externalJobs: recordOf(JOB_OPTIONS_SHAPE),
   unregisteredJobs: true,
   maxPayloadBytes: true,
+  maxResultBytes: true,
   scheduler: SCHEDULER_SHAPE,
   tracing: true,
   clock: true,

@@ -39,6 +39,7 @@ import {
   type Throughput,
 } from '../model/index.js';
 import { JobQueue } from '../queue/job-queue.service.js';
+import { GET_JOB_SHAPE, type GetJobOptions } from '../queue/queue-options.js';
 import { JobQueues } from '../queue/job-queues.service.js';
 import {
   ADMIN_STORAGE,
@@ -109,10 +110,11 @@ export class JobsAdmin {
    * children) and its batch; null if unknown. `stepResults: true` adds each
    * step's stored result.
    */
-  async detail(id: string, options: { stepResults?: boolean } = {}): Promise<JobDetail | null> {
+  async detail(id: string, options: GetJobOptions = {}): Promise<JobDetail | null> {
     const jobId = checkId('JobsAdmin.detail()', id);
     const where = `JobsAdmin.detail(${jobId})`;
-    const job = await this.jobs.get(jobId, options);
+    const o = checkOptions(where, options, '{ stepResults: true }', GET_JOB_SHAPE) ?? {};
+    const job = await this.jobs.get(jobId, o);
     if (!job) return null;
     const [edges, batch] = await Promise.all([
       databaseCall(where, () => this.storage.jobEdges(jobId, MAX_DETAIL_CHILDREN + 1)),

@@ -27,7 +27,16 @@ import {
 } from '../storage/workflows/workflow-storage.interface.js';
 import { ChainDraft, FlowDraft } from './flow-drafts.js';
 import { JobFactory, type JobRef } from './job-factory.js';
-import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type EnqueueOptions, type WriteOptions } from './queue-options.js';
+import {
+  ENQUEUE_OPTIONS_SHAPE,
+  GET_JOB_SHAPE,
+  RETRY_JOB_SHAPE,
+  WRITE_OPTIONS_SHAPE,
+  type EnqueueOptions,
+  type GetJobOptions,
+  type RetryJobOptions,
+  type WriteOptions,
+} from './queue-options.js';
 import { checkManager } from './manager.js';
 import { WorkflowWriter } from './workflow-writer.js';
 
@@ -158,9 +167,9 @@ export class JobQueue {
    * The job with its history and its finished steps; null when no job has
    * this id. `stepResults: true` adds each step's stored result.
    */
-  async get(id: string, options: { stepResults?: boolean } = {}): Promise<JobInfo | null> {
+  async get(id: string, options: GetJobOptions = {}): Promise<JobInfo | null> {
     const jobId = checkId('get()', id);
-    const o = checkOptions(`get(${jobId})`, options, '{ stepResults: true }') ?? {};
+    const o = checkOptions(`get(${jobId})`, options, '{ stepResults: true }', GET_JOB_SHAPE) ?? {};
     if (o.stepResults !== undefined && typeof o.stepResults !== 'boolean') {
       throw new JobsError(
         `get(${jobId}): "stepResults" must be a boolean, got ${describeValue(o.stepResults)}. Potential fix: get(id, { stepResults: true }).`,
@@ -189,9 +198,9 @@ export class JobQueue {
    * attempt answers them from storage; `resetSteps: true` forgets them and
    * runs the job from scratch.
    */
-  async retry(id: string, options: { resetSteps?: boolean } = {}): Promise<void> {
+  async retry(id: string, options: RetryJobOptions = {}): Promise<void> {
     id = checkId('retry()', id);
-    const o = checkOptions(`retry(${id})`, options, '{ resetSteps: true }') ?? {};
+    const o = checkOptions(`retry(${id})`, options, '{ resetSteps: true }', RETRY_JOB_SHAPE) ?? {};
     if (o.resetSteps !== undefined && typeof o.resetSteps !== 'boolean') {
       throw new JobsError(
         `retry(${id}): "resetSteps" must be a boolean, got ${describeValue(o.resetSteps)}. Potential fix: retry(id, { resetSteps: true }).`,

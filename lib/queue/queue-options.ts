@@ -33,3 +33,18 @@ export const WRITE_OPTIONS_SHAPE = optionShape<WriteOptions>({ manager: true });
 
 /** An entry of enqueue()'s "after" list. */
 export const PARENT_REF_SHAPE = optionShape<ParentRef>({ job: true, batch: true, on: true });
+
+/** What `JobQueue.get()` (and `JobsAdmin.detail()`) take. */
+export interface GetJobOptions {
+  /** Each step's stored result beside its name and time; default false (they may be large). */
+  stepResults?: boolean;
+}
+
+/** What `JobQueue.retry()` takes. */
+export interface RetryJobOptions {
+  /** Forget the job's finished steps, so that it runs from scratch; default false (they are answered from storage). */
+  resetSteps?: boolean;
+}
+
+export const GET_JOB_SHAPE = optionShape<GetJobOptions>({ stepResults: true });
+export const RETRY_JOB_SHAPE = optionShape<RetryJobOptions>({ resetSteps: true });

@@ -160,6 +160,8 @@ export function queuePositions(app: () => INestApplication): OptionsPosition[] {
           .then(Echo, 1)
           .dispatch(o as never),
     },
+    { where: `get(${UUID})`, known: ['stepResults'], call: (o) => jobs().get(UUID, o as never) },
+    { where: `retry(${UUID})`, known: ['resetSteps'], call: (o) => jobs().retry(UUID, o as never) },
     {
       where: `batchMembers(${UUID})`,
       known: ['state', 'skip', 'take'],
@@ -214,6 +216,7 @@ export function operatorPositions(app: () => INestApplication): OptionsPosition[
       known: ['state', 'queue', 'name', 'batchId', 'idPrefix', 'before', 'limit', 'ids'],
       call: (o) => admin().search(o as never),
     },
+    { where: `JobsAdmin.detail(${UUID})`, known: ['stepResults'], call: (o) => admin().detail(UUID, o as never) },
     { where: 'JobsAdmin.retryAll()', known: BULK, call: (o) => admin().retryAll(o as never) },
     { where: 'JobsAdmin.cancelAll()', known: BULK, call: (o) => admin().cancelAll(o as never) },
     {

@@ -40,6 +40,7 @@ export const MODULE = [
   'externalJobs',
   'unregisteredJobs',
   'maxPayloadBytes',
+  'maxResultBytes',
   'scheduler',
   'tracing',
   'clock',

@@ -39,8 +39,8 @@ export function jobSummaryFromRow(r: Row): JobSummary {
 export function jobInfoFromRows(
   row: Row,
   executionRows: readonly Row[],
-  stepRows: readonly JobStep[],
-  withResults: boolean,
+  stepRows: readonly JobStep[] = [],
+  withResults = false,
 ): JobInfo {
   const executions: JobExecution[] = executionRows.map((e) => ({
     attempt: e.attempt as number,
