@@ -13,6 +13,8 @@ export interface ChaosPayload {
   seq: number;
   /** Simulated work; the side effect is written halfway through it. */
   ms: number;
+  /** The side effect is written in ctx.transaction(), with the job's success. */
+  tx?: boolean;
 }
 
 /**
@@ -23,22 +25,32 @@ export interface ChaosPayload {
  * chaos. So every extra row is a run the library started again, which the
  * checks then match against the job's `interrupted` executions. maxAttempts
  * is set per job at enqueue.
+ *
+ * A transactional job (`tx`) writes its row inside ctx.transaction() and
+ * does the second half of its work there too, so that kills also land
+ * between the write and the commit: the row commits with the job's success
+ * or not at all, and the checks want exactly one per job. A database error
+ * fails that attempt (rolled back) and the retry writes the row again.
  */
 @Job(JOB_NAME, { backoff: { type: 'fixed', delay: 200 } })
 export class ChaosWork implements JobHandler<ChaosPayload> {
   constructor(@Inject(JOBS_DATA_SOURCE) private readonly db: DataSource) {}
 
-  async run({ seq, ms }: ChaosPayload, ctx: JobContext): Promise<void> {
+  async run({ seq, ms, tx }: ChaosPayload, ctx: JobContext): Promise<void> {
     const startedAt = new Date();
     const token = randomUUID();
+    const values = [token, ctx.jobId, seq, ctx.attempt, process.pid, startedAt];
     await sleep(ms / 2, ctx.signal);
+    if (tx) {
+      await ctx.transaction(async (manager) => {
+        await manager.query(INSERT_EFFECT, values);
+        await sleep(ms / 2, ctx.signal);
+      });
+      return;
+    }
     for (;;) {
       try {
-        await this.db.query(
-          `INSERT INTO ${CHAOS_SCHEMA}.side_effect (run_token, job_id, seq, attempt, pid, started_at)
-           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_token) DO NOTHING`,
-          [token, ctx.jobId, seq, ctx.attempt, process.pid, startedAt],
-        );
+        await this.db.query(INSERT_EFFECT, values);
         break;
       } catch {
         // PostgreSQL restarting or our connection killed: try again until the attempt is taken from us.
@@ -48,6 +60,9 @@ export class ChaosWork implements JobHandler<ChaosPayload> {
     await sleep(ms / 2, ctx.signal);
   }
 }
+
+const INSERT_EFFECT = `INSERT INTO ${CHAOS_SCHEMA}.side_effect (run_token, job_id, seq, attempt, pid, started_at)
+  VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_token) DO NOTHING`;
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

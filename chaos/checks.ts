@@ -15,6 +15,7 @@ function describe(job: JobFacts): string {
   return (
     `job ${job.id} seq=${job.seq} state=${job.state} attempt=${job.attempt}/${job.maxAttempts}` +
     (job.errorName ? ` error=${job.errorName}` : '') +
+    `${job.transactional ? ' transactional' : ''}` +
     ` side_effects=${job.sideEffects} (own attempt: ${job.ownSideEffects}) interrupted=${job.interrupted}` +
     ` failed=${job.failedExecutions} succeeded_executions=${job.succeededExecutions} success_records=${job.successRecords}`
   );
@@ -96,17 +97,36 @@ export function evaluate(jobs: readonly JobFacts[], enqueued: number, orphanSide
     examples: examples(hollow),
   };
 
-  const extra = jobs.reduce((n, j) => n + extraSideEffects(j), 0);
-  const unexplainedJobs = jobs.filter((j) => unexplainedSideEffects(j) > 0);
+  // Plain handlers: at least once, every extra run accounted for by an interruption.
+  const plain = jobs.filter((j) => !j.transactional);
+  const extra = plain.reduce((n, j) => n + extraSideEffects(j), 0);
+  const rerunJobs = plain.filter((j) => extraSideEffects(j) > 0);
+  const unexplainedJobs = plain.filter((j) => unexplainedSideEffects(j) > 0);
   const unexplained = unexplainedJobs.reduce((n, j) => n + unexplainedSideEffects(j), 0);
   const explained: Check = {
     name: 'extra side effects explained',
     passed: unexplained === 0 && orphanSideEffects === 0,
     summary:
-      `${extra} extra side effect(s), ${unexplained} not explained by an interrupted execution ` +
-      `(in ${unexplainedJobs.length} job(s)); side effects of unknown jobs: ${orphanSideEffects}`,
+      `plain handlers (${plain.length} jobs): ${extra} extra side effect(s) in ${rerunJobs.length} job(s), ` +
+      `${unexplained} not explained by an interrupted execution (in ${unexplainedJobs.length} job(s)); ` +
+      `side effects of unknown jobs: ${orphanSideEffects}`,
     examples: examples(unexplainedJobs),
   };
 
-  return [succeeded, lost, once, effect, explained];
+  // ctx.transaction(): the effect commits with the success, so exactly one per succeeded job, none otherwise.
+  const transactional = jobs.filter((j) => j.transactional);
+  const twiceDone = transactional.filter((j) => j.sideEffects > 1);
+  const wrong = transactional.filter((j) => j.sideEffects !== (j.state === 'succeeded' ? 1 : 0));
+  const interruptedTx = transactional.reduce((n, j) => n + j.interrupted, 0);
+  const exactlyOnce: Check = {
+    name: 'transactional: one effect per job',
+    passed: wrong.length === 0,
+    summary:
+      `${transactional.length} jobs wrote their effect in ctx.transaction(): ${twiceDone.length} with more than one, ` +
+      `${wrong.length - twiceDone.length} succeeded without one or unfinished with one; ` +
+      `${interruptedTx} interrupted execution(s) among them`,
+    examples: examples(wrong),
+  };
+
+  return [succeeded, lost, once, effect, explained, exactlyOnce];
 }

@@ -112,6 +112,8 @@ export async function terminateBackends(url: string): Promise<number> {
 export interface JobFacts {
   id: string;
   seq: number | null;
+  /** Its handler wrote the side effect in ctx.transaction(). */
+  transactional: boolean;
   state: string;
   attempt: number;
   maxAttempts: number;
@@ -130,7 +132,7 @@ export interface JobFacts {
 export async function jobFacts(url: string): Promise<JobFacts[]> {
   return query<JobFacts>(
     url,
-    `SELECT j.id, (j.payload->>'seq')::int AS seq, j.state, j.attempt, j.max_attempts AS "maxAttempts",
+    `SELECT j.id, (j.payload->>'seq')::int AS seq, coalesce((j.payload->>'tx')::boolean, false) AS transactional, j.state, j.attempt, j.max_attempts AS "maxAttempts",
             j.last_error->>'name' AS "errorName",
             coalesce(se.n, 0)::int AS "sideEffects", coalesce(se.own, 0)::int AS "ownSideEffects",
             coalesce(ex.interrupted, 0)::int AS interrupted, coalesce(ex.failed, 0)::int AS "failedExecutions",

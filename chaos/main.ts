@@ -137,9 +137,11 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
     const items = (from: number, to: number) =>
       workMs.slice(from, to).map((ms, k) => ({
         job: ChaosWork,
-        payload: { seq: from + k, ms },
+        payload: { seq: from + k, ms, tx: transactional(from + k) },
         options: { maxAttempts: options.maxAttempts },
       }));
+    const transactional = (seq: number) =>
+      options.handlers === 'transactional' || (options.handlers === 'both' && seq % 2 === 1);
     let fed = 0;
     let enqueueErrors = 0;
     /** Enqueues seq [from, to), retrying through outages without ever writing a job twice. */

@@ -22,7 +22,16 @@ export interface ChaosOptions {
   port: number | undefined;
   dataDir: string;
   verbose: boolean;
+  /**
+   * How handlers write their side effect: on the pool ('plain', at least
+   * once), inside ctx.transaction() with the job's success ('transactional',
+   * exactly once), or each job one way by its seq's parity ('both').
+   */
+  handlers: HandlerMode;
 }
+
+export type HandlerMode = 'plain' | 'transactional' | 'both';
+const HANDLER_MODES: readonly HandlerMode[] = ['plain', 'transactional', 'both'];
 
 export class UsageError extends Error {}
 
@@ -30,7 +39,9 @@ export const USAGE = `Usage: npm run chaos -- [options]
 
 Starts its own PostgreSQL, runs jobs on worker processes that are killed with
 SIGKILL every few seconds, restarts PostgreSQL once and kills every connection
-once, then checks from the database that no job was lost or succeeded twice.
+once, then checks from the database that no job was lost or succeeded twice,
+that every re-run side effect of a plain handler is explained by an
+interrupted attempt, and that a transactional handler's happened exactly once.
 
   --jobs N            jobs to run (default 20000)
   --duration S        0 (default): enqueue every job first and keep the chaos going until all
@@ -48,6 +59,10 @@ once, then checks from the database that no job was lost or succeeded twice.
   --no-pg-restart     skip the PostgreSQL restart
   --no-conn-kill      skip the pg_terminate_backend round
   --max-attempts N    attempts per job (default 25)
+  --handlers MODE     how handlers write their one side-effect row: plain (on the pool: a run the
+                      library starts again writes it again), transactional (in ctx.transaction(),
+                      committed with the job's success: exactly once), or both (default: odd seqs
+                      transactional, even ones plain, under the same kills)
   --timeout S         seconds after the chaos starts before unfinished jobs count as hung
                       (default 900, or duration + 180)
   --seed N            replay a run's job mix and the delays between kills (default: random,
@@ -83,6 +98,7 @@ export function parseOptions(argv: readonly string[], cwd = process.cwd()): Chao
         'no-pg-restart': { type: 'boolean' },
         'no-conn-kill': { type: 'boolean' },
         'max-attempts': { type: 'string' },
+        handlers: { type: 'string' },
         timeout: { type: 'string' },
         seed: { type: 'string' },
         port: { type: 'string' },
@@ -117,6 +133,7 @@ export function parseOptions(argv: readonly string[], cwd = process.cwd()): Chao
       str('port') === undefined ? undefined : number(str('port'), 'port', 0, { min: 1, max: 65_535, integer: true }),
     dataDir: str('data-dir') ?? `${cwd}/.jobs-data/chaos`,
     verbose: Boolean(values.verbose),
+    handlers: handlerMode(str('handlers') ?? 'both'),
   };
 }
 
@@ -136,6 +153,13 @@ function number(
     throw new UsageError(`--${name} must be ${bounds}, got ${value}`);
   }
   return value;
+}
+
+function handlerMode(text: string): HandlerMode {
+  if (!(HANDLER_MODES as readonly string[]).includes(text)) {
+    throw new UsageError(`--handlers wants one of ${HANDLER_MODES.join(', ')}, got "${text}"`);
+  }
+  return text as HandlerMode;
 }
 
 function range(text: string): { min: number; max: number } {

@@ -55,6 +55,7 @@ export function formatReport(record: RunRecord, figures: RunFigures, checks: rea
   row(
     'setup',
     `${o.workers} workers × concurrency ${o.concurrency}, lease ${o.lease} ms, ${o.jobs} jobs ` +
+      `(handlers: ${o.handlers === 'both' ? 'half in ctx.transaction(), half plain' : o.handlers}) ` +
       (o.duration > 0 ? `fed in over ${o.duration} s of chaos` : 'enqueued up front, chaos until all finished') +
       `, max ${o.maxAttempts} attempts`,
   );

@@ -16,7 +16,8 @@ class ChaosWorkerModule {
       module: ChaosWorkerModule,
       imports: [
         JobsModule.forRoot({
-          connection: url,
+          // Room for every handler's ctx.transaction() at once beside the module's own pool queries.
+          connection: { url, poolSize: concurrency + 5 },
           schema: JOBS_SCHEMA,
           // A short poll: after PostgreSQL comes back, the LISTEN connection may still be reconnecting.
           worker: { lease, concurrency, pollInterval: 250, shutdownGrace: 1_000, synchronousCommit },

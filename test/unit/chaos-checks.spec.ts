@@ -11,6 +11,7 @@ function job(overrides: Partial<JobFacts> = {}): JobFacts {
   return {
     id: `00000000-0000-7000-8000-${String(seq).padStart(12, '0')}`,
     seq,
+    transactional: false,
     state: 'succeeded',
     attempt: 1,
     maxAttempts: 25,
@@ -35,6 +36,7 @@ const ALL_PASS = {
   'each success recorded once': true,
   'each success has its side effect': true,
   'extra side effects explained': true,
+  'transactional: one effect per job': true,
 };
 
 beforeEach(() => (n = 0));
@@ -51,6 +53,20 @@ it('extra side effects pass while interrupted executions cover them, and fail be
   const rerunUnrecorded = job({ sideEffects: 2, ownSideEffects: 2, interrupted: 0 });
   expect(verdicts([job(), rerunUnrecorded])['extra side effects explained']).toBe(false);
   expect(verdicts([job()], 1, 1)['extra side effects explained']).toBe(false);
+});
+
+it('a transactional job has exactly one effect: a second one fails even where an interruption would explain it', () => {
+  const tx = (o: Partial<JobFacts>) => job({ transactional: true, ...o });
+  expect(verdicts([tx({}), tx({ attempt: 3, interrupted: 2 }), job({ sideEffects: 2, interrupted: 1 })])).toEqual(
+    ALL_PASS,
+  );
+  const doubled = tx({ attempt: 2, sideEffects: 2, interrupted: 1 });
+  const result = verdicts([tx({}), doubled]);
+  expect(result['transactional: one effect per job']).toBe(false);
+  // The plain rule alone would have let it through.
+  expect(result['extra side effects explained']).toBe(true);
+  const unfinishedWithEffect = tx({ state: 'queued', sideEffects: 1, ownSideEffects: 1, successRecords: 0 });
+  expect(verdicts([unfinishedWithEffect])['transactional: one effect per job']).toBe(false);
 });
 
 it('a job missing, or enqueued twice, is loss', () => {
@@ -104,8 +120,18 @@ describe('chaos options', () => {
   });
 
   it('refuses what it cannot use', () => {
-    for (const bad of [['--jobs', '0'], ['--jobs', 'x'], ['--kill-every', '5-2'], ['--frobnicate'], ['extra']]) {
-      expect(() => parseOptions(bad, '/repo')).toThrow(UsageError);
+    expect(parseOptions([], '/repo')!.handlers).toBe('both');
+    expect(parseOptions(['--handlers', 'transactional'], '/repo')!.handlers).toBe('transactional');
+    const bad = [
+      ['--jobs', '0'],
+      ['--jobs', 'x'],
+      ['--kill-every', '5-2'],
+      ['--frobnicate'],
+      ['extra'],
+      ['--handlers', 'tx'],
+    ];
+    for (const args of bad) {
+      expect(() => parseOptions(args, '/repo')).toThrow(UsageError);
     }
   });
 });
