@@ -139,6 +139,26 @@ describe('ctx.transaction() on the DataSource the app shares', () => {
     ]);
   });
 
+  it('its connection dies before the success is written: nothing commits outside the transaction, and the retry writes both', async () => {
+    const { jobs, tester, log } = shared;
+    const { id } = await jobs.enqueue(Invoicing, { order: 'severed', mode: 'connection-dies' });
+    const reached = log.reached('severed');
+    const drained = tester.drain();
+    await reached;
+    await sql('SELECT pg_terminate_backend($1)', [log.pids.get('severed')]);
+    log.open('severed');
+    const [first] = await drained;
+    expect(first).toMatchObject({
+      outcome: 'retry',
+      error: { message: expect.stringMatching(/transaction has ended .*nothing was written outside it/) },
+    });
+    expect((await jobs.get(id))!.state).toBe('queued');
+    expect(await invoices(id)).toEqual([]);
+    await tester.advance(1_000);
+    expect(outcomes(await tester.drain())).toEqual(['succeeded']);
+    expect(await invoices(id)).toEqual(['severed@2']);
+  });
+
   it('a cancel while the transaction runs: no success is written, its rows roll back, the job ends cancelled', async () => {
     const { jobs, tester, log } = shared;
     const { id } = await jobs.enqueue(Invoicing, { order: 'cancelled', mode: 'gate' });

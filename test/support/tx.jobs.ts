@@ -28,6 +28,8 @@ export class TxLog {
   readonly calls: string[] = [];
   readonly caught = new Map<string, Error>();
   readonly managers = new Map<string, boolean>();
+  /** The backend pid of a run's transaction, for a test to terminate. */
+  readonly pids = new Map<string, number>();
   private readonly gates = new Map<string, () => void>();
   private readonly arrived = new Map<string, () => void>();
 
@@ -49,7 +51,15 @@ export class TxLog {
 }
 
 export type InvoiceMode =
-  'plain' | 'throws-once' | 'twice' | 'throws-after' | 'continue' | 'continue-after' | 'gate' | 'raw';
+  | 'plain'
+  | 'throws-once'
+  | 'twice'
+  | 'throws-after'
+  | 'continue'
+  | 'continue-after'
+  | 'gate'
+  | 'raw'
+  | 'connection-dies';
 
 export interface InvoicePayload {
   order: string;
@@ -78,6 +88,13 @@ export class Invoicing implements JobHandler<InvoicePayload> {
       }
       await manager.insert(Invoice, { jobId: ctx.jobId, orderId: order, attempt: ctx.attempt });
       if (mode === 'throws-once' && ctx.attempt === 1) throw new Error('tax service down');
+      if (mode === 'connection-dies' && ctx.attempt === 1) {
+        const [row] = (await manager.query('SELECT pg_backend_pid() AS pid')) as Array<{ pid: number }>;
+        this.log.pids.set(order, row!.pid);
+        await this.log.wait(order);
+        // The test terminated the backend: return as if nothing happened, once TypeORM has seen it.
+        while (!manager.queryRunner!.isReleased) await new Promise((r) => setTimeout(r, 10));
+      }
       if (mode === 'gate' && ctx.attempt === 1) await this.log.wait(order);
       return { invoiced: order };
     });

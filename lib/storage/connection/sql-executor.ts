@@ -61,7 +61,7 @@ interface PgPoolClient extends PgQueryable {
  * and an unheard 'error' event ends the process. The query in flight gets
  * the same error as its rejection; this only keeps the event from crashing.
  */
-const ignoreError = (): void => undefined;
+export const ignoreError = (): void => undefined;
 
 /** Back to the pool, or destroyed with `error`; a destroyed client keeps ignoring its socket's last errors. */
 function release(client: PgPoolClient, error?: Error): void {
@@ -180,21 +180,33 @@ class ManagerExecutor implements SqlExecutor {
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const runner = this.manager.queryRunner;
+    if (runner?.isReleased) return Promise.reject(transactionEnded());
     // Inside the caller's transaction already: join it rather than nest.
-    if (runner && !runner.isReleased && runner.isTransactionActive) return fn(this);
+    if (runner?.isTransactionActive) return fn(this);
     return new PoolExecutor(this.manager.dataSource, this.limits).transaction(fn);
   }
 
   async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
     const runner = this.manager.queryRunner;
-    if (!runner || runner.isReleased) {
-      // A manager outside a transaction has nothing to join: use the pool.
-      return new PoolExecutor(this.manager.dataSource, this.limits).query<T>(text, values, name);
-    }
+    // A manager outside any transaction (dataSource.manager) has nothing to join: use the pool.
+    if (!runner) return new PoolExecutor(this.manager.dataSource, this.limits).query<T>(text, values, name);
+    if (runner.isReleased) throw transactionEnded();
     const client = (await runner.connect()) as PgQueryable;
     const res = await client.query(config(text, values, name, this.limits));
     return res.rows as T[];
   }
+}
+
+/**
+ * A manager's query runner is released when its transaction ended, and also
+ * (by TypeORM, on the connection's error) when its connection failed in the
+ * middle of it: what the caller wrote in it is gone then. Writing on the pool
+ * instead would commit this write without them.
+ */
+function transactionEnded(): Error {
+  return new Error(
+    "the EntityManager's transaction has ended (committed or rolled back, or its connection failed), so nothing was written outside it",
+  );
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { JobStep, NewStep, StoredStep } from '../../model/index.js';
-import { executorFor, type PoolExecutor } from '../connection/sql-executor.js';
+import { executorFor, ignoreError, type PoolExecutor } from '../connection/sql-executor.js';
 import type { StorageContext } from '../storage-context.js';
 import type { TxScope } from '../storage-tx.interface.js';
 import type { HeldJob } from './job-storage.interface.js';
@@ -9,6 +9,12 @@ import { stepStatements, type StepStatements } from './step-statements.js';
 import type { HandlerTransactionSource, StepStorage } from './step-storage.interface.js';
 
 type Row = Record<string, unknown>;
+
+/** The part of a `pg` client the handler's transaction listens on. */
+interface ErrorEmitter {
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  removeListener(event: 'error', listener: (error: Error) => void): unknown;
+}
 
 export class PostgresStepStorage implements StepStorage {
   private readonly sql: StepStatements;
@@ -58,8 +64,12 @@ export class PostgresStepStorage implements StepStorage {
    */
   async handlerTransaction<T>(body: (manager: EntityManager) => Promise<T>): Promise<T> {
     const runner = this.dataSource.createQueryRunner();
+    let client: ErrorEmitter | null = null;
     try {
-      await runner.connect();
+      // TypeORM stops listening to its client's 'error' events once one has released it; a
+      // server going away sends more than one, and an unheard one would end the process.
+      client = (await runner.connect()) as ErrorEmitter;
+      client.on('error', ignoreError);
       await runner.startTransaction();
       let result: T;
       try {
@@ -77,6 +87,8 @@ export class PostgresStepStorage implements StepStorage {
       }
       return result;
     } finally {
+      // A client TypeORM gave up on (released on its error) keeps ignoring the last errors of its socket.
+      if (client && !runner.isReleased) client.removeListener('error', ignoreError);
       await runner.release();
     }
   }
