@@ -37,6 +37,10 @@ function rowsFor(titles) {
     { derived: 'groupsRatio', title: '100 groups ÷ plain drain 2 × 10', unit: 'pct' },
     { scenario: 'unique', field: 'jobsPerSec', title: t('unique'), unit: 'rate' },
     { derived: 'uniqueRatio', title: 'unique-key enqueue ÷ plain bulk enqueue', unit: 'pct' },
+    { scenario: 'steps3', field: 'jobsPerSec', title: t('steps3'), unit: 'rate' },
+    { derived: 'stepsRatio', title: '3 durable steps per job ÷ plain drain at concurrency 10', unit: 'pct' },
+    { scenario: 'txdrain', field: 'jobsPerSec', title: t('txdrain'), unit: 'rate' },
+    { derived: 'txRatio', title: 'ctx.transaction per job ÷ plain drain at concurrency 10', unit: 'pct' },
   ];
 }
 
@@ -76,6 +80,8 @@ const DERIVED = {
   limitRatio: ['limit', 'drain2x10'],
   groupsRatio: ['groups', 'drain2x10'],
   uniqueRatio: ['unique', 'bulk'],
+  stepsRatio: ['steps3', 'drain10'],
+  txRatio: ['txdrain', 'drain10'],
 };
 
 // results[scenario][lib] = { runs: [...metrics], errors: [...] }

@@ -133,6 +133,28 @@ export function buildScenarios(scale) {
         return { jobsPerSec: bulkN / (ms(t, now()) / 1000) };
       },
     },
+    // Durable steps and ctx.transaction (this library only), beside drain10, the plain drain they
+    // are reported against: every step is a write and a commit of its own.
+    {
+      id: 'steps3',
+      title: `durable steps: drain ${k(drainN)} jobs of 3 steps each, 1 process, concurrency 10 (jobs/s)`,
+      supports: (adapter) => adapter.durableSteps === true,
+      async run(adapter, lib) {
+        await adapter.enqueueBulkPayload(drainN, { steps: 3 });
+        await settle(adapter);
+        return timedDrain(adapter, lib, { jobs: drainN, concurrency: 10 });
+      },
+    },
+    {
+      id: 'txdrain',
+      title: `ctx.transaction: drain ${k(drainN)} jobs that each end in one, 1 process, concurrency 10 (jobs/s)`,
+      supports: (adapter) => adapter.durableSteps === true,
+      async run(adapter, lib) {
+        await adapter.enqueueBulkPayload(drainN, { tx: true });
+        await settle(adapter);
+        return timedDrain(adapter, lib, { jobs: drainN, concurrency: 10 });
+      },
+    },
     {
       id: 'latency',
       title: `enqueue→start latency, idle worker, ${latencyN} jobs 20 ms apart (ms)`,

@@ -20,6 +20,8 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
   const { JobsModule, Job, JobQueue, BatchBuilder } = lib;
   // Builds with flow control (JobQueues) take the flow-control scenarios; an older base build does not.
   const flowControl = typeof lib.JobQueues === 'function';
+  // Builds with durable steps and ctx.transaction take the scenarios that measure them.
+  const durableSteps = typeof lib.MAX_STEP_NAME_LENGTH === 'number';
   // The 'limit' scenario's queue: at most 10 of its jobs run at once, across the worker processes.
   const queues = flowControl ? { limited: { concurrency: 10 } } : undefined;
 
@@ -38,7 +40,11 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
   // fresh class per app would trip that check on the second app of a process.
   let onJobHook = () => {};
   class Noop {
-    async run(payload) {
+    // `steps`: that many no-op ctx.step() calls; `tx`: an empty ctx.transaction() writes the success.
+    // A plain drain's payload has neither.
+    async run(payload, ctx) {
+      if (payload.steps) for (let s = 0; s < payload.steps; s++) await ctx.step(`s${s}`, () => s);
+      if (payload.tx) await ctx.transaction(async () => null);
       onJobHook(payload);
     }
   }
@@ -75,6 +81,7 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
       label,
       storage: 'postgres',
       flowControl,
+      durableSteps,
 
       async open() {
         await client();
@@ -96,6 +103,14 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
         const { queue, Noop } = await client();
         const items = new Array(n);
         for (let k = 0; k < n; k++) items[k] = { job: Noop, payload: { i: offset + k } };
+        await queue.enqueueMany(items);
+      },
+
+      // The step scenarios: n jobs whose payloads carry `extra` beside their index.
+      async enqueueBulkPayload(n, extra) {
+        const { queue, Noop } = await client();
+        const items = new Array(n);
+        for (let k = 0; k < n; k++) items[k] = { job: Noop, payload: { i: k, ...extra } };
         await queue.enqueueMany(items);
       },
 
