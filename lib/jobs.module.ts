@@ -107,9 +107,9 @@ function coreProviders(): Provider[] {
     { provide: JOB_STORAGE, useExisting: PostgresJobStorage },
     {
       provide: STEP_STORAGE,
-      inject: [StorageContext, JobsConnection],
-      useFactory: (c: StorageContext, connection: JobsConnection) =>
-        new PostgresStepStorage(c, connection.owned ? 'own' : 'shared'),
+      inject: [StorageContext, JobsConnection, JOBS_MODULE_OPTIONS],
+      useFactory: (c: StorageContext, connection: JobsConnection, o: JobsModuleOptions) =>
+        new PostgresStepStorage(c, connection.owned ? 'own' : 'shared', !(o.worker?.synchronousCommit ?? false)),
     },
     {
       provide: WORKFLOW_STORAGE,

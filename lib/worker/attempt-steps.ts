@@ -123,6 +123,10 @@ export class AttemptSteps {
   }
 
   private recorded(): Promise<Map<string, StoredStep>> {
+    // A first attempt has nothing to read: steps are recorded by attempts, every later attempt
+    // carries a higher number (a retry, a rescue, a snooze or a sleep counts on), and a claim
+    // handed back before it started gives its number back with nothing recorded.
+    if (!this.loaded && this.host.job.attempt <= 1) this.loaded = Promise.resolve(new Map());
     if (!this.loaded) {
       const load = this.host.storage.loadSteps(this.host.job.id).then((rows) => new Map(rows.map((r) => [r.name, r])));
       // A failed read is not kept: the attempt fails with it, and nothing here may remember it.
