@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { JobStep, NewStep, StoredStep } from '../../model/index.js';
@@ -28,6 +29,7 @@ export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
   private readonly pool: PoolExecutor;
   private readonly dataSource: DataSource;
   private stepPool: WorkerPool | null = null;
+  private readonly names: { record: string; load: string };
 
   constructor(
     private readonly context: StorageContext,
@@ -41,6 +43,10 @@ export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
     private readonly relaxedCommit = false,
   ) {
     this.sql = stepStatements(context.schema);
+    // Prepared once per connection: a step's record is a statement per step, on the handler's path.
+    const named = (key: keyof StepStatements) =>
+      `durable_jobs_step_${key}_${createHash('sha1').update(this.sql[key]).digest('hex').slice(0, 12)}`;
+    this.names = { record: named('record'), load: named('load') };
     this.pool = context.executor;
     this.dataSource = context.dataSource;
   }
@@ -62,22 +68,19 @@ export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
   }
 
   async loadSteps(jobId: string): Promise<StoredStep[]> {
-    const rows = await this.steps().query<StoredStep>(this.sql.load, [jobId]);
+    const rows = await this.steps().query<StoredStep>(this.sql.load, [jobId], this.names.load);
     return rows.map((r) => ({ ...r, result: r.result ?? null, wakeAt: r.wakeAt ?? null }));
   }
 
   async recordStep(workerId: string, job: HeldJob, step: NewStep, tx?: TxScope, withSuccess = false): Promise<boolean> {
     const statement = withSuccess ? this.sql.recordWithSuccess : this.sql.record;
-    const rows = await (tx ? executorFor(tx, this.pool) : this.steps()).query<Row>(statement, [
-      job.id,
-      job.attempt,
-      workerId,
-      step.name,
-      step.kind,
-      step.resultJson,
-      step.completedAt,
-      step.wakeAt,
-    ]);
+    // Named only on the step pool's connections: a transaction's connection is the app's.
+    const name = tx ? undefined : this.names.record;
+    const rows = await (tx ? executorFor(tx, this.pool) : this.steps()).query<Row>(
+      statement,
+      [job.id, job.attempt, workerId, step.name, step.kind, step.resultJson, step.completedAt, step.wakeAt],
+      name,
+    );
     return rows.length > 0;
   }
 
