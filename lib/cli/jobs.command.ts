@@ -171,15 +171,19 @@ export const jobCommands: CliCommand[] = [
   },
   {
     name: 'retry',
-    usage: '<id> | --all [--state failed|cancelled|skipped]… [--queue <q>] [--name <n>] [--batch <id>]',
-    summary: 'queue ended jobs again with fresh attempts (--all: the failed ones, unless --state says otherwise)',
-    options: { ...FILTER_OPTIONS, all: { type: 'boolean' } },
+    usage: '<id> [--reset-steps] | --all [--state failed|cancelled|skipped]… [--queue <q>] [--name <n>] [--batch <id>]',
+    summary:
+      'queue ended jobs again with fresh attempts (--all: the failed ones, unless --state says otherwise); ' +
+      'finished steps stay done unless --reset-steps',
+    options: { ...FILTER_OPTIONS, all: { type: 'boolean' }, 'reset-steps': { type: 'boolean' } },
     async run(parsed, io) {
       const id = oneOrAll(parsed);
+      const resetSteps = parsed.options['reset-steps'] === true;
+      if (resetSteps && !id) throw new UsageError('retry: --reset-steps goes with one <id>, not with --all');
       const filter = filterOptions(parsed.options, RETRY_STATES);
       await withServices(io.target(), io.out, async ({ admin, jobs, out }) => {
         if (id) {
-          await jobs.retry(id);
+          await jobs.retry(id, { resetSteps });
           out.result({ id, state: 'queued' }, () => `queued ${id} again`);
           return;
         }

@@ -63,6 +63,7 @@ describe('the CLI', () => {
       [['show', 'not-a-uuid'], /<id> must be an id/],
       [['retry', '--all', '0193a1b2-1a2b-7c3d-8e4f-5a6b7c8d9e0f'], /give <id> or --all, not both/],
       [['retry', '0193a1b2-1a2b-7c3d-8e4f-5a6b7c8d9e0f', '--queue', 'q'], /go with --all/],
+      [['retry', '--all', '--reset-steps'], /--reset-steps goes with one <id>, not with --all/],
       [['purge'], /purge needs at least one of --succeeded-before/],
       [['purge', '--succeeded-before', 'soon'], /--succeeded-before must be an age such as 7d/],
       [['pause', 'emails'], /pause needs one target: --schedule <name> or --queue <name>/],
@@ -104,7 +105,7 @@ describe('the CLI', () => {
     }
     expect(all.stdout).toMatch(/Exit codes: 0 done, 1 refused \(the message says why\), 2 bad usage/);
     expect(one.code).toBe(0);
-    expect(one.stdout).toMatch(/^Usage: nestjs-durable-jobs retry <id> \| --all/);
+    expect(one.stdout).toMatch(/^Usage: nestjs-durable-jobs retry <id> \[--reset-steps\] \| --all/);
   });
 
   it('migrates a schema without an app, and says what a schema it has not migrated needs', async () => {
