@@ -2,7 +2,15 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { INestApplication } from '@nestjs/common';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { JobQueue, JobQueues, JobsDashboardModule, RecurringSchedules } from 'nestjs-durable-jobs';
+import {
+  Job,
+  JobQueue,
+  JobQueues,
+  JobsDashboardModule,
+  RecurringSchedules,
+  type JobContext,
+  type JobHandler,
+} from 'nestjs-durable-jobs';
 import { dropSchemas, uniqueSchema } from '../support/database.js';
 import { dashboardProviders, fragile, HOSTILE, seedDashboard, type DashboardSeed } from '../support/dashboard.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -15,6 +23,16 @@ import { waitFor } from '../support/wait.js';
  * Without Chromium the file fails: a skipped browser test hides a broken page.
  */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** Two steps, then a sleep of an hour: a job with steps to show (in a queue the page lists already). */
+@Job('dash-stepper', { queue: 'dash-ops' })
+class Stepper implements JobHandler<{ order: string }> {
+  async run({ order }: { order: string }, ctx: JobContext) {
+    await ctx.step('charge', () => ({ id: `ch-${order}` }));
+    await ctx.step('ship', () => ({ tracking: `tr-${order}` }));
+    await ctx.sleep('cooling-off', 3_600_000);
+  }
+}
 
 const schema = uniqueSchema('dashweb');
 let app: INestApplication;
@@ -37,7 +55,7 @@ beforeAll(async () => {
     { worker: { pollInterval: 100 } },
     {
       imports: [JobsDashboardModule.register({ path: 'ops/jobs', title: 'Ops jobs', public: true })],
-      providers: dashboardProviders,
+      providers: [...dashboardProviders, Stepper],
     },
   );
   await app.listen(0, '127.0.0.1');
@@ -256,6 +274,26 @@ it('shows throughput per queue (the failure just above included) and keeps queue
   await page.waitForFunction((before) => document.getElementById('status')!.textContent !== before, updated);
   expect(await order()).toEqual(first);
   await screenshot('dashboard');
+});
+
+it("shows a job's finished steps and its sleep, each step's result folded", async () => {
+  const jobs = app.get(JobQueue);
+  const { id } = await jobs.enqueue(Stepper, { order: 'web' });
+  await waitFor('the job to sleep after its steps', async () => (await jobs.get(id))?.steps.length === 3);
+  await open(`#/jobs/${id}`);
+  const rows = page.locator('tr[data-step]');
+  await rows.first().waitFor();
+  expect(await rows.evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.step))).toEqual([
+    'charge',
+    'ship',
+    'cooling-off',
+  ]);
+  expect(await page.textContent('tr[data-step="cooling-off"]')).toContain('sleep');
+  const charge = page.locator('tr[data-step="charge"] details');
+  await charge.locator('summary').click();
+  expect(await charge.locator('pre').textContent()).toContain('"id": "ch-web"');
+  // A sleep has no result to show.
+  expect(await page.locator('tr[data-step="cooling-off"] details').count()).toBe(0);
 });
 
 it('ran without script errors or CSP violations', () => {
