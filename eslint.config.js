@@ -76,7 +76,18 @@ const layers = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'bench/**', 'coverage/**', '.jobs-data/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'bench/**',
+      'coverage/**',
+      '.jobs-data/**',
+      'docs/.vitepress/dist/**',
+      'docs/.vitepress/cache/**',
+      'docs/api/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

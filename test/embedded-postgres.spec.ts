@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../lib/storage/connection/embedded-postgres.js';
-import { AppProcess, leftOn, NOTHING_LEFT, processesOn, ROOT } from './support/app-process.js';
+import { AppProcess, killServersOn, leftOn, NOTHING_LEFT, processesOn, ROOT } from './support/app-process.js';
 
 const quiet = { log: () => undefined, warn: () => undefined };
 let root: string;
@@ -18,6 +18,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // Only a failed test leaves a server running.
+  for (const dir of await fs.readdir(root)) killServersOn(path.join(root, dir, 'pgdata'));
   await fs.rm(root, { recursive: true, force: true });
 });
 
@@ -103,7 +105,7 @@ it('stops the server a SIGKILLed process left running, then starts on the same d
   );
   const [, url] = await child.line(/^url (\S+)$/, 30_000);
   expect(await query(url!, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
-  child.killGroup();
+  process.kill(child.pid, 'SIGKILL');
   await child.exited;
   // Nothing can stop a server when its parent is SIGKILLed: the next start does.
   const orphans = processesOn(clusterDir);

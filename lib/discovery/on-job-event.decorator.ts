@@ -20,8 +20,10 @@ const HAS_LISTENERS = 'nestjs-durable-jobs:has-job-event-listeners';
  * instance ends as `event` (one name or several), for the jobs `filter`
  * picks. Works on any singleton provider, found at start like `@Job`.
  *
- *   @OnJobEvent('failed', { queue: 'emails' })
- *   alert(e: JobEvent<'failed'>) { … }
+ * ```ts
+ * @OnJobEvent('failed', { queue: 'emails' })
+ * alert(e: JobEvent<'failed'>) { … }
+ * ```
  */
 export function OnJobEvent<E extends JobEventName>(
   event: E | readonly E[],

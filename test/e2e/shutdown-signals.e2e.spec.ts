@@ -92,10 +92,16 @@ function freePort(): Promise<number> {
 
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => resolve(true)).once('error', () => resolve(false));
-    socket.unref();
-    socket.setTimeout(2_000, () => socket.destroy());
+    // Closed at once: an open connection would hold the app's HTTP server open.
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.setTimeout(2_000, () => {
+      socket.destroy();
+      resolve(false);
+    });
   });
 }
 

