@@ -65,19 +65,16 @@ export class AttemptRunner {
       maxResultBytes: this.settings.maxResultBytes,
       progress: (j, fraction, message) => progress.write(j, fraction, message),
       addToBatch: (batchId, row) => this.workflows.addToBatch(batchId, row, this.clock.now()),
-      writeSuccess: async (attempt, continuations, manager) => {
-        // The last progress report lands first, as before the batcher's write: it is refused once the job ended.
-        const written = progress.forget(attempt.job);
-        if (written) await written;
-        return this.workflows.finishWithContinuations(
+      flushProgress: (job) => progress.forget(job) ?? Promise.resolve(),
+      writeSuccess: (attempt, continuations, manager) =>
+        this.workflows.finishWithContinuations(
           workerId,
           attempt,
           continuations,
           this.clock.now(),
           this.options.lease,
           manager,
-        );
-      },
+        ),
     };
   }
 

@@ -8,6 +8,8 @@ export interface TransactionHost {
   readonly storage: StepStorage;
   /** Throws why the attempt was stopped, if it was: a stopped attempt writes no success. */
   checkRunning(): void;
+  /** Writes the attempt's pending progress report, which must land while the job is still active. */
+  flushProgress(): Promise<void>;
   /** The checked result (JSON, size) as the job's result, or a PermanentJobError. */
   checkResult(value: unknown): unknown;
   /** The continuations a success releases, taken as the success is written. */
@@ -94,6 +96,10 @@ export class AttemptTransaction {
     }
     this.host.checkRunning();
     this.state = 'open';
+    // Before the transaction, not in it: it holds a connection of the pool the progress write needs, and
+    // with every connection held by a handler's transaction that write (and the commit) would wait for ever.
+    // A report made inside the transaction is refused once the success committed; the success sets progress to 1.
+    await this.host.flushProgress();
     const body = async (manager: EntityManager): Promise<unknown> => {
       this.manager = manager;
       const value = await (fn as (m: EntityManager) => unknown)(manager);

@@ -23,6 +23,8 @@ export interface RunnerDeps {
   maxResultBytes: number;
   progress(job: ClaimedJob, fraction: number, message: string | null): Promise<void>;
   addToBatch(batchId: string, job: NewJob): Promise<boolean>;
+  /** Writes the job's pending progress report now (before ctx.transaction() opens). */
+  flushProgress(job: ClaimedJob): Promise<void>;
   /** The success of ctx.transaction(), fenced, in its transaction: false when the fence refused it. */
   writeSuccess(attempt: FinishedAttempt, continuations: Continuation[], manager: EntityManager): Promise<boolean>;
 }

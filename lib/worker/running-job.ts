@@ -104,6 +104,7 @@ export class RunningJob {
       job: this.job,
       storage: this.deps.steps,
       checkRunning: () => this.checkRunning(),
+      flushProgress: () => this.deps.flushProgress(this.job),
       checkResult: (value) => this.checkResult(value),
       releaseForSuccess: () => this.release('success') ?? [],
       writeSuccess: (attempt, continuations, manager) => this.deps.writeSuccess(attempt, continuations, manager),

@@ -102,6 +102,13 @@ describe('ctx.transaction() on the DataSource the app shares', () => {
     expect(events.filter((e) => e.job.id === id).map((e) => e.event)).toEqual(['succeeded']);
   });
 
+  it('a progress report still pending lands before the transaction, and the success sets the progress to 1', async () => {
+    const { jobs, tester } = shared;
+    const { id } = await jobs.enqueue(Invoicing, { order: 'progress', mode: 'progress' });
+    expect(outcomes(await tester.drain())).toEqual(['succeeded']);
+    expect(await jobs.get(id)).toMatchObject({ state: 'succeeded', progress: 1, progressMessage: 'second' });
+  });
+
   it('an error in the transaction rolls its writes back and fails the attempt as usual; the retry commits once', async () => {
     const { jobs, tester } = shared;
     const { id } = await jobs.enqueue(Invoicing, { order: 'throws', mode: 'throws-once' });

@@ -59,7 +59,8 @@ export type InvoiceMode =
   | 'continue-after'
   | 'gate'
   | 'raw'
-  | 'connection-dies';
+  | 'connection-dies'
+  | 'progress';
 
 export interface InvoicePayload {
   order: string;
@@ -76,6 +77,11 @@ export class Invoicing implements JobHandler<InvoicePayload> {
   async run({ order, mode = 'plain', table }: InvoicePayload, ctx: JobContext) {
     this.log.calls.push(`${order}#${ctx.attempt}`);
     if (mode === 'continue') ctx.continueWith(Invoicing, { order: `${order}-next` });
+    if (mode === 'progress') {
+      // The second report comes within the throttle: it is still pending when the transaction opens.
+      await ctx.progress(0.25, 'first');
+      await ctx.progress(0.5, 'second');
+    }
     const result = await ctx.transaction(async (manager) => {
       if (mode === 'raw') {
         // No entity on a DataSource the module opened: plain SQL on the transaction's connection.

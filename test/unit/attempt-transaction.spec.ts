@@ -35,6 +35,7 @@ function host(source: HandlerTransactionSource, writeSucceeds = true) {
     job,
     storage,
     checkRunning: () => undefined,
+    flushProgress: async () => void calls.push('progress'),
     checkResult: (value) => value,
     releaseForSuccess: () => [],
     writeSuccess: async () => {
@@ -66,13 +67,13 @@ describe('ctx.transaction() (AttemptTransaction)', () => {
     const ok = host('shared');
     const tx = new AttemptTransaction(ok.h);
     await expect(tx.run(async () => 'done')).resolves.toBe('done');
-    expect(ok.calls).toEqual(['begin', 'success', 'commit']);
+    expect(ok.calls).toEqual(['progress', 'begin', 'success', 'commit']);
     expect(tx.committed).toBe(true);
 
     const refused = host('shared', false);
     const lost = new AttemptTransaction(refused.h);
     await expect(lost.run(async () => 'done')).rejects.toThrow('lost');
-    expect(refused.calls).toEqual(['begin', 'success', 'rollback']);
+    expect(refused.calls).toEqual(['progress', 'begin', 'success', 'rollback']);
     expect(lost.committed).toBe(false);
   });
 
@@ -82,6 +83,6 @@ describe('ctx.transaction() (AttemptTransaction)', () => {
     await expect(tx.run('not a function')).rejects.toThrow(/the argument must be a function of the manager/);
     await tx.run(async () => 1);
     await expect(tx.run(async () => 2)).rejects.toThrow(/was called a second time in one attempt/);
-    expect(calls).toEqual(['begin', 'success', 'commit']);
+    expect(calls).toEqual(['progress', 'begin', 'success', 'commit']);
   });
 });

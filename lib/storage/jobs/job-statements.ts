@@ -33,8 +33,9 @@ export function jobStatements(schema: string) {
     )`;
   /**
    * The parents of a claimed job (`alias`): the jobs it waited on or continued from, and the batch
-   * whose callback it is, for ctx.parentIds and ctx.batchId. One probe of the child index per job;
-   * a job without parents finds nothing there.
+   * whose callback it is, for ctx.parentIds and ctx.batchId. The controlled claim's rows do not say
+   * whether a job has parents, so each costs a probe of the child index (~2 us a job, measured on
+   * the plain claim before has_parents); the plain claim reads it only for jobs with has_parents.
    */
   const lineage = (alias: string) => `LEFT JOIN LATERAL (
       SELECT array_agg(d.parent_job_id ORDER BY d.parent_job_id) FILTER (WHERE d.parent_job_id IS NOT NULL) AS parent_ids,
@@ -42,6 +43,13 @@ export function jobStatements(schema: string) {
         FROM ${s}.job_dependency d WHERE d.child_id = ${alias}.id
     ) p ON true`;
   const lineageColumns = `p.parent_ids AS "parentIds", p.parent_batch_id AS "parentBatchId"`;
+  /** The same for a row that carries has_parents: a job without parents costs one test of a flag. */
+  const lineageIfParents = (alias: string) => `CASE WHEN ${alias}.has_parents THEN (
+        SELECT array_agg(d.parent_job_id ORDER BY d.parent_job_id) FROM ${s}.job_dependency d
+         WHERE d.child_id = ${alias}.id AND d.parent_job_id IS NOT NULL) END AS "parentIds",
+      CASE WHEN ${alias}.has_parents THEN (
+        SELECT d.parent_batch_id FROM ${s}.job_dependency d
+         WHERE d.child_id = ${alias}.id AND d.parent_batch_id IS NOT NULL LIMIT 1) END AS "parentBatchId"`;
   /** This row's entry in the fail statement's JSON object ($5), and one field of it as text. */
   const failure = `($5::jsonb -> (j.id::text))`;
   const failed = (field: string) => `(${failure} ->> '${field}')`;
@@ -155,11 +163,11 @@ export function jobStatements(schema: string) {
           LIMIT $4
           FOR UPDATE SKIP LOCKED))
       RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at,
-                j.trace_context, j.deadline
+                j.trace_context, j.deadline, j.has_parents
     )
-    SELECT u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts AS "maxAttempts", u.timeout_ms AS "timeoutMs",
-           u.batch_id AS "batchId", u.trace_context AS "traceContext", u.deadline, ${lineageColumns}
-      FROM u ${lineage('u')} ORDER BY u.priority DESC, u.run_at, u.id`,
+    SELECT id, name, queue, payload, attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs",
+           batch_id AS "batchId", trace_context AS "traceContext", deadline, ${lineageIfParents('u')}
+      FROM u ORDER BY priority DESC, run_at, id`,
 
     // A queue with limits, groups, serial keys or a pause: see claim_controlled (migrations 0005-0008).
     // Rows with a null id carry only wait_ms: when a rate limit lets the next job start.

@@ -1,4 +1,6 @@
--- Version 9: durable steps. One row per finished ctx.step() or ctx.sleep() of a job, written by
+-- Version 9: durable steps, and where a job came from.
+--
+-- Durable steps. One row per finished ctx.step() or ctx.sleep() of a job, written by
 -- the attempt that owns the job (the insert reads the job row under the fence); a later attempt
 -- reads them back instead of running the step again. A sleep's row carries the time it wakes.
 -- The rows go with their job.
@@ -16,3 +18,8 @@ CREATE TABLE IF NOT EXISTS :SCHEMA.job_step (
         CHECK ((kind = 'sleep') = (wake_at IS NOT NULL)),
         PRIMARY KEY (job_id, name)
       );
+
+-- Set on a job written with edges to parents (a chain, a flow, enqueue's "after", a batch's
+-- then/catch/finally, a continuation): only such a job's claim reads job_dependency for
+-- ctx.parentIds and ctx.batchId, so the claim of every other job pays nothing for them.
+ALTER TABLE :SCHEMA.job ADD COLUMN IF NOT EXISTS has_parents boolean NOT NULL DEFAULT false;

@@ -53,6 +53,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       succeeded: 0,
       options: b.options,
     }));
+    const children = new Set((graph.dependencies ?? []).map((d) => d.childId));
     const deps = (graph.dependencies ?? []).map((d) => ({
       child_id: d.childId,
       parent_job_id: d.parentJobId ?? null,
@@ -68,6 +69,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       this.channel,
       ...encodeNewJobColumns(graph.jobs),
       encodeFlags(graph.jobs, (j) => j.hasDependents ?? false),
+      encodeFlags(graph.jobs, (j) => children.has(j.id)),
     ];
     const executor = executorFor(tx, this.pool);
     try {

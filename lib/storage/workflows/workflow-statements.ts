@@ -12,7 +12,7 @@ export function workflowStatements(schema: string) {
   return {
     // A whole graph in one statement: batch rows, jobs and edges commit
     // together. Batches and edges are few and go as JSON; jobs go as one
-    // array per column ($6..$23: NEW_JOB_COLUMNS, then $24 has_dependents),
+    // array per column ($6..$23: NEW_JOB_COLUMNS, then $24 has_dependents, $25 has_parents),
     // like a bulk enqueue. $2: the queues that got work due now.
     insertGraph: `WITH b AS (
       INSERT INTO ${s}.job_batch (id, name, state, total, pending, succeeded, options, created_at, completed_at)
@@ -20,11 +20,14 @@ export function workflowStatements(schema: string) {
         FROM jsonb_to_recordset($1::jsonb)
           AS t(id uuid, name text, state text, total int, pending int, succeeded int, options jsonb)
     ), j AS (
-      INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, has_dependents, created_at, completed_at, last_error)
+      INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, has_dependents, has_parents, created_at, completed_at, last_error)
       SELECT t.*, $4,
              CASE WHEN t.state = 'skipped' THEN $4::timestamptz END,
              CASE WHEN t.state = 'skipped' THEN ${NOT_MET} END
-        FROM ${unnestNewJobs(6, [['has_dependents', 'boolean']])}
+        FROM ${unnestNewJobs(6, [
+          ['has_dependents', 'boolean'],
+          ['has_parents', 'boolean'],
+        ])}
     ), d AS (
       INSERT INTO ${s}.job_dependency (child_id, parent_job_id, parent_batch_id, trigger, parent_outcome)
       SELECT child_id, parent_job_id, parent_batch_id, trigger, parent_outcome
