@@ -18,6 +18,7 @@ import {
   Member,
   Misuse,
   Napper,
+  Renewal,
   STEP_RUNS,
   StepLog,
   ThreeSteps,
@@ -48,7 +49,7 @@ describe('durable steps, run by the testing kit', () => {
       {
         imports: [JobsDashboardModule.register({ public: true })],
         // KitLog: what startTestingApp() hands back beside the app.
-        providers: [KitLog, StepLog, Checkout, Misuse, Member],
+        providers: [KitLog, StepLog, Checkout, Misuse, Member, Renewal],
       },
     );
     log = kit.app.get(StepLog);
@@ -162,6 +163,29 @@ describe('durable steps, run by the testing kit', () => {
     ]);
     expect(job!.executions[0]!.error?.message).toBe(
       `ctx.sleep('cooling-off') until ${new Date(start + DAY).toISOString()}`,
+    );
+  });
+
+  it('ctx.sleepUntil(): the job waits for the date, not a duration; more than a year away is refused', async () => {
+    const { jobs, tester } = kit;
+    const day = new Date(clock.now().getTime() + 3 * 3_600_000);
+    const { id } = await jobs.enqueue(Renewal, { tag: 'renewal', until: day.toISOString() });
+    expect(await tester.drain()).toMatchObject([{ outcome: 'snoozed', retryAt: day }]);
+    await tester.advance(3 * 3_600_000 - 1);
+    expect(await tester.drain()).toEqual([]);
+    await tester.advance(1);
+    expect(outcomes(await tester.drain())).toEqual(['succeeded']);
+    expect(log.of('renewal')).toEqual(['notice#1', 'renew#2']);
+    expect((await jobs.get(id))!.steps.find((s) => s.name === 'renewal-day')).toMatchObject({
+      kind: 'sleep',
+      wakeAt: day,
+    });
+
+    const far = new Date(clock.now().getTime() + 400 * DAY);
+    const refused = await jobs.enqueue(Renewal, { tag: 'far', until: far.toISOString() });
+    expect(outcomes(await tester.drain())).toEqual(['failed']);
+    expect((await jobs.get(refused.id))!.lastError?.message).toMatch(
+      /ctx\.sleepUntil\(\) in job "steps-renewal" \(\S+\): \S+ is more than a year away\. Potential fix/,
     );
   });
 

@@ -133,6 +133,18 @@ export class Misuse implements JobHandler<{ mode: MisuseMode }> {
   }
 }
 
+/** Waits until a date between two steps (ctx.sleepUntil). */
+@Job('steps-renewal', { maxAttempts: 1 })
+export class Renewal implements JobHandler<{ tag: string; until: string }> {
+  constructor(private readonly log: StepLog) {}
+
+  async run({ tag, until }: { tag: string; until: string }, ctx: JobContext): Promise<void> {
+    await ctx.step('notice', () => this.log.call(tag, 'notice', ctx));
+    await ctx.sleepUntil('renewal-day', new Date(until));
+    await ctx.step('renew', () => this.log.call(tag, 'renew', ctx));
+  }
+}
+
 /** Records what it sees of its batch and parents, and runs one step. */
 @Job('steps-member')
 export class Member implements JobHandler<{ tag: string; continueTo?: string }> {
