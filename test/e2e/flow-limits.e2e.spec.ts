@@ -186,25 +186,60 @@ describe('a limited queue at shutdown', () => {
   it('leaves nothing claimed behind: jobs its outcome writes claimed as it stopped are handed back unspent', async () => {
     const schema = uniqueSchema('fcstop');
     schemas.push(schema);
-    // A minute-long lease: a job left claimed would still be active after close, not rescued.
-    const worker = { concurrency: 3, lease: 60_000, shutdownGrace: 2_000, pollInterval: 100 };
-    const app = await boot(schema, { worker, queues: { limited: { concurrency: 3 } } });
-    await app
+    // One slot under a limit of one; only this queue, so every claim of the worker's is of it. A
+    // minute-long lease: a job left claimed would still be active after close, not rescued. A long
+    // grace: shutdown's wait for the outcome write held below cannot run out.
+    const worker = { concurrency: 1, lease: 60_000, shutdownGrace: 30_000, pollInterval: 100, queues: ['limited'] };
+    const app = await boot(schema, { worker, queues: { limited: { concurrency: 1 } } });
+    const storage = app.get<JobStorage>(JOB_STORAGE);
+    // The first outcome write that claims is held until shutdown has handed back what the worker
+    // held; then it goes on, and the job it claims arrives while the worker is stopping.
+    let held = false;
+    let letGo!: () => void;
+    const released = new Promise<void>((resolve) => (letGo = resolve));
+    const claimedByWrites: string[][] = [];
+    const finishAndClaim = storage.finishAndClaim.bind(storage);
+    storage.finishAndClaim = async (...args) => {
+      held = true;
+      await released;
+      const written = await finishAndClaim(...args);
+      claimedByWrites.push(written.claimed.jobs.map((j) => j.id));
+      return written;
+    };
+    const handedBack: string[][] = [];
+    const handBack = storage.handBack.bind(storage);
+    storage.handBack = (workerId, jobs, now, error) => {
+      handedBack.push(jobs.map((j) => j.id));
+      return handBack(workerId, jobs, now, error);
+    };
+    const [first, second, third] = await app
       .get(JobQueue)
-      .enqueueMany(
-        Array.from({ length: 2_000 }, () => ({ job: Work, payload: { ms: 1 }, options: { queue: 'limited' } })),
-      );
-    const count = async (where: string) =>
-      (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE ${where}`))[0]!.n;
-    await waitFor('a few hundred jobs to succeed', async () => (await count(`state = 'succeeded'`)) >= 300);
-    await app.close();
+      .enqueueMany(Array.from({ length: 3 }, () => ({ job: Work, payload: {}, options: { queue: 'limited' } })));
+    await waitFor("the first job's outcome write, claiming the next job with it", () => held);
+    const closed = app.close();
+    try {
+      await waitFor('shutdown to hand back the jobs it held', () => handedBack.length === 1);
+      // Nothing was waiting to start then: the write had not claimed yet.
+      expect(handedBack).toEqual([[]]);
+    } finally {
+      letGo();
+      await closed;
+    }
 
-    expect(await count(`state = 'active'`)).toBe(0);
-    expect(await count(`state = 'succeeded' AND attempt = 1`)).toBe(await count(`state = 'succeeded'`));
-    // Handed back as if never claimed: attempt unspent, no history.
-    expect(await count(`state = 'queued' AND attempt = 0`)).toBe(await count(`state = 'queued'`));
-    expect(await count(`state NOT IN ('queued', 'succeeded')`)).toBe(0);
-    expect((await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job_execution`))[0]!.n).toBe(0);
+    // The write claimed the second job as the worker stopped; the hand-back after the outcomes returned it.
+    expect(claimedByWrites).toEqual([[second!.id]]);
+    expect(handedBack).toEqual([[], [second!.id]]);
+    const rows = await sql<{ id: string; state: string; attempt: number; worker_id: string | null }>(
+      `SELECT id, state, attempt, worker_id FROM "${schema}".job ORDER BY id`,
+    );
+    expect(rows).toEqual([
+      { id: first!.id, state: 'succeeded', attempt: 1, worker_id: expect.any(String) },
+      // Handed back as if never claimed: attempt unspent, no history.
+      { id: second!.id, state: 'queued', attempt: 0, worker_id: null },
+      { id: third!.id, state: 'queued', attempt: 0, worker_id: null },
+    ]);
+    // A success leaves no history row of its own; an interrupted attempt would.
+    expect(await sql(`SELECT job_id FROM "${schema}".job_execution`)).toEqual([]);
   });
 });
 
