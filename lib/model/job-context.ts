@@ -45,8 +45,8 @@ export interface JobContext {
   ): void;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 /** A class, as `@Job` handlers are passed to `enqueue()` and friends. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type JobClass<H = unknown> = new (...args: any[]) => H;
 
 /** Per-job options, wherever a job is started. */
