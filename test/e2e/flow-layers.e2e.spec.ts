@@ -620,6 +620,58 @@ describe('the worker on its own', () => {
     expect((await row(schema, paused!.id))?.state).toBe('succeeded');
   });
 
+  it('reads the settings again for a notification that arrives while a read is under way', async () => {
+    const schema = fresh('flraced');
+    const queues = { 'fl-raced': {}, 'fl-other': {} };
+    const api = await boot(schema, { worker: { enabled: false }, queues });
+    let storage!: QueueStorage;
+    const app = await boot(
+      schema,
+      { worker: { concurrency: 4, pollInterval: 10_000, queues: ['fl-raced'] }, queues },
+      (ref) => (storage = ref.get<QueueStorage>(QUEUE_STORAGE)),
+    );
+    const polls = countPolls(app);
+    // The next read is held once its query has answered: it then carries the settings from before
+    // the pause below, as a read that was under way when the pause's notification came would.
+    const configs = storage.configs.bind(storage);
+    let reads = 0;
+    let latest: QueueConfig[] = [];
+    let answered!: () => void;
+    const stale = new Promise<void>((resolve) => (answered = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    storage.configs = async () => {
+      const read = ++reads;
+      const result = await configs();
+      if (read === 1) {
+        answered();
+        await held;
+      }
+      return (latest = result);
+    };
+    // Any change of settings notifies every instance, and each one reads them again.
+    await api.get(JobQueues).setLimits('fl-other', { concurrency: 3 });
+    await stale;
+    // The worker's copy of the settings is told to refresh when the pause's notification comes.
+    const controls = (app.get(JobWorker) as unknown as { controls: { refresh(): Promise<void> } }).controls;
+    expect(typeof controls.refresh).toBe('function');
+    const refresh = controls.refresh.bind(controls);
+    let refreshes = 0;
+    controls.refresh = () => {
+      refreshes++;
+      return refresh();
+    };
+    await api.get(JobQueues).pause('fl-raced');
+    await waitFor('the pause to reach the worker, or the worker to poll', () => refreshes > 0 || polls.count > 0);
+    release();
+    await waitFor(
+      'the worker to read the pause, or to poll',
+      () => latest.find((c) => c.queue === 'fl-raced')?.paused === true || polls.count > 0,
+      20_000,
+    );
+    expect(polls.count).toBe(0);
+  });
+
   it('enforces a limit set at run time on another instance, from its notification on, before any poll', async () => {
     const schema = fresh('fllimit');
     const queues = { 'fl-relimited': {} };
