@@ -12,16 +12,33 @@ import type { QueueConfig, QueueStorage } from '../storage/queues/queue-storage.
 export class QueueControls {
   private readonly byQueue = new Map<string, QueueConfig>();
   private loading: Promise<void> | null = null;
+  /** A read asked for while one is under way: that one may have started before the change. */
+  private next: Promise<void> | null = null;
 
   constructor(
     private readonly storage: QueueStorage,
     private readonly logger: Logger,
   ) {}
 
-  /** Re-reads the settings; overlapping calls share one read. */
+  /**
+   * Re-reads the settings. A call while a read is under way gets one more read after it (calls
+   * meanwhile share that one): the read under way may predate the change a notification announced.
+   */
   refresh(): Promise<void> {
-    this.loading ??= this.load().finally(() => (this.loading = null));
-    return this.loading;
+    if (!this.loading) return this.start();
+    this.next ??= this.loading.then(() => {
+      this.next = null;
+      return this.start();
+    });
+    return this.next;
+  }
+
+  private start(): Promise<void> {
+    const read = this.load().finally(() => {
+      if (this.loading === read) this.loading = null;
+    });
+    this.loading = read;
+    return read;
   }
 
   private async load(): Promise<void> {

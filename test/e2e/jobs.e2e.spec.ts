@@ -12,7 +12,14 @@ import { MAX_ORDER_CENTS } from '../../sample/orders/create-order.dto.js';
 import { Mailer } from '../../sample/orders/mailer.service.js';
 import { Order } from '../../sample/orders/order.entity.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
-import { DoomedProbe, ProbeRecorder, ScopedProbe, TimeoutProbe, probeProviders } from '../support/probe.jobs.js';
+import {
+  DoomedProbe,
+  ProbeRecorder,
+  ScopedProbe,
+  TimeoutProbe,
+  UntilAbortedProbe,
+  probeProviders,
+} from '../support/probe.jobs.js';
 import { startSampleApp } from '../support/sample-app.js';
 import { sleep, waitFor } from '../support/wait.js';
 import { JobWorker } from '../../lib/worker/job-worker.service.js';
@@ -44,7 +51,7 @@ beforeAll(async () => {
     // Progress throttled far beyond any test's length: a report after the first of an attempt
     // stays pending until the attempt ends, which is what the last-report test needs.
     worker: { concurrency: 5, pollInterval: 200, lease: 3_000, progressThrottle: 3_600_000 },
-    providers: probeProviders(),
+    providers: [...probeProviders(), UntilAbortedProbe],
   });
   jobs = app.get(JobQueue);
 });
@@ -599,18 +606,23 @@ describe('cancellation', () => {
   });
 
   it('cancels a running job: its signal aborts and it ends cancelled', async () => {
-    const { id } = await jobs.enqueue(SlowReport, { steps: 100, stepMs: 100 });
-    await waitFor('the report to report progress', async () => ((await jobs.get(id))?.progress ?? 0) > 0);
+    const recorder = app.get(ProbeRecorder);
+    const { id } = await jobs.enqueue(UntilAbortedProbe, {});
+    await waitFor('the job to start', () => recorder.attempts.get(id)?.length === 1);
     await jobs.cancel(id);
     await until(id, 'cancelled');
+    // The signal aborts before the outcome is written: by now the handler has seen it.
+    expect(recorder.aborts.get(id)).toBe('JobCancelledError');
     const job = (await jobs.get(id))!;
-    expect(job.progress).toBeLessThan(1);
     expect(job.executions.map((e) => e.state)).toEqual(['cancelled']);
     await expect(jobs.cancel(id)).rejects.toThrow(/already ended "cancelled"/);
-    // A cancelled job can be run again.
+    // A cancelled job can be run again, and cancelled again while it runs.
+    recorder.aborts.delete(id);
     await jobs.retry(id);
-    expect(await stateOf(id)).not.toBe('cancelled');
+    await waitFor('the job to start again', () => recorder.attempts.get(id)?.length === 2);
     await jobs.cancel(id);
+    await until(id, 'cancelled');
+    expect(recorder.aborts.get(id)).toBe('JobCancelledError');
   });
 });
 

@@ -1,5 +1,5 @@
 import { Module, type INestApplication, type ModuleMetadata } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { Test, type TestingModule } from '@nestjs/testing';
 import { JobsModule, type JobsModuleOptions } from 'nestjs-durable-jobs';
 import { databaseUrl } from './database.js';
 
@@ -8,17 +8,21 @@ import { databaseUrl } from './database.js';
  * module of the test's own (its handlers and whatever it observes with),
  * logs quiet unless TEST_LOGS is set. Other files' @Job classes may be
  * loaded in the same process, so unregistered ones are ignored.
+ * `beforeInit` sees the providers before the worker starts (it starts in
+ * init), for a test that must observe its very first claim.
  */
 export async function startJobsApp(
   schema: string,
   options: Partial<JobsModuleOptions>,
   own: Pick<ModuleMetadata, 'imports' | 'providers'>,
+  beforeInit?: (ref: TestingModule) => void,
 ): Promise<INestApplication> {
   @Module(own)
   class Own {}
   const ref = await Test.createTestingModule({
     imports: [JobsModule.forRoot({ connection: databaseUrl(), schema, unregisteredJobs: 'ignore', ...options }), Own],
   }).compile();
+  beforeInit?.(ref);
   const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });
   try {
     await app.init();

@@ -33,6 +33,21 @@ export class TimeoutProbe implements JobHandler<Record<string, never>> {
   }
 }
 
+/** Runs until its signal aborts (no timeout of its own) and records why; records each attempt as it starts. Not in probeProviders: add it where needed. */
+@Job('probe-until-aborted', { maxAttempts: 1 })
+export class UntilAbortedProbe implements JobHandler<Record<string, never>> {
+  constructor(private readonly recorder: ProbeRecorder) {}
+  async run(_: Record<string, never>, ctx: JobContext): Promise<void> {
+    this.recorder.attempts.set(ctx.jobId, [...(this.recorder.attempts.get(ctx.jobId) ?? []), ctx.attempt]);
+    await new Promise<void>((_resolve, reject) => {
+      ctx.signal.addEventListener('abort', () => {
+        this.recorder.aborts.set(ctx.jobId, (ctx.signal.reason as Error).name);
+        reject(ctx.signal.reason as Error);
+      });
+    });
+  }
+}
+
 /** Always fails; counts onFailure calls. */
 @Job('probe-doomed', { maxAttempts: 3, backoff: { type: 'fixed', delay: 0 } })
 export class DoomedProbe implements JobHandler<{ permanent?: boolean }> {
