@@ -22,6 +22,7 @@ const guide: DefaultTheme.SidebarItem[] = [
     items: [
       { text: 'Getting started', link: '/guide/getting-started' },
       { text: 'Jobs', link: '/guide/jobs' },
+      { text: 'Steps and exactly-once effects', link: '/guide/steps' },
       { text: 'Workflows', link: '/guide/workflows' },
       { text: 'Flow control', link: '/guide/flow-control' },
       { text: 'Recurring schedules', link: '/guide/schedules' },
