@@ -51,7 +51,7 @@ beforeAll(async () => {
     // Progress throttled far beyond any test's length: a report after the first of an attempt
     // stays pending until the attempt ends, which is what the last-report test needs.
     worker: { concurrency: 5, pollInterval: 200, lease: 3_000, progressThrottle: 3_600_000 },
-    providers: [...probeProviders(), UntilAbortedProbe],
+    providers: probeProviders(),
   });
   jobs = app.get(JobQueue);
 });

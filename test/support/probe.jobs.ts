@@ -33,7 +33,7 @@ export class TimeoutProbe implements JobHandler<Record<string, never>> {
   }
 }
 
-/** Runs until its signal aborts (no timeout of its own) and records why; records each attempt as it starts. Not in probeProviders: add it where needed. */
+/** Runs until its signal aborts (no timeout of its own) and records why; records each attempt as it starts. */
 @Job('probe-until-aborted', { maxAttempts: 1 })
 export class UntilAbortedProbe implements JobHandler<Record<string, never>> {
   constructor(private readonly recorder: ProbeRecorder) {}
@@ -121,6 +121,7 @@ export function probeProviders(instance = 'A') {
   return [
     ProbeRecorder,
     TimeoutProbe,
+    UntilAbortedProbe,
     DoomedProbe,
     CountingProbe,
     PerRunDependency,
