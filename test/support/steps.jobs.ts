@@ -1,34 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { Job, JOBS_DATA_SOURCE, PermanentJobError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { Gates } from './gates.js';
 
 /** What the step jobs did in this app: every step function call, in order. */
 @Injectable()
-export class StepLog {
+export class StepLog extends Gates {
   /** `<order>:<step>#<attempt>` per call of a step's function (not per ctx.step call). */
   readonly calls: string[] = [];
   /** The idempotency keys the charge step was given, per call. */
   readonly keys: string[] = [];
   /** What jobs saw of their lineage: job id → { tag, batchId, parentIds }. */
   readonly lineage = new Map<string, { tag: string; batchId: string | null; parentIds: readonly string[] }>();
-  private readonly gates = new Map<string, () => void>();
-  private readonly arrived = new Map<string, () => void>();
-
-  /** Resolves when a run has reached the gate `name`. */
-  reached(name: string): Promise<void> {
-    return new Promise((resolve) => this.arrived.set(name, resolve));
-  }
-
-  open(name: string): void {
-    this.gates.get(name)?.();
-  }
-
-  wait(name: string): Promise<void> {
-    return new Promise((resolve) => {
-      this.gates.set(name, resolve);
-      this.arrived.get(name)?.();
-    });
-  }
 
   call(order: string, step: string, ctx: JobContext): void {
     this.calls.push(`${order}:${step}#${ctx.attempt}`);

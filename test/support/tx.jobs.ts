@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Column, Entity, PrimaryGeneratedColumn, type EntityManager } from 'typeorm';
 import { Job, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { Gates } from './gates.js';
 
 /** A row a handler writes in its transaction: its effect, counted by the tests. */
 @Entity({ name: 'invoice' })
@@ -24,30 +25,12 @@ export const INVOICE_TABLE = (schema: string) =>
 
 /** What the transactional jobs did, and gates a test opens. */
 @Injectable()
-export class TxLog {
+export class TxLog extends Gates {
   readonly calls: string[] = [];
   readonly caught = new Map<string, Error>();
   readonly managers = new Map<string, boolean>();
   /** The backend pid of a run's transaction, for a test to terminate. */
   readonly pids = new Map<string, number>();
-  private readonly gates = new Map<string, () => void>();
-  private readonly arrived = new Map<string, () => void>();
-
-  /** Resolves when a run has reached the gate `name`. */
-  reached(name: string): Promise<void> {
-    return new Promise((resolve) => this.arrived.set(name, resolve));
-  }
-
-  open(name: string): void {
-    this.gates.get(name)?.();
-  }
-
-  wait(name: string): Promise<void> {
-    return new Promise((resolve) => {
-      this.gates.set(name, resolve);
-      this.arrived.get(name)?.();
-    });
-  }
 }
 
 export type InvoiceMode =
