@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { JobQueue } from 'nestjs-durable-jobs';
 import { JOB_STORAGE, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
 import { SlowReport } from '../../sample/jobs/slow-report.job.js';
+import { readyWorkerId } from '../support/child-ready.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { CountingProbe, DoomedProbe, ProbeRecorder, RunMeeting, probeProviders } from '../support/probe.jobs.js';
 import { startSampleApp } from '../support/sample-app.js';
@@ -80,7 +81,7 @@ it('a worker killed with SIGKILL mid-job: another instance completes it after th
   // test writes its lease off instead of waiting it out.
   const child = spawnWorker(schema, 60_000);
   try {
-    const childId = await waitForReady(child);
+    const childId = await readyWorkerId(child, 'worker child');
     const { id } = await api.get(JobQueue).enqueue(SlowReport, { steps: 40, stepMs: 100 });
     await waitFor('the child to run the job', async () => {
       const job = await api.get(JobQueue).get(id);
@@ -265,17 +266,5 @@ function spawnWorker(schema: string, lease: number): ChildProcess {
   return spawn(process.execPath, ['--import', './test/support/register-swc.mjs', 'test/support/worker-child.ts'], {
     env: { ...process.env, CHILD_SCHEMA: schema, CHILD_LEASE: String(lease), NODE_OPTIONS: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
-  });
-}
-
-function waitForReady(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /ready (\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`worker child exited early with ${code}: ${out}`)));
   });
 }

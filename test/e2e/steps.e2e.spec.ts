@@ -10,7 +10,8 @@ import {
   type JobInfo,
 } from 'nestjs-durable-jobs';
 import type { AttemptReport, ManualClock } from 'nestjs-durable-jobs/testing';
-import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { readyWorkerId } from '../support/child-ready.js';
+import { dropSchemas, sql, takeLeaseAway, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { KitLog } from '../support/kit.jobs.js';
 import {
@@ -116,11 +117,7 @@ describe('durable steps, run by the testing kit', () => {
     const reached = log.reached('stolen');
     const drained = tester.drain();
     await reached;
-    // What a rescue does to a job whose lease ran out: back to the queue, no worker.
-    await sql(
-      `UPDATE "${tester.schema}".job SET state = 'queued', worker_id = NULL, lease_expires_at = NULL WHERE id = $1`,
-      [id],
-    );
+    await takeLeaseAway(tester.schema, id);
     log.open('stolen');
     expect((await drained).map((r) => [r.attempt, r.outcome])).toEqual([
       [1, 'lost'],
@@ -377,7 +374,7 @@ describe('durable steps across instances', () => {
     const beforeRecord = await queue.enqueue(ThreeSteps, { hang: 'in-two' });
     const child = spawnVictim(schema);
     try {
-      const victimId = await readyId(child);
+      const victimId = await readyWorkerId(child, 'the victim worker');
       await waitFor('the victim to hang in both jobs', async () => {
         const [a, b] = [await runs(schema, afterRecord.id), await runs(schema, beforeRecord.id)];
         return a.includes('hanging-in-three#1') && b.includes('hanging-in-two#1');
@@ -461,17 +458,5 @@ function spawnVictim(schema: string): ChildProcess {
   return spawn(process.execPath, ['--import', './test/support/register-swc.mjs', 'test/support/steps-child.ts'], {
     env: { ...process.env, CHILD_SCHEMA: schema, NODE_OPTIONS: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
-  });
-}
-
-function readyId(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /ready (\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`the victim worker exited early with ${code}: ${out}`)));
   });
 }

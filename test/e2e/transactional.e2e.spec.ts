@@ -9,7 +9,7 @@ import {
   type JobsTestingOptions,
 } from 'nestjs-durable-jobs/testing';
 import { STEP_STORAGE, type StepStorage } from '../../lib/storage/jobs/step-storage.interface.js';
-import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { databaseUrl, dropSchemas, sql, takeLeaseAway, uniqueSchema } from '../support/database.js';
 import { Invoice, INVOICE_TABLE, Invoicing, Reserving, TxLog } from '../support/tx.jobs.js';
 
 const LEASE = 30_000;
@@ -126,11 +126,7 @@ describe('ctx.transaction() on the DataSource the app shares', () => {
     const reached = log.reached('stolen');
     const drained = tester.drain();
     await reached;
-    // What a rescue does to a job whose lease ran out: back to the queue, no worker.
-    await sql(
-      `UPDATE "${tester.schema}".job SET state = 'queued', worker_id = NULL, lease_expires_at = NULL WHERE id = $1`,
-      [id],
-    );
+    await takeLeaseAway(tester.schema, id);
     log.open('stolen');
     const reports = await drained;
     // Attempt 1 wrote nothing: its insert rolled back with the refused success. The job was queued,

@@ -24,3 +24,10 @@ export async function sql<T = Record<string, unknown>>(text: string, values: unk
 export async function dropSchemas(...schemas: string[]): Promise<void> {
   for (const s of schemas) await sql(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
 }
+
+/** What a rescue does to a job whose lease ran out: back to the queue, no worker. */
+export async function takeLeaseAway(schema: string, id: string): Promise<void> {
+  await sql(`UPDATE "${schema}".job SET state = 'queued', worker_id = NULL, lease_expires_at = NULL WHERE id = $1`, [
+    id,
+  ]);
+}
