@@ -1,8 +1,12 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { isUuid } from '../model/index.js';
+import { isUuid, JobsError } from '../model/index.js';
 
-/** Bad usage: an unknown command or option, a missing argument, a value that does not parse. Exit code 2. */
-export class UsageError extends Error {
+/**
+ * Bad usage: an unknown command or option, a missing argument, a value that
+ * does not parse. Exit code 2, its message followed by the command's usage,
+ * which is the fix.
+ */
+export class UsageError extends JobsError {
   constructor(message: string) {
     super(message);
     this.name = 'UsageError';
