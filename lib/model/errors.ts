@@ -79,9 +79,9 @@ export class DeadlineExceededError extends Error {
  *
  * Named as an instruction, not an `…Error`: it ends the attempt without a
  * failure. The job goes back to `queued`, its attempt given back; it emits
- * `snoozed`, not `failed` or `retrying`, and no failure count, backoff or
- * `onFailure` sees it. It extends `Error` only so that `throw` carries it
- * out of any depth of the handler with a stack.
+ * `snoozed`, not `failed` or `retrying`, and neither backoff nor `onFailure`
+ * sees it. It extends `Error` only so that `throw` carries it out of any
+ * depth of the handler with a stack.
  */
 export class SnoozeJob extends Error {
   readonly ms: number;
