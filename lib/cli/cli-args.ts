@@ -16,7 +16,7 @@ export class UsageError extends JobsError {
 export type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
 
 /** Options every command takes. */
-export const GLOBAL_OPTIONS = {
+const GLOBAL_OPTIONS = {
   'database-url': { type: 'string' },
   schema: { type: 'string' },
   json: { type: 'boolean' },

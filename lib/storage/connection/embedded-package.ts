@@ -11,7 +11,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { JobsError } from '../../model/index.js';
 
-export interface PostgresBinaries {
+interface PostgresBinaries {
   postgres: string;
   initdb: string;
 }

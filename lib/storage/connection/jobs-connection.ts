@@ -9,7 +9,7 @@ import {
 } from './embedded-postgres.js';
 import { pgSessionSettings, type ResolvedTimeouts } from './timeouts.js';
 
-export interface JobsConnectionSettings {
+interface JobsConnectionSettings {
   dataSource?: DataSource;
   connection?: string | Record<string, unknown>;
   embedded?: EmbeddedPostgresOptions;

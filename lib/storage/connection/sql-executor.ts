@@ -14,7 +14,7 @@ interface PgQueryable {
 }
 
 /** Client-side limits on waiting for PostgreSQL (0: none). */
-export interface ExecutorLimits {
+interface ExecutorLimits {
   queryMs: number;
   connectMs: number;
 }
