@@ -18,6 +18,8 @@ import {
   type ClaimedJob,
 } from '../../lib/model/index.js';
 import { startEmbeddedPostgres } from '../../lib/storage/connection/embedded-postgres.js';
+import { JobsConnection } from '../../lib/storage/connection/jobs-connection.js';
+import { resolveTimeouts } from '../../lib/storage/connection/timeouts.js';
 import { pgPoolOf } from '../../lib/storage/connection/pg-driver.js';
 import { jobContext, type ContextHost } from '../../lib/worker/attempt-context.js';
 import type { RunnerDeps } from '../../lib/worker/runner-deps.js';
@@ -62,6 +64,23 @@ describe('pgPoolOf', () => {
     expect(() => pgPoolOf(dataSource)).toThrow(
       /the DataSource \(type "postgres", not initialized\) has no pg pool\. Potential fix: pass an initialized DataSource/,
     );
+  });
+});
+
+describe('JobsConnection.open', () => {
+  it('fails the start on a server that refuses the connection with a JobsDatabaseError, the driver error its cause', async () => {
+    // Port 1: nothing listens there, so the refusal is immediate.
+    const error = await JobsConnection.open({
+      connection: 'postgres://nobody@127.0.0.1:1/none',
+      schema: 'jobs',
+      migrationsRun: false,
+      timeouts: resolveTimeouts({ connect: 2_000 }),
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JobsDatabaseError);
+    expect((error as Error).message).toMatch(
+      /^JobsModule: connecting to PostgreSQL: the database call failed \(.*ECONNREFUSED.*\)\. Potential fix: check that PostgreSQL is reachable/,
+    );
+    expect((error as Error).cause).toMatchObject({ code: 'ECONNREFUSED' });
   });
 });
 
