@@ -15,7 +15,7 @@ import {
   Clock,
   databaseCall,
   JOB_LIST_STATES,
-  JobsDatabaseError,
+  toDatabaseError,
   JobsError,
   JobsNotFoundError,
   RETRY_STATES,
@@ -285,11 +285,10 @@ export class JobsAdmin {
     try {
       return await run.run({ ...cutoffs, skipped: o?.skippedBefore });
     } catch (error) {
-      if (error instanceof JobsError) throw error;
       const { jobs, batches } = run.progress;
       const deleted = Object.values(jobs).reduce((a, b) => a + b, 0);
       const at = deleted || batches ? `${where} (after deleting ${deleted} job(s) and ${batches} batch(es))` : where;
-      throw new JobsDatabaseError(at, error);
+      throw toDatabaseError(at, error);
     }
   }
 
