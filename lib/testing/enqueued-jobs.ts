@@ -156,7 +156,7 @@ export class EnqueuedJobs {
   }
 }
 
-export function describeJob(job: JobInfo): string {
+function describeJob(job: JobInfo): string {
   const when = job.state === 'queued' ? ` for ${job.runAt.toISOString()}` : '';
   return `${job.name} ${job.id}: ${job.state}${when}, queue "${job.queue}", attempt ${job.attempt}/${job.maxAttempts}, payload ${showValue(job.payload)}`;
 }

@@ -1,5 +1,5 @@
 /** A fault the next attempt of a job name meets, in the order they were asked for. */
-export type Fault =
+type Fault =
   /** The handler is not called; the attempt fails with this error as if the handler had thrown it. */
   | { kind: 'fail'; error: Error }
   /** The handler runs; then its runner "dies": the outcome is never written and the lease is left to expire. */

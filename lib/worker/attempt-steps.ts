@@ -18,7 +18,7 @@ const STEP_RESULT_FIX =
   'return what later steps need (an id, a status) and keep the rest in a table of your own; the step was not recorded and would run again on every attempt';
 
 /** A sleep longer than a year is a bug, not a plan (as for ctx.snooze). */
-export const MAX_SLEEP_MS = 365 * 24 * 3_600_000;
+const MAX_SLEEP_MS = 365 * 24 * 3_600_000;
 
 /**
  * How ctx.sleep() ends the attempt: a snooze until the sleep's own wake
@@ -35,7 +35,7 @@ export class SleepJob extends SnoozeJob {
 }
 
 /** What the steps of one attempt need of the attempt that runs them. */
-export interface StepHost {
+interface StepHost {
   readonly job: ClaimedJob;
   readonly workerId: string;
   readonly clock: Clock;

@@ -33,7 +33,7 @@ function statePredicate(state: JobListState, now: () => string): string {
 }
 
 /** A hex prefix as the inclusive range of ids that start with it. */
-export function idPrefixRange(prefix: string): [string, string] {
+function idPrefixRange(prefix: string): [string, string] {
   const uuid = (hex: string) =>
     `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   return [uuid(prefix.padEnd(32, '0')), uuid(prefix.padEnd(32, 'f'))];

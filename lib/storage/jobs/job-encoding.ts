@@ -5,7 +5,7 @@ import type { FinishedAttempt, NewJob } from '../../model/index.js';
  * statements' parameters $1..$18 (see jobColumnsSql), each with its array
  * type for unnest().
  */
-export const NEW_JOB_COLUMNS = [
+const NEW_JOB_COLUMNS = [
   ['id', 'uuid'],
   ['name', 'text'],
   ['queue', 'text'],

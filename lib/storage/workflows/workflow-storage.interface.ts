@@ -10,7 +10,7 @@ import type {
 import type { EntityManager } from 'typeorm';
 import type { StorageTx, TxScope } from '../storage-tx.interface.js';
 
-export interface NewBatch {
+interface NewBatch {
   id: string;
   name: string | null;
   state: 'executing' | 'succeeded';
