@@ -1,8 +1,18 @@
 import type { SerializedError } from './errors.js';
 import type { AttemptOutcome, ClaimedJob } from './records.js';
-import { JOB_EVENT_FILTER_SHAPE, JOB_EVENT_LISTENER_FILTER_SHAPE } from './option-shapes.js';
+import { optionShape } from './option-keys.js';
 import { checkName, checkOptions, describeValue } from './validation.js';
 import { JobsError } from './errors.js';
+
+/** The keys a job event filter may have. */
+const JOB_EVENT_FILTER_SHAPE = optionShape<JobEventFilter>({ queue: true, name: true });
+
+/** The keys an @OnJobEvent filter may have. */
+const JOB_EVENT_LISTENER_FILTER_SHAPE = optionShape<JobEventListenerFilter>({
+  queue: true,
+  name: true,
+  label: true,
+});
 
 /** One attempt that ended on this instance, with an outcome to record. */
 export interface AttemptEnded {

@@ -1,7 +1,6 @@
 import type { BatchListFilter, BulkFilter, JobListState, JobSearch, PurgeOptions } from './admin.js';
 import type { BackoffOptions, BackoffFunction } from './backoff.js';
 import type { StepOptions, UniqueOptions } from './job-context.js';
-import type { JobEventFilter, JobEventListenerFilter } from './job-events.js';
 import type { JobDefaults, JobOptions } from './job-options.js';
 import type { JobListFilter } from './monitoring.js';
 import { optionShape, type OptionField } from './option-keys.js';
@@ -67,14 +66,6 @@ export const STEP_FIELDS = {
   unique: UNIQUE_SHAPE,
   deadline: true,
 } as const satisfies Record<keyof StepOptions, OptionField>;
-
-export const JOB_EVENT_FILTER_SHAPE = optionShape<JobEventFilter>({ queue: true, name: true });
-
-export const JOB_EVENT_LISTENER_FILTER_SHAPE = optionShape<JobEventListenerFilter>({
-  queue: true,
-  name: true,
-  label: true,
-});
 
 export const JOB_LIST_FILTER_SHAPE = optionShape<JobListFilter>({
   state: true,
