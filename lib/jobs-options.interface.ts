@@ -89,6 +89,9 @@ export interface JobsModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> 
   useExisting?: Type<JobsOptionsFactory>;
 }
 
+/** The schema the job tables live in when the options name none. */
+export const DEFAULT_SCHEMA = 'jobs';
+
 export const JOBS_MODULE_OPTIONS = Symbol('JOBS_MODULE_OPTIONS');
 /** Injection token of the TypeORM `DataSource` the module works on (the app's, its own, or the embedded database's). */
 export const JOBS_DATA_SOURCE = Symbol('JOBS_DATA_SOURCE');

@@ -9,6 +9,7 @@ import { JobsLifecycle } from './jobs-lifecycle.js';
 import { storageProviders } from './jobs-storage.providers.js';
 import {
   JOBS_DATA_SOURCE,
+  DEFAULT_SCHEMA,
   JOBS_MODULE_OPTIONS,
   type JobsModuleAsyncOptions,
   type JobsModuleOptions,
@@ -57,7 +58,6 @@ import { resolveWorkerOptions, WORKER_OPTIONS } from './worker/worker-options.js
 
 const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
 const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
-const DEFAULT_SCHEMA = 'jobs';
 
 const schemaOf = (o: JobsModuleOptions) => o.schema ?? DEFAULT_SCHEMA;
 

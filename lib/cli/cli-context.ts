@@ -1,12 +1,11 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import type { JobsAdmin } from '../admin/jobs-admin.service.js';
+import { DEFAULT_SCHEMA } from '../jobs-options.interface.js';
 import { JobsError } from '../model/index.js';
 import type { JobsMonitor } from '../monitoring/jobs-monitor.service.js';
 import type { JobQueue } from '../queue/job-queue.service.js';
 import { stringOption, UsageError, type OptionValues } from './cli-args.js';
 import type { CliOutput } from './cli-output.js';
-
-const DEFAULT_SCHEMA = 'jobs';
 
 /** Where the CLI works: the database and schema from the options or the environment. */
 export interface CliTarget {
