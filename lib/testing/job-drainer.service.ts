@@ -17,16 +17,16 @@ import {
   type JobHandler,
   type SerializedError,
 } from '../model/index.js';
-import { JOB_STORAGE, type ClaimRequest, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
 import type { TxScope } from '../storage/storage-tx.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { AttemptRunner } from '../worker/attempt-runner.service.js';
+import { Claimer } from '../worker/claiming/claimer.js';
 import { CompletionBatcher } from '../worker/completion-batcher.js';
 import { FailureHooks } from '../worker/failure-hooks.service.js';
 import { logOutcome } from '../worker/outcome-log.js';
-import { QueueControls } from '../worker/queue-controls.js';
-import { RowLock } from '../worker/row-lock.js';
+import { ReadersWriterLock } from '../worker/readers-writer-lock.js';
 import type { RunningJob, RunResult } from '../worker/running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from '../worker/worker-options.js';
 import { CommitHooks } from './commit-hooks.js';
@@ -69,7 +69,7 @@ const RESCUE_BATCH = 500;
 
 /**
  * Runs due jobs in the test's process through the worker's own parts: the
- * claim, the AttemptRunner (handler resolution, context, signal, retry and
+ * Claimer's claim, the AttemptRunner (handler resolution, context, signal, retry and
  * backoff decisions), the CompletionBatcher (fenced outcome writes that
  * settle workflows and write continuations) and FailureHooks (onFailure
  * from its record). What it adds is the loop of a test: one job at a time,
@@ -90,7 +90,8 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
   /** Drains run one after another: each starts after the writes that asked for it. */
   private tail: Promise<unknown> = Promise.resolve();
   private closing = false;
-  private readonly controls: QueueControls;
+  /** Claims as the worker does, one job at a time; its passes never start: the drain loop asks. */
+  private readonly claimer: Claimer;
 
   constructor(
     @Inject(JOB_STORAGE) private readonly storage: JobStorage,
@@ -106,7 +107,17 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
     tap: StorageTap,
   ) {
     if (settings.mode !== 'worker') tap.listener = this;
-    this.controls = new QueueControls(queueStorage, this.logger);
+    this.claimer = new Claimer({
+      workerId: this.id,
+      storage,
+      queueStorage,
+      registry,
+      clock,
+      options: { ...options, concurrency: 1 },
+      logger: this.logger,
+      // The drain loop runs each job it claims itself.
+      runAttempt: () => undefined,
+    });
   }
 
   /** True inside a job (or onFailure) that a drain runs. */
@@ -165,12 +176,12 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
       while ((await this.storage.rescueExpired(this.clock.now(), RESCUE_BATCH)).rescued === RESCUE_BATCH);
       await this.hooks.sweep();
       // Paused queues, limits, groups and serial keys hold in a drain as on a worker.
-      await this.controls.refresh();
+      await this.claimer.settings.refresh();
       for (;;) {
         let claimed = 0;
         for (const queue of await this.queues(request.queue)) {
-          if (this.controls.paused(queue)) continue;
-          const [job] = await this.claimOne({
+          if (this.claimer.settings.paused(queue)) continue;
+          const [job] = await this.claimer.claim({
             workerId: this.id,
             queue,
             names: request.names,
@@ -180,26 +191,26 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
           });
           if (!job) continue;
           claimed++;
-          if (reports.length >= request.limit) {
-            await this.storage.handBack(this.id, [job], this.clock.now(), null);
-            throw new JobsError(
-              `JobsTester.drain() ran ${reports.length} attempts and jobs are still due (next: "${job.name}" in queue "${job.queue}"): ` +
-                `a job that enqueues another of itself each time never lets a drain end. ` +
-                `Potential fix: drain({ limit: ${request.limit * 10} }) if that many is expected, or stop the chain in the handler.`,
-            );
+          try {
+            if (reports.length >= request.limit) {
+              await this.storage.handBack(this.id, [job], this.clock.now(), null);
+              throw new JobsError(
+                `JobsTester.drain() ran ${reports.length} attempts and jobs are still due (next: "${job.name}" in queue "${job.queue}"): ` +
+                  `a job that enqueues another of itself each time never lets a drain end. ` +
+                  `Potential fix: drain({ limit: ${request.limit * 10} }) if that many is expected, or stop the chain in the handler.`,
+              );
+            }
+            reports.push(await this.runOne(job));
+          } finally {
+            // However its attempt went, the drain is done with the job: so is the claimer's count of it.
+            this.claimer.jobReleased(job, false);
           }
-          reports.push(await this.runOne(job));
         }
         if (claimed === 0) return reports;
       }
     } finally {
       await this.hooks.idle();
     }
-  }
-
-  private async claimOne(request: ClaimRequest): Promise<ClaimedJob[]> {
-    if (!this.controls.controlled(request.queue)) return this.storage.claim(request);
-    return (await this.storage.claimControlled(request)).jobs;
   }
 
   /** Registered queues and queues holding queued jobs, in name order. */
@@ -298,7 +309,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
       this.workflows,
       this.id,
       this.clock,
-      new RowLock(),
+      new ReadersWriterLock(),
       this.options.lease,
     );
   }
@@ -310,6 +321,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
     this.commits.detach();
+    this.claimer.stop();
     if (!this.batcher) return;
     if (!(await settlesWithin(this.tail, this.options.shutdownGrace))) {
       this.logger.warn(`A drain was still running at close; stopping ${this.running.size} job(s)`);

@@ -3,7 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../model/index.js';
 import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/jobs/job-storage.interface.js';
 import { FailureHooks } from './failure-hooks.service.js';
-import { RowLock } from './row-lock.js';
+import { ReadersWriterLock } from './readers-writer-lock.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
 /** What the keeper needs of the worker whose jobs it keeps. */
@@ -33,7 +33,7 @@ export class LeaseKeeper {
    * an outcome write that locks some of them in another order; outcome
    * writes hold this shared, renewal holds it exclusively.
    */
-  readonly rowLock = new RowLock();
+  readonly rowLock = new ReadersWriterLock();
   private holder: LeaseHolder | null = null;
   private timer: NodeJS.Timeout | null = null;
   private renewing: Promise<void> | null = null;

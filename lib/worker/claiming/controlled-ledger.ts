@@ -1,30 +1,18 @@
-import type { ClaimedJob, FinishedAttempt } from '../model/index.js';
-import type { ClaimRequest, ClaimResult, JobStorage } from '../storage/jobs/job-storage.interface.js';
+import type { ClaimedJob, FinishedAttempt } from '../../model/index.js';
 import type { AdaptivePrefetch } from './adaptive-prefetch.js';
-import type { ClaimOnFinish } from './completion-batcher.js';
-import type { QueueControls } from './queue-controls.js';
+import type { QueueSettings } from './queue-settings.js';
 
 /** How much local work a grouped (or serial, or rate-limited) queue may hold beyond its running jobs. */
 const GROUPED_HORIZON_MS = 10;
 
-/** What ControlledClaims needs of the worker. */
-export interface ControlledClaimsHost {
-  /** Look for work again. */
-  poke(): void;
-  /** Slots with nothing running or waiting to run in them. */
-  idleSlots(): number;
-  /** A claim of `queue` for this worker, or null when it is not taking work. */
-  request(queue: string, limit: number): ClaimRequest | null;
-  /** Jobs a claim riding on an outcome write got, to run (or hand back). */
-  deliver(jobs: ClaimedJob[]): void;
-}
-
 /**
- * The worker's side of the controlled claim (limits, groups, serial keys,
- * rate limits): how many of a queue's jobs to ask for, when asking is
- * pointless, and when to look again.
+ * The worker's counts for the controlled claim (limits, groups, serial
+ * keys, rate limits): which claimed jobs belong to controlled queues, which
+ * of their outcomes are not written yet, and which outcome writes claim for
+ * their queue. From them it says how many of a queue's jobs to ask for, and
+ * whether a job's end calls for another look.
  */
-export class ControlledClaims implements ClaimOnFinish {
+export class ControlledLedger {
   /** Claimed jobs of controlled queues, by id, with their queue: their end frees what a limit counted. */
   private readonly held = new Map<string, string>();
   /**
@@ -33,21 +21,20 @@ export class ControlledClaims implements ClaimOnFinish {
    * settings may change between a job's end and its write.
    */
   private readonly unwritten = new Map<string, number>();
-  /** Per limited queue, the jobs a claim riding on an outcome write asked for: one ride at a time per queue. */
-  private readonly riding = new Map<string, number>();
+  /** Per limited queue, the jobs a claim on an outcome write asked for: one such claim at a time per queue. */
+  private readonly claimsOnOutcomeWrites = new Map<string, number>();
   /** Jobs whose outcome write claimed for their queue: that claim was the look their end calls for. */
-  private readonly answered = new Set<string>();
-  private wakeTimer: NodeJS.Timeout | null = null;
-  private wakeAt = 0;
+  private readonly endsAnsweredByWrite = new Set<string>();
 
   constructor(
-    private readonly storage: JobStorage,
-    private readonly controls: QueueControls,
+    private readonly settings: QueueSettings,
     private readonly prefetch: AdaptivePrefetch,
-    private readonly host: ControlledClaimsHost,
   ) {}
 
   /**
+   * How many of the queue's jobs a claim may ask for now (none when 0 or
+   * less), with `local` jobs here or on their way and `concurrency` slots.
+   *
    * A limited queue's jobs count against its limits from their claim on,
    * so this worker claims no more of them than it can start now: a
    * prefetched job would hold a slot another instance could use. Other
@@ -67,62 +54,59 @@ export class ControlledClaims implements ClaimOnFinish {
    * While a job of a limited queue has ended here but its outcome is not
    * written, its slot is still taken in the database: a claim now would
    * hold the queue's lock only to find no room. The write claims for the
-   * queue itself (request below), or its end asks again.
+   * queue itself (queueToClaimOnWrite), or its end asks again.
    */
-  async claim(request: ClaimRequest, concurrency: number, held: number): Promise<ClaimedJob[]> {
-    const limited = this.controls.limited(request.queue);
-    if (limited && (this.unwritten.get(request.queue) ?? 0) > 0) return [];
+  room(queue: string, concurrency: number, local: number): number {
+    const limited = this.settings.limited(queue);
+    if (limited && (this.unwritten.get(queue) ?? 0) > 0) return 0;
     const depth = limited ? 0 : Math.max(concurrency, this.prefetch.jobsWithin(GROUPED_HORIZON_MS));
-    const room = concurrency + depth - held;
-    if (room <= 0) return [];
-    const { jobs, waitMs } = await this.storage.claimControlled({ ...request, limit: Math.min(request.limit, room) });
-    if (waitMs !== null) this.wakeIn(waitMs);
+    return concurrency + depth - local;
+  }
+
+  /** Jobs a controlled claim got: their ends free what their queue's limits counted. */
+  claimed(jobs: readonly ClaimedJob[]): void {
     for (const job of jobs) this.held.set(job.id, job.queue);
-    return jobs;
   }
 
   /**
    * A limited queue's slots come free as its outcomes are written, so the
-   * claim that refills them rides in the same statement: one round trip per
+   * claim that refills them goes in the same statement: one round trip per
    * turn of a slot instead of a write and then a claim. Only when this write
    * carries every unwritten outcome of the queue here (otherwise a later
-   * write frees more and claims then), and for no more than the slots idle
-   * here now.
+   * write frees more and claims then), and for no more than the `idle` slots
+   * here now. Returns the queue to claim for, counted as asked for until
+   * writeAnswered.
    */
-  request(attempts: readonly FinishedAttempt[]): ClaimRequest | null {
-    const free = this.host.idleSlots();
-    if (free <= 0) return null;
+  queueToClaimOnWrite(attempts: readonly FinishedAttempt[], idle: number): string | null {
+    if (idle <= 0) return null;
     const inWrite = new Map<string, number>();
     for (const { job } of attempts) {
       const queue = this.held.get(job.id);
       if (queue !== undefined) inWrite.set(queue, (inWrite.get(queue) ?? 0) + 1);
     }
     for (const [queue, n] of inWrite) {
-      if (this.riding.has(queue) || !this.controls.limited(queue) || this.controls.paused(queue)) continue;
+      const asked = this.claimsOnOutcomeWrites.has(queue);
+      if (asked || !this.settings.limited(queue) || this.settings.paused(queue)) continue;
       if (n !== this.unwritten.get(queue)) continue;
-      const request = this.host.request(queue, free);
-      if (!request) return null;
-      this.riding.set(queue, free);
-      return request;
+      this.claimsOnOutcomeWrites.set(queue, idle);
+      return queue;
     }
     return null;
   }
 
-  /** Jobs asked for by claims riding on outcome writes, not answered yet: the worker counts them as held. */
+  /** Jobs asked for by claims on outcome writes, not answered yet: the worker counts them as held. */
   get incoming(): number {
     let n = 0;
-    for (const asked of this.riding.values()) n += asked;
+    for (const asked of this.claimsOnOutcomeWrites.values()) n += asked;
     return n;
   }
 
-  /** A ride's answer (null: the write failed): the jobs are held, and handed to the worker. */
-  answer(request: ClaimRequest, attempts: readonly FinishedAttempt[], result: ClaimResult | null): void {
-    this.riding.delete(request.queue);
-    if (!result) return;
-    for (const { job } of attempts) if (this.held.get(job.id) === request.queue) this.answered.add(job.id);
-    if (result.waitMs !== null) this.wakeIn(result.waitMs);
-    for (const job of result.jobs) this.held.set(job.id, job.queue);
-    this.host.deliver(result.jobs);
+  /** A claim on an outcome write answered with `claimed` (null: the write failed, nothing was claimed). */
+  writeAnswered(queue: string, attempts: readonly FinishedAttempt[], claimed: readonly ClaimedJob[] | null): void {
+    this.claimsOnOutcomeWrites.delete(queue);
+    if (!claimed) return;
+    for (const { job } of attempts) if (this.held.get(job.id) === queue) this.endsAnsweredByWrite.add(job.id);
+    this.claimed(claimed);
   }
 
   /** A controlled job ended here; its outcome is on its way to the database. */
@@ -140,30 +124,12 @@ export class ControlledClaims implements ClaimOnFinish {
     const queue = this.held.get(id);
     if (queue === undefined) return false;
     this.held.delete(id);
-    const answered = this.answered.delete(id);
+    const answered = this.endsAnsweredByWrite.delete(id);
     if (outcomeHandedIn) {
       const left = (this.unwritten.get(queue) ?? 1) - 1;
       if (left > 0) this.unwritten.set(queue, left);
       else this.unwritten.delete(queue);
     }
     return !answered;
-  }
-
-  /** A rate limit said when the next job may start: look again then. */
-  private wakeIn(ms: number): void {
-    const at = Date.now() + ms;
-    if (this.wakeTimer && this.wakeAt <= at) return;
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeAt = at;
-    this.wakeTimer = setTimeout(() => {
-      this.wakeTimer = null;
-      this.host.poke();
-    }, ms);
-    this.wakeTimer.unref();
-  }
-
-  stop(): void {
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeTimer = null;
   }
 }
