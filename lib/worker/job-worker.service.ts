@@ -3,8 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { Clock, serializeError, WorkerShutdownError, type ClaimedJob } from '../model/index.js';
-import { JOB_STORAGE, type HeldJob } from '../storage/jobs/job-storage.interface.js';
-import type { JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { CLAIM_STORAGE, type ClaimStorage } from '../storage/jobs/claim/claim-storage.interface.js';
+import {
+  OUTCOME_STORAGE,
+  type HeldJob,
+  type OutcomeStorage,
+} from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import { JobNotifications, type JobNotification } from '../storage/notifications/job-notifications.interface.js';
 import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
@@ -39,7 +43,8 @@ export class JobWorker implements LeaseHolder {
   private idleWaiters: Array<() => void> = [];
 
   constructor(
-    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    @Inject(CLAIM_STORAGE) private readonly claims: ClaimStorage,
+    @Inject(OUTCOME_STORAGE) private readonly outcomes: OutcomeStorage,
     @Inject(WORKFLOW_STORAGE) workflows: WorkflowStorage,
     private readonly registry: JobRegistry,
     private readonly clock: Clock,
@@ -53,7 +58,8 @@ export class JobWorker implements LeaseHolder {
   ) {
     this.claimer = new Claimer({
       workerId: this.id,
-      storage,
+      claims,
+      outcomes,
       queueStorage,
       registry,
       clock,
@@ -62,7 +68,7 @@ export class JobWorker implements LeaseHolder {
       runAttempt: (job) => this.startJob(job),
     });
     this.batcher = new CompletionBatcher(
-      storage,
+      outcomes,
       workflows,
       this.id,
       clock,
@@ -93,7 +99,7 @@ export class JobWorker implements LeaseHolder {
   private async connect(): Promise<void> {
     await this.claimer.settings.refresh();
     await this.leases.start(this);
-    await this.storage.openWorkerConnections();
+    await this.claims.openWorkerConnections();
     this.unsubscribe.push(
       this.notifications.subscribe({
         onNotification: (event) => this.onNotification(event),
@@ -227,7 +233,7 @@ export class JobWorker implements LeaseHolder {
     for (const run of leftovers) run.stop('shutdown');
     if (leftovers.length) {
       this.logger.warn(`Handing back ${leftovers.length} job(s) still running after the grace period`);
-      await this.storage
+      await this.outcomes
         .handBack(
           this.id,
           leftovers.map((r) => ({ id: r.job.id, attempt: r.job.attempt })),
@@ -248,7 +254,7 @@ export class JobWorker implements LeaseHolder {
     // Hooks started by outcomes written during the grace period share what is left of it.
     await this.hooks.stop(Math.max(0, deadline - Date.now()));
     await this.leases.stop();
-    await this.storage.closeWorkerConnections();
+    await this.claims.closeWorkerConnections();
     this.state = 'stopped';
   }
 }

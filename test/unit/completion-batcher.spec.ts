@@ -1,23 +1,19 @@
 import type { INestApplication } from '@nestjs/common';
 import { JobQueue } from 'nestjs-durable-jobs';
 import { Clock, type AttemptOutcome, type ClaimedJob, type FinishedAttempt } from '../../lib/model/index.js';
-import {
-  JOB_STORAGE,
-  type ClaimRequest,
-  type ClaimResult,
-  type JobStorage,
-} from '../../lib/storage/jobs/job-storage.interface.js';
+import type { ClaimRequest, ClaimResult } from '../../lib/storage/jobs/claim/claim-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../../lib/storage/workflows/workflow-storage.interface.js';
 import { CompletionBatcher, type ClaimOnOutcomeWrite } from '../../lib/worker/completion-batcher.js';
 import { ReadersWriterLock } from '../../lib/worker/readers-writer-lock.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { workerStorage, type WorkerStorage } from '../support/job-storage.js';
 import { flowProviders, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
 
 /** The CompletionBatcher on the real storage of a schema of its own; no worker runs there. */
 const schema = uniqueSchema('batcher');
 let app: INestApplication;
-let storage: JobStorage;
+let storage: WorkerStorage;
 let workflows: WorkflowStorage;
 let clock: Clock;
 /** Every outcome statement the storage was asked for, in order: which one, and how many outcomes. */
@@ -34,18 +30,19 @@ beforeAll(async () => {
     { worker: { enabled: false }, queues: { limited: { concurrency: 2 } } },
     { providers: flowProviders(schema) },
   );
-  storage = app.get<JobStorage>(JOB_STORAGE);
+  storage = workerStorage(app);
   workflows = app.get<WorkflowStorage>(WORKFLOW_STORAGE);
   clock = app.get(Clock);
   // finishAndClaim may write its other outcomes through finish: those calls are part of it.
   let insideFinishAndClaim = false;
-  const finish = storage.finish.bind(storage);
-  storage.finish = (workerId, attempts, now, leaseMs) => {
+  const { outcomes } = storage;
+  const finish = outcomes.finish.bind(outcomes);
+  outcomes.finish = (workerId, attempts, now, leaseMs) => {
     if (!insideFinishAndClaim) writes.push({ statement: 'finish', outcomes: attempts.length });
     return finish(workerId, attempts, now, leaseMs);
   };
-  const finishAndClaim = storage.finishAndClaim.bind(storage);
-  storage.finishAndClaim = (workerId, attempts, now, leaseMs, claim) => {
+  const finishAndClaim = outcomes.finishAndClaim.bind(outcomes);
+  outcomes.finishAndClaim = (workerId, attempts, now, leaseMs, claim) => {
     writes.push({ statement: 'finishAndClaim', outcomes: attempts.length });
     if (failNextClaimingWrite) {
       failNextClaimingWrite = false;
@@ -82,7 +79,8 @@ async function enqueue(queue: string, n: number): Promise<void> {
 /** Enqueues `n` jobs in `queue` and claims them (plainly, or through the controlled claim) for WORKER. */
 async function claimed(queue: string, n: number, controlled = false): Promise<ClaimedJob[]> {
   await enqueue(queue, n);
-  return controlled ? (await storage.claimControlled(request(queue, n))).jobs : storage.claim(request(queue, n));
+  const { claims } = storage;
+  return controlled ? (await claims.claimControlled(request(queue, n))).jobs : claims.claim(request(queue, n));
 }
 
 const succeeded = (job: ClaimedJob): FinishedAttempt => ({ job, outcome: { kind: 'succeeded', result: null } });
@@ -93,7 +91,7 @@ const cancelled = (job: ClaimedJob): FinishedAttempt => {
 
 function batcher(options: { lock?: ReadersWriterLock; claimer?: ClaimOnOutcomeWrite; maxInFlight?: number } = {}) {
   const { lock = new ReadersWriterLock(), claimer = null, maxInFlight = 3 } = options;
-  return new CompletionBatcher(storage, workflows, WORKER, clock, lock, LEASE, claimer, maxInFlight);
+  return new CompletionBatcher(storage.outcomes, workflows, WORKER, clock, lock, LEASE, claimer, maxInFlight);
 }
 
 async function states(jobs: readonly ClaimedJob[]): Promise<Array<{ state: string; worker_id: string | null }>> {
@@ -166,7 +164,7 @@ describe('CompletionBatcher', () => {
 
   it('resolves false for an outcome the fence refuses: the job is not this worker’s', async () => {
     await enqueue('plain-fenced', 1);
-    const [theirs] = await storage.claim(request('plain-fenced', 1, 'another-worker'));
+    const [theirs] = await storage.claims.claim(request('plain-fenced', 1, 'another-worker'));
     expect(await batcher().add(succeeded(theirs!))).toBe(false);
     expect(await states([theirs!])).toEqual([{ state: 'active', worker_id: 'another-worker' }]);
   });

@@ -1,7 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import type { JobRegistry } from '../../discovery/job-registry.js';
 import type { ClaimedJob, Clock, FinishedAttempt } from '../../model/index.js';
-import type { ClaimRequest, ClaimResult, JobStorage } from '../../storage/jobs/job-storage.interface.js';
+import type { ClaimRequest, ClaimResult, ClaimStorage } from '../../storage/jobs/claim/claim-storage.interface.js';
+import type { OutcomeStorage } from '../../storage/jobs/outcomes/outcome-storage.interface.js';
 import type { QueueStorage } from '../../storage/queues/queue-storage.interface.js';
 import type { ClaimOnOutcomeWrite } from '../completion-batcher.js';
 import type { ResolvedWorkerOptions } from '../worker-options.js';
@@ -14,7 +15,9 @@ import { ServedQueues } from './served-queues.js';
 export interface ClaimerDeps {
   /** The worker id its claims carry. */
   workerId: string;
-  storage: JobStorage;
+  claims: ClaimStorage;
+  /** Where jobs that never started are handed back. */
+  outcomes: OutcomeStorage;
   queueStorage: QueueStorage;
   /** The job names its passes ask for, and the queues of their handlers. */
   registry: JobRegistry;
@@ -55,7 +58,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
 
   constructor(private readonly deps: ClaimerDeps) {
     this.concurrency = deps.options.concurrency;
-    this.served = new ServedQueues(deps.options.queues, deps.storage, deps.logger);
+    this.served = new ServedQueues(deps.options.queues, deps.claims, deps.logger);
     this.settings = new QueueSettings(deps.queueStorage, deps.logger);
     this.prefetch = new AdaptivePrefetch(this.concurrency);
     this.controlled = new ControlledLedger(this.settings, this.prefetch);
@@ -138,7 +141,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   /** Gives back every claimed job that has not started, for another worker to take at once. */
   async handBackUnstarted(): Promise<void> {
     const unstarted = this.unstartedJobs.splice(0);
-    await this.deps.storage
+    await this.deps.outcomes
       .handBack(this.deps.workerId, unstarted, this.deps.clock.now(), null)
       .catch((e: Error) =>
         this.deps.logger.error(`Handing back ${unstarted.length} unstarted job(s) failed: ${e.message}`),
@@ -154,7 +157,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   async claim(request: ClaimRequest): Promise<ClaimedJob[]> {
     if (this.settings.controlled(request.queue)) return this.claimControlled(request);
     const signals = this.signals;
-    const jobs = await this.deps.storage.claim(request);
+    const jobs = await this.deps.claims.claim(request);
     // Short, and nothing said meanwhile that work arrived: this queue is empty for now.
     if (jobs.length < request.limit && signals === this.signals) this.dry.add(request.queue);
     return jobs;
@@ -248,7 +251,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
         continue;
       }
       if (!this.active) {
-        await this.deps.storage.handBack(this.deps.workerId, jobs, this.deps.clock.now(), null).catch(() => undefined);
+        await this.deps.outcomes.handBack(this.deps.workerId, jobs, this.deps.clock.now(), null).catch(() => undefined);
         return;
       }
       got += jobs.length;
@@ -263,8 +266,8 @@ export class Claimer implements ClaimOnOutcomeWrite {
   private async claimControlled(request: ClaimRequest): Promise<ClaimedJob[]> {
     const room = this.controlled.room(request.queue, this.concurrency, this.local());
     if (room <= 0) return [];
-    const { storage } = this.deps;
-    const { jobs, waitMs } = await storage.claimControlled({ ...request, limit: Math.min(request.limit, room) });
+    const { claims } = this.deps;
+    const { jobs, waitMs } = await claims.claimControlled({ ...request, limit: Math.min(request.limit, room) });
     if (waitMs !== null) this.lookAgainIn(waitMs);
     this.controlled.claimed(jobs);
     return jobs;

@@ -2,11 +2,12 @@ import { Logger, type INestApplication } from '@nestjs/common';
 import { JobQueue } from 'nestjs-durable-jobs';
 import { JobRegistry } from '../../../lib/discovery/job-registry.js';
 import { Clock, type ClaimedJob, type FinishedAttempt } from '../../../lib/model/index.js';
-import { JOB_STORAGE, type ClaimRequest, type JobStorage } from '../../../lib/storage/jobs/job-storage.interface.js';
+import type { ClaimRequest } from '../../../lib/storage/jobs/claim/claim-storage.interface.js';
 import { QUEUE_STORAGE, type QueueStorage } from '../../../lib/storage/queues/queue-storage.interface.js';
 import { Claimer } from '../../../lib/worker/claiming/claimer.js';
 import { resolveWorkerOptions } from '../../../lib/worker/worker-options.js';
 import { dropSchemas, uniqueSchema } from '../../support/database.js';
+import { workerStorage, type WorkerStorage } from '../../support/job-storage.js';
 import { flowProviders, Work } from '../../support/flow.jobs.js';
 import { startJobsApp } from '../../support/jobs-app.js';
 
@@ -20,7 +21,7 @@ const schema = uniqueSchema('claimer');
 const WORKER = 'claimer-worker';
 const LEASE = 30_000;
 let app: INestApplication;
-let storage: JobStorage;
+let storage: WorkerStorage;
 /** The claim statements sent, in order, each with its queue and its answer. */
 const claims: Array<{ statement: 'claim' | 'claimControlled'; queue: string; done: Promise<unknown> }> = [];
 /** While set, claimControlled waits for it before it asks the database. */
@@ -34,15 +35,16 @@ beforeAll(async () => {
     { worker: { enabled: false }, queues: { 'cl-drain': limits, 'cl-limited': limits, 'cl-write': limits } },
     { providers: flowProviders(schema) },
   );
-  storage = app.get<JobStorage>(JOB_STORAGE);
-  const claim = storage.claim.bind(storage);
-  storage.claim = (request) => {
+  storage = workerStorage(app);
+  const { claims: claimStorage } = storage;
+  const claim = claimStorage.claim.bind(claimStorage);
+  claimStorage.claim = (request) => {
     const done = claim(request);
     claims.push({ statement: 'claim', queue: request.queue, done });
     return done;
   };
-  const claimControlled = storage.claimControlled.bind(storage);
-  storage.claimControlled = (request) => {
+  const claimControlled = claimStorage.claimControlled.bind(claimStorage);
+  claimStorage.claimControlled = (request) => {
     const held = holdControlled;
     const done = held ? held.then(() => claimControlled(request)) : claimControlled(request);
     claims.push({ statement: 'claimControlled', queue: request.queue, done });
@@ -68,7 +70,8 @@ async function startClaimer(queues: string[], concurrency = 1): Promise<{ claime
   const started: ClaimedJob[] = [];
   const claimer = new Claimer({
     workerId: WORKER,
-    storage,
+    claims: storage.claims,
+    outcomes: storage.outcomes,
     queueStorage: app.get<QueueStorage>(QUEUE_STORAGE),
     registry: app.get(JobRegistry),
     clock: app.get(Clock),
@@ -181,7 +184,7 @@ describe('Claimer', () => {
     // A slot is idle here, but the database still counts the job: no statement.
     expect(claims).toHaveLength(1);
 
-    await storage.finish(WORKER, [succeeded(first!)], new Date(), LEASE);
+    await storage.outcomes.finish(WORKER, [succeeded(first!)], new Date(), LEASE);
     claimer.jobReleased(first!, true);
     await quiet();
     expect(claims.map((c) => c.statement)).toEqual(['claimControlled', 'claimControlled']);
@@ -208,7 +211,7 @@ describe('Claimer', () => {
     expect(claimer.claimFor(both)).toBeNull();
 
     await enqueue('cl-write', 2);
-    const written = await storage.finishAndClaim(WORKER, both, new Date(), LEASE, request as ClaimRequest);
+    const written = await storage.outcomes.finishAndClaim(WORKER, both, new Date(), LEASE, request as ClaimRequest);
     claimer.claimAnswered(request!, both, written.claimed);
     expect(written.claimed.jobs).toHaveLength(2);
     expect(started.slice(2)).toEqual(written.claimed.jobs);
