@@ -17,7 +17,7 @@ import {
   type JobHandler,
   type SerializedError,
 } from '../model/index.js';
-import { CLAIM_STORAGE, type ClaimRequest, type ClaimStorage } from '../storage/jobs/claim/claim-storage.interface.js';
+import { CLAIM_STORAGE, type ClaimStorage } from '../storage/jobs/claim/claim-storage.interface.js';
 import {
   MAINTENANCE_STORAGE,
   type MaintenanceStorage,
@@ -27,11 +27,11 @@ import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storag
 import type { TxScope } from '../storage/storage-tx.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { AttemptRunner } from '../worker/attempt-runner.service.js';
+import { Claimer } from '../worker/claiming/claimer.js';
 import { CompletionBatcher } from '../worker/completion-batcher.js';
 import { FailureHooks } from '../worker/failure-hooks.service.js';
 import { logOutcome } from '../worker/outcome-log.js';
-import { QueueControls } from '../worker/queue-controls.js';
-import { RowLock } from '../worker/row-lock.js';
+import { ReadersWriterLock } from '../worker/readers-writer-lock.js';
 import type { RunningJob, RunResult } from '../worker/running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from '../worker/worker-options.js';
 import { CommitHooks } from './commit-hooks.js';
@@ -74,7 +74,7 @@ const RESCUE_BATCH = 500;
 
 /**
  * Runs due jobs in the test's process through the worker's own parts: the
- * claim, the AttemptRunner (handler resolution, context, signal, retry and
+ * Claimer's claim, the AttemptRunner (handler resolution, context, signal, retry and
  * backoff decisions), the CompletionBatcher (fenced outcome writes that
  * settle workflows and write continuations) and FailureHooks (onFailure
  * from its record). What it adds is the loop of a test: one job at a time,
@@ -95,7 +95,8 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
   /** Drains run one after another: each starts after the writes that asked for it. */
   private tail: Promise<unknown> = Promise.resolve();
   private closing = false;
-  private readonly controls: QueueControls;
+  /** Claims as the worker does, one job at a time; its passes never start: the drain loop asks. */
+  private readonly claimer: Claimer;
 
   constructor(
     @Inject(CLAIM_STORAGE) private readonly claims: ClaimStorage,
@@ -113,7 +114,18 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
     tap: StorageTap,
   ) {
     if (settings.mode !== 'worker') tap.listener = this;
-    this.controls = new QueueControls(queueStorage, this.logger);
+    this.claimer = new Claimer({
+      workerId: this.id,
+      claims,
+      outcomes,
+      queueStorage,
+      registry,
+      clock,
+      options: { ...options, concurrency: 1 },
+      logger: this.logger,
+      // The drain loop runs each job it claims itself.
+      runAttempt: () => undefined,
+    });
   }
 
   /** True inside a job (or onFailure) that a drain runs. */
@@ -172,12 +184,12 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
       while ((await this.maintenance.rescueExpired(this.clock.now(), RESCUE_BATCH)).rescued === RESCUE_BATCH);
       await this.hooks.sweep();
       // Paused queues, limits, groups and serial keys hold in a drain as on a worker.
-      await this.controls.refresh();
+      await this.claimer.settings.refresh();
       for (;;) {
         let claimed = 0;
         for (const queue of await this.queues(request.queue)) {
-          if (this.controls.paused(queue)) continue;
-          const [job] = await this.claimOne({
+          if (this.claimer.settings.paused(queue)) continue;
+          const [job] = await this.claimer.claim({
             workerId: this.id,
             queue,
             names: request.names,
@@ -187,6 +199,8 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
           });
           if (!job) continue;
           claimed++;
+          // One job at a time, and no claim on its outcome write: the claimer need not count it.
+          this.claimer.jobReleased(job, false);
           if (reports.length >= request.limit) {
             await this.outcomes.handBack(this.id, [job], this.clock.now(), null);
             throw new JobsError(
@@ -202,11 +216,6 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
     } finally {
       await this.hooks.idle();
     }
-  }
-
-  private async claimOne(request: ClaimRequest): Promise<ClaimedJob[]> {
-    if (!this.controls.controlled(request.queue)) return this.claims.claim(request);
-    return (await this.claims.claimControlled(request)).jobs;
   }
 
   /** Registered queues and queues holding queued jobs, in name order. */
@@ -305,7 +314,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
       this.workflows,
       this.id,
       this.clock,
-      new RowLock(),
+      new ReadersWriterLock(),
       this.options.lease,
     );
   }
@@ -317,6 +326,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
     this.commits.detach();
+    this.claimer.stop();
     if (!this.batcher) return;
     if (!(await settlesWithin(this.tail, this.options.shutdownGrace))) {
       this.logger.warn(`A drain was still running at close; stopping ${this.running.size} job(s)`);

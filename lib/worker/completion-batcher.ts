@@ -3,21 +3,21 @@ import type { Clock, FinishedAttempt } from '../model/index.js';
 import type { ClaimRequest, ClaimResult } from '../storage/jobs/claim/claim-storage.interface.js';
 import type { OutcomeStorage } from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import type { WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
-import type { RowLock } from './row-lock.js';
+import type { ReadersWriterLock } from './readers-writer-lock.js';
 
 /**
  * Lets an outcome write claim more jobs of a limited queue in its own
  * statement (OutcomeStorage.finishAndClaim): the slots it frees are refilled
  * without waiting for the write to come back first.
  */
-export interface ClaimOnFinish {
+export interface ClaimOnOutcomeWrite {
   /** As a write of these outcomes starts: what to claim with it, if anything. */
-  request(attempts: readonly FinishedAttempt[]): ClaimRequest | null;
+  claimFor(attempts: readonly FinishedAttempt[]): ClaimRequest | null;
   /**
    * The claim's answer, before the outcomes' promises resolve; null when
    * the write failed (it is retried, and nothing was claimed).
    */
-  answer(request: ClaimRequest, attempts: readonly FinishedAttempt[], result: ClaimResult | null): void;
+  claimAnswered(request: ClaimRequest, attempts: readonly FinishedAttempt[], result: ClaimResult | null): void;
 }
 
 interface Pending {
@@ -51,10 +51,10 @@ export class CompletionBatcher {
     private readonly workerId: string,
     private readonly clock: Clock,
     /** Shared with lease renewal, which must not overlap a write of the same rows. */
-    private readonly rowLock: RowLock,
+    private readonly rowLock: ReadersWriterLock,
     /** The worker's lease: a failure's onFailure hook is held that long (see OutcomeStorage.finish). */
     private readonly leaseMs: number,
-    private readonly claimer: ClaimOnFinish | null = null,
+    private readonly claimer: ClaimOnOutcomeWrite | null = null,
     private readonly maxInFlight = 3,
     private readonly maxBatch = 1000,
   ) {}
@@ -119,7 +119,7 @@ export class CompletionBatcher {
   }
 
   private async writePlain(attempts: FinishedAttempt[], now: Date): Promise<Set<string>> {
-    const claim = attempts.some((a) => a.outcome.kind === 'succeeded') ? this.claimer?.request(attempts) : null;
+    const claim = attempts.some((a) => a.outcome.kind === 'succeeded') ? this.claimer?.claimFor(attempts) : null;
     if (!claim) {
       return this.rowLock.runShared(() => this.storage.finish(this.workerId, attempts, now, this.leaseMs));
     }
@@ -131,7 +131,7 @@ export class CompletionBatcher {
       answer = written.claimed;
       return written.applied;
     } finally {
-      this.claimer!.answer(claim, attempts, answer);
+      this.claimer!.claimAnswered(claim, attempts, answer);
     }
   }
 

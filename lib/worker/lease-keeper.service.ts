@@ -11,7 +11,7 @@ import {
   type OutcomeStorage,
 } from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import { FailureHooks } from './failure-hooks.service.js';
-import { RowLock } from './row-lock.js';
+import { ReadersWriterLock } from './readers-writer-lock.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
 /** What the keeper needs of the worker whose jobs it keeps. */
@@ -41,7 +41,7 @@ export class LeaseKeeper {
    * an outcome write that locks some of them in another order; outcome
    * writes hold this shared, renewal holds it exclusively.
    */
-  readonly rowLock = new RowLock();
+  readonly rowLock = new ReadersWriterLock();
   private holder: LeaseHolder | null = null;
   private timer: NodeJS.Timeout | null = null;
   private renewing: Promise<void> | null = null;

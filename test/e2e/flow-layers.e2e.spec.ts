@@ -653,7 +653,8 @@ describe('the worker on its own', () => {
     await api.get(JobQueues).setLimits('fl-other', { concurrency: 3 });
     await stale;
     // The worker's copy of the settings is told to refresh when the pause's notification comes.
-    const controls = (app.get(JobWorker) as unknown as { controls: { refresh(): Promise<void> } }).controls;
+    const worker = app.get(JobWorker) as unknown as { claimer: { settings: { refresh(): Promise<void> } } };
+    const controls = worker.claimer.settings;
     expect(typeof controls.refresh).toBe('function');
     const refresh = controls.refresh.bind(controls);
     let refreshes = 0;

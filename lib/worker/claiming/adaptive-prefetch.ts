@@ -6,7 +6,7 @@
  */
 export class AdaptivePrefetch {
   private completed = 0;
-  private windowStart = Date.now();
+  private windowStart: number;
   private rate = -1;
 
   constructor(
@@ -14,11 +14,22 @@ export class AdaptivePrefetch {
     private readonly initial: number,
     private readonly max = 500,
     private readonly horizonMs = 100,
-  ) {}
+    /** Milliseconds since the epoch; tests pass their own. */
+    private readonly now: () => number = Date.now,
+  ) {
+    this.windowStart = now();
+  }
 
+  /** Starts the first window now: the time before the worker starts says nothing of the rate. */
+  begin(): void {
+    this.completed = 0;
+    this.windowStart = this.now();
+  }
+
+  /** A job ended here: the rate is measured over windows of at least 100 ms. */
   recordCompletion(): void {
     this.completed++;
-    const now = Date.now();
+    const now = this.now();
     const elapsed = now - this.windowStart;
     if (elapsed >= 100) {
       const current = (this.completed * 1000) / elapsed;
@@ -33,10 +44,11 @@ export class AdaptivePrefetch {
     return this.rate <= 0 ? 0 : Math.round((this.rate * ms) / 1000);
   }
 
+  /** Jobs to claim ahead of free slots now. */
   get value(): number {
     if (this.rate < 0) return Math.min(this.max, this.initial);
     // A long quiet spell: the last rate says nothing about the next job.
-    if (Date.now() - this.windowStart > 1000 && this.completed === 0) this.rate = 0;
+    if (this.now() - this.windowStart > 1000 && this.completed === 0) this.rate = 0;
     return Math.min(this.max, Math.round((this.rate * this.horizonMs) / 1000));
   }
 }

@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { ClaimStorage } from '../storage/jobs/claim/claim-storage.interface.js';
+import type { ClaimStorage } from '../../storage/jobs/claim/claim-storage.interface.js';
 
 /**
  * The queues a worker claims from, in the order it asks them: the configured
@@ -7,7 +7,7 @@ import type { ClaimStorage } from '../storage/jobs/claim/claim-storage.interface
  * handlers', notifications', and those holding work at each poll), starting
  * one further on each pass so no queue is always asked last.
  */
-export class WorkerQueues {
+export class ServedQueues {
   private readonly known = new Set<string>();
   private rotate = 0;
 

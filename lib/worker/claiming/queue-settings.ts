@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { QueueConfig, QueueStorage } from '../storage/queues/queue-storage.interface.js';
+import type { QueueConfig, QueueStorage } from '../../storage/queues/queue-storage.interface.js';
 
 /**
  * The worker's copy of the queues' settings: which queues the plain claim
@@ -9,7 +9,7 @@ import type { QueueConfig, QueueStorage } from '../storage/queues/queue-storage.
  * settings under its lock, so a stale copy can only delay, never break, a
  * limit.
  */
-export class QueueControls {
+export class QueueSettings {
   private readonly byQueue = new Map<string, QueueConfig>();
   private loading: Promise<void> | null = null;
   /** A read asked for while one is under way: that one may have started before the change. */
@@ -51,6 +51,7 @@ export class QueueControls {
     }
   }
 
+  /** Whether the queue is paused: neither claim asks for its jobs. */
   paused(queue: string): boolean {
     return this.byQueue.get(queue)?.paused ?? false;
   }

@@ -4,11 +4,12 @@
  * "exclusive" holder (lease renewal, which touches all of this worker's rows
  * and would deadlock with a flush that locks some of them in another order).
  */
-export class RowLock {
+export class ReadersWriterLock {
   private shared = 0;
   private exclusive = false;
   private readonly waiting: Array<{ exclusive: boolean; grant: () => void }> = [];
 
+  /** Runs `fn` once no exclusive holder holds the lock or waits for it; other shared holders may overlap. */
   async runShared<T>(fn: () => Promise<T>): Promise<T> {
     await this.acquire(false);
     try {
@@ -19,6 +20,7 @@ export class RowLock {
     }
   }
 
+  /** Runs `fn` alone, once every shared holder before it has let go. */
   async runExclusive<T>(fn: () => Promise<T>): Promise<T> {
     await this.acquire(true);
     try {

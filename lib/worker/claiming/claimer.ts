@@ -1,0 +1,293 @@
+import type { Logger } from '@nestjs/common';
+import type { JobRegistry } from '../../discovery/job-registry.js';
+import type { ClaimedJob, Clock, FinishedAttempt } from '../../model/index.js';
+import type { ClaimRequest, ClaimResult, ClaimStorage } from '../../storage/jobs/claim/claim-storage.interface.js';
+import type { OutcomeStorage } from '../../storage/jobs/outcomes/outcome-storage.interface.js';
+import type { QueueStorage } from '../../storage/queues/queue-storage.interface.js';
+import type { ClaimOnOutcomeWrite } from '../completion-batcher.js';
+import type { ResolvedWorkerOptions } from '../worker-options.js';
+import { AdaptivePrefetch } from './adaptive-prefetch.js';
+import { ControlledLedger } from './controlled-ledger.js';
+import { QueueSettings } from './queue-settings.js';
+import { ServedQueues } from './served-queues.js';
+
+/** What a Claimer claims with and for. */
+export interface ClaimerDeps {
+  /** The worker id its claims carry. */
+  workerId: string;
+  claims: ClaimStorage;
+  /** Where jobs that never started are handed back. */
+  outcomes: OutcomeStorage;
+  queueStorage: QueueStorage;
+  /** The job names its passes ask for, and the queues of their handlers. */
+  registry: JobRegistry;
+  clock: Clock;
+  options: ResolvedWorkerOptions;
+  logger: Logger;
+  /** Starts an attempt of a claimed job; it counts as running until attemptEnded. */
+  runAttempt: (job: ClaimedJob) => void;
+}
+
+/**
+ * Claims a worker's jobs: which queues to ask and in what order, through
+ * which claim (plain, or controlled for limits, groups, serial keys, rates
+ * and pauses), how many, and when to look again. It keeps the claimed jobs
+ * that have not started and starts them as slots come free; the worker
+ * tells it when attempts end and when their outcomes are written.
+ */
+export class Claimer implements ClaimOnOutcomeWrite {
+  /** The worker's copy of the queues' settings. */
+  readonly settings: QueueSettings;
+  private readonly served: ServedQueues;
+  private readonly prefetch: AdaptivePrefetch;
+  private readonly controlled: ControlledLedger;
+  private readonly concurrency: number;
+  /** Claimed jobs not started yet, in claim order. */
+  private readonly unstartedJobs: ClaimedJob[] = [];
+  private running = 0;
+  private active = false;
+  private passUnderWay = false;
+  /** Set when a pass came back short: nothing to do until told or polled. */
+  private drained = false;
+  /** Plain queues whose last claim came back short: skipped until told of new work or polled. */
+  private readonly dry = new Set<string>();
+  /** Counts the signals that work may have appeared: a claim's "found nothing" older than one is void. */
+  private signals = 0;
+  private rateLimitTimer: NodeJS.Timeout | null = null;
+  private rateLimitTimerAt = 0;
+
+  constructor(private readonly deps: ClaimerDeps) {
+    this.concurrency = deps.options.concurrency;
+    this.served = new ServedQueues(deps.options.queues, deps.claims, deps.logger);
+    this.settings = new QueueSettings(deps.queueStorage, deps.logger);
+    this.prefetch = new AdaptivePrefetch(this.concurrency);
+    this.controlled = new ControlledLedger(this.settings, this.prefetch);
+  }
+
+  /** Starts taking work: the queues of the registered handlers are served from now on. */
+  start(): void {
+    for (const job of this.deps.registry.all()) this.served.add(job.options.queue);
+    this.prefetch.begin();
+    this.active = true;
+  }
+
+  /** Stops taking work; what is claimed and not started stays, for handBackUnstarted. */
+  stop(): void {
+    this.active = false;
+    if (this.rateLimitTimer) clearTimeout(this.rateLimitTimer);
+    this.rateLimitTimer = null;
+  }
+
+  /** Learns the queues that hold work now (when no list is configured). */
+  refreshServedQueues(): Promise<void> {
+    return this.served.refresh();
+  }
+
+  /** A queue was told to have new work: serve it, and look. */
+  queueNotified(queue: string): void {
+    this.served.add(queue);
+    this.workMayHaveArrived(queue);
+  }
+
+  /** Something may be claimable anywhere: ask every queue again. */
+  lookForWork(): void {
+    this.dry.clear();
+    this.workMayHaveArrived();
+  }
+
+  /** Work may have appeared (in `queue`, when known): look again, if only after the pass under way. */
+  workMayHaveArrived(queue?: string): void {
+    this.signals++;
+    if (queue !== undefined) this.dry.delete(queue);
+    this.drained = false;
+    this.topUp();
+  }
+
+  /** An attempt ended; `withOutcome`: its outcome is on its way to the database. */
+  attemptEnded(id: string, withOutcome: boolean): void {
+    this.running--;
+    this.prefetch.recordCompletion();
+    if (!withOutcome) return;
+    this.controlled.ended(id);
+    this.topUp();
+  }
+
+  /**
+   * The job's outcome is written, or will not be here: a controlled job's
+   * slot is free in the database, so look again now, not at the poll.
+   */
+  jobReleased(job: ClaimedJob, outcomeHandedIn: boolean): void {
+    if (this.controlled.released(job.id, outcomeHandedIn)) this.workMayHaveArrived(job.queue);
+    else this.topUp();
+  }
+
+  /**
+   * Takes a job that has not started out of this claimer's hands (cancelled,
+   * or its lease lost). `freesSlot`: its queue is worth a look once the
+   * job's outcome is written.
+   */
+  withdraw(id: string): { job: ClaimedJob; freesSlot: boolean } | undefined {
+    const index = this.unstartedJobs.findIndex((j) => j.id === id);
+    if (index < 0) return undefined;
+    const [job] = this.unstartedJobs.splice(index, 1);
+    return { job: job!, freesSlot: this.controlled.released(id, false) };
+  }
+
+  /** Claimed jobs that have not started. */
+  unstarted(): readonly ClaimedJob[] {
+    return this.unstartedJobs;
+  }
+
+  /** Gives back every claimed job that has not started, for another worker to take at once. */
+  async handBackUnstarted(): Promise<void> {
+    const unstarted = this.unstartedJobs.splice(0);
+    await this.deps.outcomes
+      .handBack(this.deps.workerId, unstarted, this.deps.clock.now(), null)
+      .catch((e: Error) =>
+        this.deps.logger.error(`Handing back ${unstarted.length} unstarted job(s) failed: ${e.message}`),
+      );
+  }
+
+  /**
+   * One claim of `request`, through the claim its queue's settings call
+   * for: the controlled one (it re-reads the settings under its lock) or
+   * the plain one. JobWorker's passes and the testing kit's drainer both
+   * claim through it.
+   */
+  async claim(request: ClaimRequest): Promise<ClaimedJob[]> {
+    if (this.settings.controlled(request.queue)) return this.claimControlled(request);
+    const signals = this.signals;
+    const jobs = await this.deps.claims.claim(request);
+    // Short, and nothing said meanwhile that work arrived: this queue is empty for now.
+    if (jobs.length < request.limit && signals === this.signals) this.dry.add(request.queue);
+    return jobs;
+  }
+
+  /** As a write of these outcomes starts: the claim for a limited queue that goes with it, if any. */
+  claimFor(attempts: readonly FinishedAttempt[]): ClaimRequest | null {
+    if (!this.active) return null;
+    const idle = this.concurrency - this.local();
+    const queue = this.controlled.queueToClaimOnWrite(attempts, idle);
+    return queue === null ? null : this.request(queue, idle);
+  }
+
+  /** The answer of a claim on an outcome write; once stop() began its jobs stay unstarted, to be handed back. */
+  claimAnswered(request: ClaimRequest, attempts: readonly FinishedAttempt[], result: ClaimResult | null): void {
+    this.controlled.writeAnswered(request.queue, attempts, result?.jobs ?? null);
+    if (!result) return;
+    if (result.waitMs !== null) this.lookAgainIn(result.waitMs);
+    this.unstartedJobs.push(...result.jobs);
+    this.startUnstarted();
+  }
+
+  /** Starts what slots allow, then claims when enough of the buffer is free, unless a pass is under way. */
+  private topUp(): void {
+    if (!this.active) return;
+    this.startUnstarted();
+    if (this.passUnderWay || this.drained) return;
+    const free = this.capacity() - this.local();
+    // Wait for a worthwhile batch, unless every slot is idle.
+    if (free < this.minClaim() && !(this.running === 0 && this.unstartedJobs.length === 0)) return;
+    if (free <= 0) return;
+    this.passUnderWay = true;
+    void this.pass(free).finally(() => {
+      this.passUnderWay = false;
+      this.topUp();
+    });
+  }
+
+  private startUnstarted(): void {
+    while (this.active && this.running < this.concurrency && this.unstartedJobs.length) {
+      this.running++;
+      this.deps.runAttempt(this.unstartedJobs.shift()!);
+    }
+  }
+
+  private prefetchNow(): number {
+    return this.deps.options.prefetch ?? this.prefetch.value;
+  }
+
+  private capacity(): number {
+    return this.concurrency + this.prefetchNow();
+  }
+
+  /**
+   * Claim once most of the buffer is free: a claim costs PostgreSQL ~0.5 ms
+   * plus ~13 µs a job, so fewer, larger claims are cheaper (drain throughput
+   * +15% over claiming at half, measured pairwise). The last tenth of the
+   * buffer and the running jobs cover the claim's round trip.
+   */
+  private minClaim(): number {
+    return Math.max(1, Math.floor(this.prefetchNow() * 0.9));
+  }
+
+  /** Jobs here or on their way: unstarted, running, or asked for by a claim on an outcome write. */
+  private local(): number {
+    return this.unstartedJobs.length + this.running + this.controlled.incoming;
+  }
+
+  /**
+   * One claim per queue until `limit` jobs are held. A queue whose claim
+   * fails is skipped for this pass, so one bad queue (or row) never stops
+   * the others; the failures are logged once per pass. A plain queue that
+   * came back short is not asked again until its next notification or the
+   * poll: with one busy queue and an idle one, every pass would otherwise
+   * pay a round trip for the idle one.
+   */
+  private async pass(limit: number): Promise<void> {
+    const signals = this.signals;
+    let got = 0;
+    const failed: string[] = [];
+    let reason = '';
+    for (const queue of this.served.order()) {
+      if (!this.active) break;
+      if (this.settings.paused(queue) || this.dry.has(queue)) continue;
+      let jobs: ClaimedJob[];
+      try {
+        jobs = await this.claim(this.request(queue, limit - got));
+      } catch (error) {
+        failed.push(queue);
+        reason = (error as Error).message;
+        continue;
+      }
+      if (!this.active) {
+        await this.deps.outcomes.handBack(this.deps.workerId, jobs, this.deps.clock.now(), null).catch(() => undefined);
+        return;
+      }
+      got += jobs.length;
+      this.unstartedJobs.push(...jobs);
+      this.startUnstarted();
+      if (got >= limit) break;
+    }
+    if (failed.length) this.deps.logger.error(`Claiming jobs from queue(s) ${failed.join(', ')} failed: ${reason}`);
+    if (got < limit && signals === this.signals) this.drained = true;
+  }
+
+  private async claimControlled(request: ClaimRequest): Promise<ClaimedJob[]> {
+    const room = this.controlled.room(request.queue, this.concurrency, this.local());
+    if (room <= 0) return [];
+    const { claims } = this.deps;
+    const { jobs, waitMs } = await claims.claimControlled({ ...request, limit: Math.min(request.limit, room) });
+    if (waitMs !== null) this.lookAgainIn(waitMs);
+    this.controlled.claimed(jobs);
+    return jobs;
+  }
+
+  private request(queue: string, limit: number): ClaimRequest {
+    const { workerId, registry, clock, options } = this.deps;
+    return { workerId, queue, names: registry.names(), limit, now: clock.now(), leaseMs: options.lease };
+  }
+
+  /** A rate limit said when the next job may start: look again then. */
+  private lookAgainIn(ms: number): void {
+    const at = Date.now() + ms;
+    if (this.rateLimitTimer && this.rateLimitTimerAt <= at) return;
+    if (this.rateLimitTimer) clearTimeout(this.rateLimitTimer);
+    this.rateLimitTimerAt = at;
+    this.rateLimitTimer = setTimeout(() => {
+      this.rateLimitTimer = null;
+      this.lookForWork();
+    }, ms);
+    this.rateLimitTimer.unref();
+  }
+}
