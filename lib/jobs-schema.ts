@@ -1,6 +1,7 @@
 import { JobsConnection } from './storage/connection/jobs-connection.js';
 import { resolveTimeouts } from './storage/connection/timeouts.js';
-import { latestSchemaVersion, type DeferredVersion } from './storage/migrations/schema-migrator.js';
+import { latestSchemaVersion } from './storage/migrations/migration-files.js';
+import type { DeferredVersion } from './storage/migrations/schema-migrator.js';
 
 export interface SchemaMigrationReport {
   schema: string;

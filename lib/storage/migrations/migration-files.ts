@@ -42,6 +42,11 @@ export function schemaMigrations(): readonly SchemaMigration[] {
   return (loaded ??= readMigrations());
 }
 
+/** The latest version this build knows: what its workers register with. */
+export function latestSchemaVersion(): number {
+  return Math.max(...schemaMigrations().map((m) => m.version));
+}
+
 /** A migration's SQL for one schema. */
 export function migrationSql(text: string, schema: string): string {
   return text.replaceAll(':SCHEMA', quoteIdent(schema));

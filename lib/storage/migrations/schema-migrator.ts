@@ -2,7 +2,7 @@ import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { JobsError } from '../../model/index.js';
 import { quoteIdent } from '../connection/sql-identifiers.js';
 import { installRoutines, missingRoutines } from '../routines/routine-installer.js';
-import { migrationSql, schemaMigrations, type SchemaMigration } from './migration-files.js';
+import { latestSchemaVersion, migrationSql, schemaMigrations, type SchemaMigration } from './migration-files.js';
 
 /**
  * What release 0.1.0 recorded for versions 1-3: it checksummed the same SQL
@@ -29,11 +29,6 @@ type AppliedRow = { version: number; checksum: string | null; breaking: boolean 
 const appliedRows = (s: string) =>
   `SELECT v.version, to_jsonb(v) ->> 'checksum' AS checksum, coalesce((to_jsonb(v) ->> 'breaking')::boolean, false) AS breaking
      FROM ${s}.schema_version v`;
-
-/** The latest version this build knows: what its workers register with. */
-export function latestSchemaVersion(): number {
-  return Math.max(...schemaMigrations().map((m) => m.version));
-}
 
 /**
  * Applied versions; throws when one was applied from different SQL than
@@ -246,5 +241,8 @@ export async function pendingSchemaVersions(
     ? checkApplied(schema, (await dataSource.query(appliedRows(s))) as AppliedRow[])
     : new Set<number>();
   const lacking = migrations.filter((m) => !done.has(m.version));
-  return { all: lacking.map((m) => m.version), required: lacking.filter((m) => m.breaking === null).map((m) => m.version) };
+  return {
+    all: lacking.map((m) => m.version),
+    required: lacking.filter((m) => m.breaking === null).map((m) => m.version),
+  };
 }

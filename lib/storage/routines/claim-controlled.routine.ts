@@ -16,10 +16,16 @@ const DUE: ClaimInputs = { queue: 'p_queue', now: 'p_now', names: 'p_names' };
 const WRITE: ClaimWrite = { worker: 'p_worker', startedAt: 'v_turn', now: 'p_now', leaseMs: 'p_lease_ms' };
 const ACTIVE = activeInQueue('a', 'p_queue');
 /** A job of group `group` (alias `j`) the claimer may take now. */
-const dueInGroup = (group: string) => `j.state = 'queued' AND j.queue = p_queue AND j.group_key = ${group} AND j.run_at <= p_now
+const dueInGroup = (
+  group: string,
+) => `j.state = 'queued' AND j.queue = p_queue AND j.group_key = ${group} AND j.run_at <= p_now
                  AND j.name = ANY(p_names) AND (j.deadline IS NULL OR j.deadline > p_now)`;
 const queueLog = rateLogWrite('jq', 'v_turn', 'v_claimed');
-const nameLog = rateLogWrite('l', 'v_turn', '(SELECT count(*)::int FROM unnest(v_chosen_names) AS c(n) WHERE c.n = l.name)');
+const nameLog = rateLogWrite(
+  'l',
+  'v_turn',
+  '(SELECT count(*)::int FROM unnest(v_chosen_names) AS c(n) WHERE c.n = l.name)',
+);
 const CLAIMED_COLUMNS = `u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts, u.timeout_ms, u.batch_id, u.trace_context,
              u.deadline, NULL::float8`;
 const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id,
