@@ -98,7 +98,11 @@ export class JobsConnection implements OnApplicationShutdown {
               `Potential fix: add createJobsMigrations('${schema}') to your DataSource's migrations and run them, or set migrationsRun: true.`,
           );
         }
-        connection.migration = { applied: [], deferred: [], routines: await ensureRoutines(connection.dataSource, schema) };
+        connection.migration = {
+          applied: [],
+          deferred: [],
+          routines: await ensureRoutines(connection.dataSource, schema),
+        };
       }
     } catch (error) {
       await connection.onApplicationShutdown();
