@@ -6,6 +6,7 @@ import { JobEventsExplorer } from './discovery/job-events.explorer.js';
 import { JobRegistry } from './discovery/job-registry.js';
 import { JobsExplorer } from './discovery/jobs.explorer.js';
 import { JobsLifecycle } from './jobs-lifecycle.js';
+import { storageProviders } from './jobs-storage.providers.js';
 import {
   JOBS_DATA_SOURCE,
   JOBS_MODULE_OPTIONS,
@@ -43,25 +44,9 @@ import { RecurringSchedules } from './scheduler/recurring-schedules.service.js';
 import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
 import { resolveSchedulerOptions, SCHEDULER_OPTIONS } from './scheduler/scheduler-options.js';
 import { SchedulesExplorer } from './scheduler/schedules.explorer.js';
-import { ADMIN_STORAGE } from './storage/admin/admin-storage.interface.js';
-import { PostgresAdminStorage } from './storage/admin/postgres-admin-storage.js';
 import { JobsConnection } from './storage/connection/jobs-connection.js';
 import { resolveTimeouts } from './storage/connection/timeouts.js';
-import { JOB_STORAGE } from './storage/jobs/job-storage.interface.js';
-import { PostgresJobStorage } from './storage/jobs/postgres-job-storage.js';
-import { PostgresStepStorage } from './storage/jobs/postgres-step-storage.js';
-import { STEP_STORAGE } from './storage/jobs/step-storage.interface.js';
-import { MONITORING_STORAGE } from './storage/monitoring/monitoring-storage.interface.js';
-import { PostgresMonitoringStorage } from './storage/monitoring/postgres-monitoring-storage.js';
-import { JobNotifications } from './storage/notifications/job-notifications.interface.js';
-import { NotificationListener } from './storage/notifications/notification-listener.js';
-import { PostgresQueueStorage } from './storage/queues/postgres-queue-storage.js';
-import { QUEUE_STORAGE } from './storage/queues/queue-storage.interface.js';
-import { PostgresScheduleStorage } from './storage/schedules/postgres-schedule-storage.js';
-import { SCHEDULE_STORAGE } from './storage/schedules/schedule-storage.interface.js';
 import { StorageContext } from './storage/storage-context.js';
-import { PostgresWorkflowStorage } from './storage/workflows/postgres-workflow-storage.js';
-import { WORKFLOW_STORAGE } from './storage/workflows/workflow-storage.interface.js';
 import { AttemptRunner } from './worker/attempt-runner.service.js';
 import { FailureHooks } from './worker/failure-hooks.service.js';
 import { JobRescuer } from './worker/job-rescuer.service.js';
@@ -94,45 +79,8 @@ function coreProviders(): Provider[] {
           workerStaleAfter: resolveWorkerOptions(o.worker).lease,
         }),
     },
-    {
-      provide: StorageContext,
-      inject: [JobsConnection],
-      useFactory: (c: JobsConnection) => new StorageContext(c.dataSource, c.schema, c.timeouts),
-    },
+    ...storageProviders(),
     { provide: JOBS_DATA_SOURCE, inject: [StorageContext], useFactory: (c: StorageContext) => c.dataSource },
-    {
-      provide: PostgresJobStorage,
-      inject: [StorageContext, JOBS_MODULE_OPTIONS],
-      useFactory: (c: StorageContext, o: JobsModuleOptions) =>
-        new PostgresJobStorage(c, !(o.worker?.synchronousCommit ?? false)),
-    },
-    { provide: JOB_STORAGE, useExisting: PostgresJobStorage },
-    {
-      provide: STEP_STORAGE,
-      inject: [StorageContext, JobsConnection, JOBS_MODULE_OPTIONS],
-      useFactory: (c: StorageContext, connection: JobsConnection, o: JobsModuleOptions) =>
-        new PostgresStepStorage(c, connection.owned ? 'own' : 'shared', !(o.worker?.synchronousCommit ?? false)),
-    },
-    {
-      provide: WORKFLOW_STORAGE,
-      inject: [StorageContext, PostgresJobStorage],
-      useFactory: (c: StorageContext, jobs: PostgresJobStorage) => new PostgresWorkflowStorage(c, jobs),
-    },
-    {
-      provide: SCHEDULE_STORAGE,
-      inject: [StorageContext],
-      useFactory: (c: StorageContext) => new PostgresScheduleStorage(c),
-    },
-    {
-      provide: MONITORING_STORAGE,
-      inject: [StorageContext],
-      useFactory: (c: StorageContext) => new PostgresMonitoringStorage(c),
-    },
-    {
-      provide: QUEUE_STORAGE,
-      inject: [StorageContext],
-      useFactory: (c: StorageContext) => new PostgresQueueStorage(c),
-    },
     {
       provide: QUEUE_DECLARATIONS,
       inject: [JOBS_MODULE_OPTIONS],
@@ -144,16 +92,6 @@ function coreProviders(): Provider[] {
       useFactory:
         (registry: JobRegistry, declared: Record<string, unknown>): CodeQueues =>
         () => [...new Set([...Object.keys(declared), ...registry.all().map((j) => j.options.queue)])],
-    },
-    {
-      provide: ADMIN_STORAGE,
-      inject: [StorageContext],
-      useFactory: (c: StorageContext) => new PostgresAdminStorage(c),
-    },
-    {
-      provide: JobNotifications,
-      inject: [StorageContext],
-      useFactory: (c: StorageContext) => new NotificationListener(c),
     },
     {
       provide: Clock,

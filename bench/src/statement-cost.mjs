@@ -16,13 +16,13 @@ import pg from 'pg';
 import { DATABASE_URL, checkpoint } from './common.mjs';
 import { load } from './adapters/index.mjs';
 
-const { jobStatements } = await import('../../dist/lib/storage/jobs/job-statements.js');
+const { outcomeStatements } = await import('../../dist/lib/storage/jobs/outcomes/outcome-statements.js');
 
 const [finish = 'succeed', size = '500', total = '40000', kept = '0'] = process.argv.slice(2);
 const batch = Number(size);
 const n = Number(total);
 const SCHEMA = 'bench_jobs';
-const S = jobStatements(SCHEMA);
+const S = outcomeStatements(SCHEMA);
 const finishText = {
   succeed: S.succeed,
   delete: `DELETE FROM ${SCHEMA}.job j

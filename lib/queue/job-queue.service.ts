@@ -18,7 +18,8 @@ import {
   type NewJob,
   type PayloadOf,
 } from '../model/index.js';
-import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { JOB_CONTROL_STORAGE, type JobControlStorage } from '../storage/jobs/control/job-control-storage.interface.js';
+import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
 import {
   WORKFLOW_STORAGE,
   type BatchGraph,
@@ -81,7 +82,8 @@ const BATCH_MEMBERS_SHAPE = optionShape<BatchMembersOptions>({ state: true, skip
 @Injectable()
 export class JobQueue {
   constructor(
-    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    @Inject(ENQUEUE_STORAGE) private readonly storage: EnqueueStorage,
+    @Inject(JOB_CONTROL_STORAGE) private readonly control: JobControlStorage,
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     private readonly factory: JobFactory,
     private readonly writer: WorkflowWriter,
@@ -175,13 +177,13 @@ export class JobQueue {
         `get(${jobId}): "stepResults" must be a boolean, got ${describeValue(o.stepResults)}. Potential fix: get(id, { stepResults: true }).`,
       );
     }
-    return databaseCall(`get(${jobId})`, () => this.storage.getJob(jobId, { stepResults: o.stepResults === true }));
+    return databaseCall(`get(${jobId})`, () => this.control.getJob(jobId, { stepResults: o.stepResults === true }));
   }
 
   /** Queued or waiting → cancelled now; active → its signal aborts and it ends cancelled. */
   async cancel(id: string): Promise<void> {
     id = checkId('cancel()', id);
-    const result = await databaseCall(`cancel(${id})`, () => this.storage.cancel(id, this.factory.clock.now()));
+    const result = await databaseCall(`cancel(${id})`, () => this.control.cancel(id, this.factory.clock.now()));
     if (result.outcome === 'not-found') {
       throw new JobsNotFoundError(`cancel(${id}): no such job. Potential fix: check the id returned by enqueue().`);
     }
@@ -207,7 +209,7 @@ export class JobQueue {
       );
     }
     const result = await databaseCall(`retry(${id})`, () =>
-      this.storage.retry(id, this.factory.clock.now(), o.resetSteps === true),
+      this.control.retry(id, this.factory.clock.now(), o.resetSteps === true),
     );
     if (result.outcome === 'not-found') {
       throw new JobsNotFoundError(`retry(${id}): no such job. Potential fix: check the id returned by enqueue().`);

@@ -17,7 +17,12 @@ import {
   type JobHandler,
   type SerializedError,
 } from '../model/index.js';
-import { JOB_STORAGE, type ClaimRequest, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { CLAIM_STORAGE, type ClaimRequest, type ClaimStorage } from '../storage/jobs/claim/claim-storage.interface.js';
+import {
+  MAINTENANCE_STORAGE,
+  type MaintenanceStorage,
+} from '../storage/jobs/maintenance/maintenance-storage.interface.js';
+import { OUTCOME_STORAGE, type OutcomeStorage } from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
 import type { TxScope } from '../storage/storage-tx.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
@@ -93,7 +98,9 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
   private readonly controls: QueueControls;
 
   constructor(
-    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    @Inject(CLAIM_STORAGE) private readonly claims: ClaimStorage,
+    @Inject(OUTCOME_STORAGE) private readonly outcomes: OutcomeStorage,
+    @Inject(MAINTENANCE_STORAGE) private readonly maintenance: MaintenanceStorage,
     @Inject(QUEUE_STORAGE) queueStorage: QueueStorage,
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
@@ -162,7 +169,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
     try {
       // Leases that ran out since the last pass (dieAfterWork, once the clock has moved past
       // the lease) come back as a worker's rescuer would bring them back, interrupted attempt and all.
-      while ((await this.storage.rescueExpired(this.clock.now(), RESCUE_BATCH)).rescued === RESCUE_BATCH);
+      while ((await this.maintenance.rescueExpired(this.clock.now(), RESCUE_BATCH)).rescued === RESCUE_BATCH);
       await this.hooks.sweep();
       // Paused queues, limits, groups and serial keys hold in a drain as on a worker.
       await this.controls.refresh();
@@ -181,7 +188,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
           if (!job) continue;
           claimed++;
           if (reports.length >= request.limit) {
-            await this.storage.handBack(this.id, [job], this.clock.now(), null);
+            await this.outcomes.handBack(this.id, [job], this.clock.now(), null);
             throw new JobsError(
               `JobsTester.drain() ran ${reports.length} attempts and jobs are still due (next: "${job.name}" in queue "${job.queue}"): ` +
                 `a job that enqueues another of itself each time never lets a drain end. ` +
@@ -198,15 +205,15 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
   }
 
   private async claimOne(request: ClaimRequest): Promise<ClaimedJob[]> {
-    if (!this.controls.controlled(request.queue)) return this.storage.claim(request);
-    return (await this.storage.claimControlled(request)).jobs;
+    if (!this.controls.controlled(request.queue)) return this.claims.claim(request);
+    return (await this.claims.claimControlled(request)).jobs;
   }
 
   /** Registered queues and queues holding queued jobs, in name order. */
   private async queues(only: string | undefined): Promise<string[]> {
     if (only !== undefined) return [only];
     const all = new Set(this.registry.all().map((job) => job.options.queue));
-    for (const queue of await this.storage.queuesWithWork()) all.add(queue);
+    for (const queue of await this.claims.queuesWithWork()) all.add(queue);
     return [...all].sort();
   }
 
@@ -294,7 +301,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
     this.attempts.prepare(this.id);
     this.hooks.start(this.id);
     this.batcher = new CompletionBatcher(
-      this.storage,
+      this.outcomes,
       this.workflows,
       this.id,
       this.clock,

@@ -2,7 +2,8 @@ import { Module, type DynamicModule, type InjectionToken, type Provider } from '
 import { JobsModule } from '../jobs.module.js';
 import type { JobsModuleOptions } from '../jobs-options.interface.js';
 import { checkOptions, JobsError } from '../model/index.js';
-import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { JOB_CONTROL_STORAGE, type JobControlStorage } from '../storage/jobs/control/job-control-storage.interface.js';
+import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { JobDrainer } from './job-drainer.service.js';
 import { JobsTester } from './jobs-tester.service.js';
@@ -14,11 +15,12 @@ import {
   type JobsTestingSettings,
   TESTING_ASYNC_SHAPE,
 } from './jobs-testing-options.interface.js';
-import { StorageTap, tapJobStorage, tapWorkflowStorage } from './storage-tap.js';
+import { StorageTap, tapControlStorage, tapEnqueueStorage, tapWorkflowStorage } from './storage-tap.js';
 import { TestSchema } from './test-schema.service.js';
 
 /** Where the storage JobsModule made stays, under the wrapper the testing kit puts in its place. */
-const UNTAPPED_JOB_STORAGE = Symbol('UNTAPPED_JOB_STORAGE');
+const UNTAPPED_ENQUEUE_STORAGE = Symbol('UNTAPPED_ENQUEUE_STORAGE');
+const UNTAPPED_CONTROL_STORAGE = Symbol('UNTAPPED_CONTROL_STORAGE');
 const UNTAPPED_WORKFLOW_STORAGE = Symbol('UNTAPPED_WORKFLOW_STORAGE');
 
 /**
@@ -105,14 +107,16 @@ function tapStorage(providers: Provider[]): Provider[] {
     useFactory: (storage: never, t: StorageTap, s: JobsTestingSettings) =>
       s.mode === 'worker' ? storage : tap(storage, t),
   });
+  const tokens: InjectionToken[] = [ENQUEUE_STORAGE, JOB_CONTROL_STORAGE, WORKFLOW_STORAGE];
   return [
-    ...providers.filter(
-      (p) =>
-        !(typeof p === 'object' && 'provide' in p && (p.provide === JOB_STORAGE || p.provide === WORKFLOW_STORAGE)),
-    ),
-    moved(JOB_STORAGE, UNTAPPED_JOB_STORAGE),
+    ...providers.filter((p) => !(typeof p === 'object' && 'provide' in p && tokens.includes(p.provide))),
+    moved(ENQUEUE_STORAGE, UNTAPPED_ENQUEUE_STORAGE),
+    moved(JOB_CONTROL_STORAGE, UNTAPPED_CONTROL_STORAGE),
     moved(WORKFLOW_STORAGE, UNTAPPED_WORKFLOW_STORAGE),
-    tapped(JOB_STORAGE, UNTAPPED_JOB_STORAGE, (storage: JobStorage, t) => tapJobStorage(storage, t)),
+    tapped(ENQUEUE_STORAGE, UNTAPPED_ENQUEUE_STORAGE, (storage: EnqueueStorage, t) => tapEnqueueStorage(storage, t)),
+    tapped(JOB_CONTROL_STORAGE, UNTAPPED_CONTROL_STORAGE, (storage: JobControlStorage, t) =>
+      tapControlStorage(storage, t),
+    ),
     tapped(WORKFLOW_STORAGE, UNTAPPED_WORKFLOW_STORAGE, (storage: WorkflowStorage, t) =>
       tapWorkflowStorage(storage, t),
     ),

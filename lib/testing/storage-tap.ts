@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
-import type { CancelResult, JobStorage } from '../storage/jobs/job-storage.interface.js';
+import type { CancelResult, JobControlStorage } from '../storage/jobs/control/job-control-storage.interface.js';
+import type { EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
 import type { TxScope } from '../storage/storage-tx.interface.js';
 import type { WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 
@@ -40,9 +41,12 @@ export class StorageTap {
  * (continuations, batch additions, outcomes) are the drain's own and need
  * no report: its loop claims whatever they made due.
  */
-const JOB_WRITES: Record<string, (args: unknown[]) => TxScope | undefined> = {
+const ENQUEUE_WRITES: Record<string, (args: unknown[]) => TxScope | undefined> = {
   insertJobs: (args) => args[2] as TxScope | undefined,
   insertJobChunks: (args) => args[2] as TxScope | undefined,
+};
+
+const CONTROL_WRITES: Record<string, (args: unknown[]) => TxScope | undefined> = {
   retry: () => undefined,
   cancel: () => undefined,
 };
@@ -62,12 +66,18 @@ const LIFECYCLE_HOOKS = new Set([
   'onApplicationShutdown',
 ]);
 
-export function tapJobStorage(storage: JobStorage, tap: StorageTap): JobStorage {
-  return tapped(storage, JOB_WRITES, async (method, args, result) => {
+/** The enqueue storage, reporting each enqueue to the tap. */
+export function tapEnqueueStorage(storage: EnqueueStorage, tap: StorageTap): EnqueueStorage {
+  return tapped(storage, ENQUEUE_WRITES, (method, args) => tap.written(ENQUEUE_WRITES[method]!(args)));
+}
+
+/** The job control storage, reporting retries and cancels (and cancels of running jobs) to the tap. */
+export function tapControlStorage(storage: JobControlStorage, tap: StorageTap): JobControlStorage {
+  return tapped(storage, CONTROL_WRITES, async (method, args, result) => {
     if (method === 'cancel' && (result as CancelResult).outcome === 'requested') {
       tap.cancelRequested({ job: args[0] as string });
     }
-    await tap.written(JOB_WRITES[method]!(args));
+    await tap.written(CONTROL_WRITES[method]!(args));
   });
 }
 

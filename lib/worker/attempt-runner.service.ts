@@ -13,7 +13,7 @@ import {
   type JobRowBuilder,
   type QueueSettings,
 } from '../model/index.js';
-import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { OUTCOME_STORAGE, type OutcomeStorage } from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import { STEP_STORAGE, type StepStorage } from '../storage/jobs/step-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { ProgressWriter } from './progress-writer.js';
@@ -38,7 +38,7 @@ export class AttemptRunner {
     private readonly moduleRef: ModuleRef,
     private readonly clock: Clock,
     @Inject(JOB_ROW_BUILDER) private readonly builder: JobRowBuilder,
-    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    @Inject(OUTCOME_STORAGE) private readonly storage: OutcomeStorage,
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     @Inject(STEP_STORAGE) private readonly steps: StepStorage,
     @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,

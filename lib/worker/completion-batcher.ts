@@ -1,12 +1,13 @@
 import { Logger } from '@nestjs/common';
 import type { Clock, FinishedAttempt } from '../model/index.js';
-import type { ClaimRequest, ClaimResult, JobStorage } from '../storage/jobs/job-storage.interface.js';
+import type { ClaimRequest, ClaimResult } from '../storage/jobs/claim/claim-storage.interface.js';
+import type { OutcomeStorage } from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import type { WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import type { RowLock } from './row-lock.js';
 
 /**
  * Lets an outcome write claim more jobs of a limited queue in its own
- * statement (JobStorage.finishAndClaim): the slots it frees are refilled
+ * statement (OutcomeStorage.finishAndClaim): the slots it frees are refilled
  * without waiting for the write to come back first.
  */
 export interface ClaimOnFinish {
@@ -45,13 +46,13 @@ export class CompletionBatcher {
   private readonly idleWaiters: Array<() => void> = [];
 
   constructor(
-    private readonly storage: JobStorage,
+    private readonly storage: OutcomeStorage,
     private readonly workflows: WorkflowStorage,
     private readonly workerId: string,
     private readonly clock: Clock,
     /** Shared with lease renewal, which must not overlap a write of the same rows. */
     private readonly rowLock: RowLock,
-    /** The worker's lease: a failure's onFailure hook is held that long (see JobStorage.finish). */
+    /** The worker's lease: a failure's onFailure hook is held that long (see OutcomeStorage.finish). */
     private readonly leaseMs: number,
     private readonly claimer: ClaimOnFinish | null = null,
     private readonly maxInFlight = 3,

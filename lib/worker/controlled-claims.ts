@@ -1,5 +1,5 @@
 import type { ClaimedJob, FinishedAttempt } from '../model/index.js';
-import type { ClaimRequest, ClaimResult, JobStorage } from '../storage/jobs/job-storage.interface.js';
+import type { ClaimRequest, ClaimResult, ClaimStorage } from '../storage/jobs/claim/claim-storage.interface.js';
 import type { AdaptivePrefetch } from './adaptive-prefetch.js';
 import type { ClaimOnFinish } from './completion-batcher.js';
 import type { QueueControls } from './queue-controls.js';
@@ -41,7 +41,7 @@ export class ControlledClaims implements ClaimOnFinish {
   private wakeAt = 0;
 
   constructor(
-    private readonly storage: JobStorage,
+    private readonly storage: ClaimStorage,
     private readonly controls: QueueControls,
     private readonly prefetch: AdaptivePrefetch,
     private readonly host: ControlledClaimsHost,

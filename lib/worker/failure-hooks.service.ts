@@ -1,7 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { Clock } from '../model/index.js';
-import { JOB_STORAGE, type FailedJob, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import {
+  OUTCOME_STORAGE,
+  type FailedJob,
+  type OutcomeStorage,
+} from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import { AttemptRunner } from './attempt-runner.service.js';
 import type { RunningJob } from './running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
@@ -33,7 +37,7 @@ export class FailureHooks {
   private again = false;
 
   constructor(
-    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    @Inject(OUTCOME_STORAGE) private readonly storage: OutcomeStorage,
     private readonly registry: JobRegistry,
     private readonly clock: Clock,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,

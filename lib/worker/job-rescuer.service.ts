@@ -1,6 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../model/index.js';
-import { JOB_STORAGE, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import {
+  MAINTENANCE_STORAGE,
+  type MaintenanceStorage,
+} from '../storage/jobs/maintenance/maintenance-storage.interface.js';
 import { FailureHooks } from './failure-hooks.service.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
@@ -21,7 +24,7 @@ export class JobRescuer {
   private running: Promise<void> | null = null;
 
   constructor(
-    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    @Inject(MAINTENANCE_STORAGE) private readonly storage: MaintenanceStorage,
     private readonly clock: Clock,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
     private readonly hooks: FailureHooks,

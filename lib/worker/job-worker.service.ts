@@ -3,8 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { Clock, serializeError, WorkerShutdownError, type ClaimedJob } from '../model/index.js';
-import { JOB_STORAGE, type ClaimRequest, type HeldJob } from '../storage/jobs/job-storage.interface.js';
-import type { JobStorage } from '../storage/jobs/job-storage.interface.js';
+import { CLAIM_STORAGE, type ClaimRequest, type ClaimStorage } from '../storage/jobs/claim/claim-storage.interface.js';
+import {
+  OUTCOME_STORAGE,
+  type HeldJob,
+  type OutcomeStorage,
+} from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import { JobNotifications, type JobNotification } from '../storage/notifications/job-notifications.interface.js';
 import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
@@ -53,7 +57,8 @@ export class JobWorker implements LeaseHolder {
   private idleWaiters: Array<() => void> = [];
 
   constructor(
-    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    @Inject(CLAIM_STORAGE) private readonly claims: ClaimStorage,
+    @Inject(OUTCOME_STORAGE) private readonly outcomes: OutcomeStorage,
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     private readonly registry: JobRegistry,
     private readonly clock: Clock,
@@ -72,19 +77,19 @@ export class JobWorker implements LeaseHolder {
    */
   async start(): Promise<void> {
     if (!this.options.enabled || this.registry.names().length === 0 || this.state !== 'idle') return;
-    this.queues = new WorkerQueues(this.options.queues, this.storage, this.logger);
+    this.queues = new WorkerQueues(this.options.queues, this.claims, this.logger);
     for (const job of this.registry.all()) this.queues.add(job.options.queue);
     this.attempts.prepare(this.id);
     this.adaptive = new AdaptivePrefetch(this.options.concurrency);
     this.controls = new QueueControls(this.queueStorage, this.logger);
-    this.controlled = new ControlledClaims(this.storage, this.controls, this.adaptive, {
+    this.controlled = new ControlledClaims(this.claims, this.controls, this.adaptive, {
       poke: () => this.poke(),
       idleSlots: () => this.options.concurrency - this.local(),
       request: (queue, limit) => (this.state === 'running' ? this.claimRequest(queue, limit) : null),
       deliver: (jobs) => this.deliver(jobs),
     });
     this.batcher = new CompletionBatcher(
-      this.storage,
+      this.outcomes,
       this.workflows,
       this.id,
       this.clock,
@@ -105,7 +110,7 @@ export class JobWorker implements LeaseHolder {
   private async connect(): Promise<void> {
     await this.controls.refresh();
     await this.leases.start(this);
-    await this.storage.openWorkerConnections();
+    await this.claims.openWorkerConnections();
     this.unsubscribe.push(
       this.notifications.subscribe({
         onNotification: (event) => this.onNotification(event),
@@ -213,7 +218,7 @@ export class JobWorker implements LeaseHolder {
         continue;
       }
       if (this.state !== 'running') {
-        await this.storage.handBack(this.id, jobs, this.clock.now(), null).catch(() => undefined);
+        await this.outcomes.handBack(this.id, jobs, this.clock.now(), null).catch(() => undefined);
         return;
       }
       got += jobs.length;
@@ -243,7 +248,7 @@ export class JobWorker implements LeaseHolder {
 
   private async handBackUnstarted(): Promise<void> {
     const unstarted = this.buffer.splice(0);
-    await this.storage
+    await this.outcomes
       .handBack(this.id, unstarted, this.clock.now(), null)
       .catch((e: Error) => this.logger.error(`Handing back ${unstarted.length} unstarted job(s) failed: ${e.message}`));
   }
@@ -254,7 +259,7 @@ export class JobWorker implements LeaseHolder {
       return this.controlled.claim(request, this.options.concurrency, this.local());
     }
     const signals = this.signals;
-    const jobs = await this.storage.claim(request);
+    const jobs = await this.claims.claim(request);
     // Short, and nothing said meanwhile that work arrived: this queue is empty for now.
     if (jobs.length < limit && signals === this.signals) this.dry.add(queue);
     return jobs;
@@ -372,7 +377,7 @@ export class JobWorker implements LeaseHolder {
     for (const run of leftovers) run.stop('shutdown');
     if (leftovers.length) {
       this.logger.warn(`Handing back ${leftovers.length} job(s) still running after the grace period`);
-      await this.storage
+      await this.outcomes
         .handBack(
           this.id,
           leftovers.map((r) => ({ id: r.job.id, attempt: r.job.attempt })),
@@ -393,7 +398,7 @@ export class JobWorker implements LeaseHolder {
     // Hooks started by outcomes written during the grace period share what is left of it.
     await this.hooks.stop(Math.max(0, deadline - Date.now()));
     await this.leases.stop();
-    await this.storage.closeWorkerConnections();
+    await this.claims.closeWorkerConnections();
     this.state = 'stopped';
   }
 }

@@ -1,7 +1,15 @@
 import { hostname } from 'node:os';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../model/index.js';
-import { JOB_STORAGE, type HeldJob, type JobStorage } from '../storage/jobs/job-storage.interface.js';
+import {
+  MAINTENANCE_STORAGE,
+  type MaintenanceStorage,
+} from '../storage/jobs/maintenance/maintenance-storage.interface.js';
+import {
+  OUTCOME_STORAGE,
+  type HeldJob,
+  type OutcomeStorage,
+} from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import { FailureHooks } from './failure-hooks.service.js';
 import { RowLock } from './row-lock.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
@@ -39,7 +47,8 @@ export class LeaseKeeper {
   private renewing: Promise<void> | null = null;
 
   constructor(
-    @Inject(JOB_STORAGE) private readonly storage: JobStorage,
+    @Inject(OUTCOME_STORAGE) private readonly storage: OutcomeStorage,
+    @Inject(MAINTENANCE_STORAGE) private readonly registry: MaintenanceStorage,
     private readonly clock: Clock,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
     private readonly hooks: FailureHooks,
@@ -79,7 +88,7 @@ export class LeaseKeeper {
         const kept = await this.storage.renewFailureHooks(holder.id, hooks, now, this.options.lease);
         this.hooks.lost(hooks.filter((id) => !kept.has(id)));
       }
-      if (!(await this.storage.heartbeatWorker(holder.id, now, holder.runningCount()))) await this.register();
+      if (!(await this.registry.heartbeatWorker(holder.id, now, holder.runningCount()))) await this.register();
     } catch (error) {
       this.logger.error(`Renewing leases failed: ${(error as Error).message}`);
     }
@@ -87,7 +96,7 @@ export class LeaseKeeper {
 
   private register(): Promise<void> {
     const holder = this.holder!;
-    return this.storage.registerWorker({
+    return this.registry.registerWorker({
       id: holder.id,
       host: hostname(),
       pid: process.pid,
@@ -107,6 +116,6 @@ export class LeaseKeeper {
     await this.renewing;
     const holder = this.holder;
     this.holder = null;
-    if (holder) await this.storage.unregisterWorker(holder.id, this.clock.now()).catch(() => undefined);
+    if (holder) await this.registry.unregisterWorker(holder.id, this.clock.now()).catch(() => undefined);
   }
 }

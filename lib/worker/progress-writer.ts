@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { ClaimedJob } from '../model/index.js';
-import type { JobStorage } from '../storage/jobs/job-storage.interface.js';
+import type { OutcomeStorage } from '../storage/jobs/outcomes/outcome-storage.interface.js';
 
 interface Slot {
   lastWrite: number;
@@ -18,7 +18,7 @@ export class ProgressWriter {
   private readonly slots = new Map<string, Slot>();
 
   constructor(
-    private readonly storage: JobStorage,
+    private readonly storage: OutcomeStorage,
     private readonly workerId: string,
     private readonly intervalMs: number,
     private readonly logger: LoggerService,

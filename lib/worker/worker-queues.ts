@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { JobStorage } from '../storage/jobs/job-storage.interface.js';
+import type { ClaimStorage } from '../storage/jobs/claim/claim-storage.interface.js';
 
 /**
  * The queues a worker claims from, in the order it asks them: the configured
@@ -13,7 +13,7 @@ export class WorkerQueues {
 
   constructor(
     private readonly configured: readonly string[] | null,
-    private readonly storage: JobStorage,
+    private readonly storage: ClaimStorage,
     private readonly logger: Logger,
   ) {}
 

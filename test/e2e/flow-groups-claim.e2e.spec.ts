@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
+import { workerStorage } from '../support/job-storage.js';
 import { JobQueue } from 'nestjs-durable-jobs';
-import { JOB_STORAGE, type ClaimRequest, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
+import { type ClaimRequest } from '../../lib/storage/jobs/claim/claim-storage.interface.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { flowProviders, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -23,7 +24,7 @@ afterAll(async () => {
 
 it('serves the groups in rotation, one job a group for a small claim and up to four for a large one', async () => {
   app = await startJobsApp(schema, { worker: { enabled: false } }, { providers: flowProviders(schema) });
-  const storage = app.get<JobStorage>(JOB_STORAGE);
+  const storage = workerStorage(app);
   const groups = Array.from({ length: 30 }, (_, g) => `g${String(g).padStart(2, '0')}`);
   await app
     .get(JobQueue)
@@ -48,7 +49,7 @@ it('serves the groups in rotation, one job a group for a small claim and up to f
       now: new Date(),
       leaseMs: 30_000,
     };
-    const { jobs } = await storage.claimControlled(request);
+    const { jobs } = await storage.claims.claimControlled(request);
     return jobs.map((j) => groupOf.get(j.id)!);
   };
 

@@ -11,18 +11,14 @@ import {
 } from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import type { ClaimedJob, FinishedAttempt } from '../../lib/model/index.js';
-import {
-  JOB_STORAGE,
-  type ClaimRequest,
-  type ClaimResult,
-  type JobStorage,
-} from '../../lib/storage/jobs/job-storage.interface.js';
+import type { ClaimRequest, ClaimResult } from '../../lib/storage/jobs/claim/claim-storage.interface.js';
 import {
   QUEUE_STORAGE,
   type QueueConfig,
   type QueueStorage,
 } from '../../lib/storage/queues/queue-storage.interface.js';
 import { JobWorker } from '../../lib/worker/job-worker.service.js';
+import { type WorkerStorage, workerStorage } from '../support/job-storage.js';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
@@ -124,7 +120,7 @@ const NOTHING: ClaimResult = { jobs: [], waitMs: null };
 describe('the controlled claim on its own: called directly, no worker running', () => {
   const schema = uniqueSchema('flclaim');
   let app: INestApplication | undefined;
-  let storage: JobStorage;
+  let storage: WorkerStorage;
   let jobs: JobQueue;
   let queues: JobQueues;
 
@@ -146,7 +142,7 @@ describe('the controlled claim on its own: called directly, no worker running', 
       },
       { providers },
     );
-    storage = app.get<JobStorage>(JOB_STORAGE);
+    storage = workerStorage(app);
     jobs = app.get(JobQueue);
     queues = app.get(JobQueues);
   });
@@ -177,16 +173,16 @@ describe('the controlled claim on its own: called directly, no worker running', 
       })),
     );
     const [k1a, k1b, k2a, , k3a] = refs.map((r) => r.id);
-    const first = await storage.claimControlled(request('fl-serial', 1));
+    const first = await storage.claims.claimControlled(request('fl-serial', 1));
     expect(ids(first.jobs)).toEqual([k1a]);
     // k1 is busy: the claim must not even choose its second job. Claimed, that job would break the
     // index that allows one active job per key (job_serial_active_idx): the claim would throw
     // instead of returning the other keys' jobs.
-    expect(ids((await storage.claimControlled(request('fl-serial', 10))).jobs)).toEqual([k2a, k3a]);
-    expect(await storage.claimControlled(request('fl-serial', 10))).toEqual(NOTHING);
+    expect(ids((await storage.claims.claimControlled(request('fl-serial', 10))).jobs)).toEqual([k2a, k3a]);
+    expect(await storage.claims.claimControlled(request('fl-serial', 10))).toEqual(NOTHING);
     // Once k1's job is done, its next one is served.
-    await storage.finish('w:1', succeeded(first.jobs[0]!), new Date(), 60_000);
-    expect(ids((await storage.claimControlled(request('fl-serial', 10))).jobs)).toEqual([k1b]);
+    await storage.outcomes.finish('w:1', succeeded(first.jobs[0]!), new Date(), 60_000);
+    expect(ids((await storage.claims.claimControlled(request('fl-serial', 10))).jobs)).toEqual([k1b]);
   });
 
   it('claims nothing of a paused queue, neither in a claim nor in the claim of an outcome write', async () => {
@@ -196,15 +192,15 @@ describe('the controlled claim on its own: called directly, no worker running', 
     await jobs.enqueueMany(
       Array.from({ length: 4 }, () => ({ job: Work, payload: {}, options: { queue: 'fl-pause-limited' } })),
     );
-    const running = (await storage.claimControlled(request('fl-pause-limited', 2))).jobs;
+    const running = (await storage.claims.claimControlled(request('fl-pause-limited', 2))).jobs;
     expect(running).toHaveLength(2);
     await queues.pause('fl-pause-plain');
     await queues.pause('fl-pause-limited');
     // A queue that nothing but the pause sends through this claim, and one with a limit.
-    expect(await storage.claimControlled(request('fl-pause-plain', 10))).toEqual(NOTHING);
-    expect(await storage.claimControlled(request('fl-pause-limited', 10))).toEqual(NOTHING);
+    expect(await storage.claims.claimControlled(request('fl-pause-plain', 10))).toEqual(NOTHING);
+    expect(await storage.claims.claimControlled(request('fl-pause-limited', 10))).toEqual(NOTHING);
     // The outcome is written; the claim riding on it gets nothing, though the write freed a slot.
-    const ride = await storage.finishAndClaim(
+    const ride = await storage.outcomes.finishAndClaim(
       'w:1',
       succeeded(running[0]!),
       new Date(),
@@ -217,8 +213,10 @@ describe('the controlled claim on its own: called directly, no worker running', 
     // Resumed, the same calls are served: the pause was what held them back.
     await queues.resume('fl-pause-plain');
     await queues.resume('fl-pause-limited');
-    expect(ids((await storage.claimControlled(request('fl-pause-plain', 10))).jobs)).toEqual(plain.map((r) => r.id));
-    const resumed = await storage.finishAndClaim(
+    expect(ids((await storage.claims.claimControlled(request('fl-pause-plain', 10))).jobs)).toEqual(
+      plain.map((r) => r.id),
+    );
+    const resumed = await storage.outcomes.finishAndClaim(
       'w:1',
       succeeded(running[1]!),
       new Date(),
@@ -242,7 +240,7 @@ describe('the controlled claim on its own: called directly, no worker running', 
       open = true;
       await holder.query(`SELECT 1 FROM "${schema}".job_queue WHERE name = 'fl-pause-race' FOR UPDATE`);
       const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-      const claim = storage.claimControlled(request('fl-pause-race', 10));
+      const claim = storage.claims.claimControlled(request('fl-pause-race', 10));
       claim.catch(() => undefined);
       await waitFor(
         'the claim to wait for the queue row',
@@ -257,7 +255,9 @@ describe('the controlled claim on its own: called directly, no worker running', 
       await holder.end();
     }
     await queues.resume('fl-pause-race');
-    expect(ids((await storage.claimControlled(request('fl-pause-race', 10))).jobs)).toEqual(refs.map((r) => r.id));
+    expect(ids((await storage.claims.claimControlled(request('fl-pause-race', 10))).jobs)).toEqual(
+      refs.map((r) => r.id),
+    );
   });
 
   it('claims no queued job past its deadline: not the plain claim, and no path of the controlled one', async () => {
@@ -285,8 +285,8 @@ describe('the controlled claim on its own: called directly, no worker running', 
       const due = await enqueue('due', new Date(now + 3 * hour));
       const claimed =
         queue === 'fl-dl-plain'
-          ? await storage.claim(request(queue, 10, at))
-          : (await storage.claimControlled(request(queue, 10, at))).jobs;
+          ? await storage.claims.claim(request(queue, 10, at))
+          : (await storage.claims.claimControlled(request(queue, 10, at))).jobs;
       expect({ queue, claimed: ids(claimed).sort() }).toEqual({ queue, claimed: due.map((r) => r.id).sort() });
       for (const { id } of late) expect({ queue, state: await stateOf(id) }).toEqual({ queue, state: 'queued' });
     }
@@ -324,7 +324,7 @@ describe('the controlled claim on its own: called directly, no worker running', 
         ).map((r) => [r.id, r.g]),
       );
       const claim = async (limit: number) =>
-        (await storage.claimControlled(request(queue, limit))).jobs.map((j) => groupOf.get(j.id));
+        (await storage.claims.claimControlled(request(queue, limit))).jobs.map((j) => groupOf.get(j.id));
       // A claim of three walks three groups, one job of each, from where the last claim stopped, and
       // wraps around at the end.
       expect(await claim(3)).toEqual(['g0', 'g1', 'g2']);
@@ -397,14 +397,14 @@ describe('the worker on its own', () => {
 
   /** Records what the worker's storage is asked: `claim:<queue>` (a controlled claim), `ride:<queue>` (one riding on an outcome write). */
   function recordClaims(ref: TestingModule, asked: string[]): void {
-    const storage = ref.get<JobStorage>(JOB_STORAGE);
-    const claimControlled = storage.claimControlled.bind(storage);
-    const finishAndClaim = storage.finishAndClaim.bind(storage);
-    storage.claimControlled = (r) => {
+    const storage = workerStorage(ref);
+    const claimControlled = storage.claims.claimControlled.bind(storage.claims);
+    const finishAndClaim = storage.outcomes.finishAndClaim.bind(storage.outcomes);
+    storage.claims.claimControlled = (r) => {
       asked.push(`claim:${r.queue}`);
       return claimControlled(r);
     };
-    storage.finishAndClaim = (workerId, attempts, now, leaseMs, claim) => {
+    storage.outcomes.finishAndClaim = (workerId, attempts, now, leaseMs, claim) => {
       asked.push(`ride:${claim.queue}`);
       return finishAndClaim(workerId, attempts, now, leaseMs, claim);
     };

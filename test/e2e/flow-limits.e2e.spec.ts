@@ -1,7 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
+import { workerStorage } from '../support/job-storage.js';
 import { Job, JobQueue, JobQueues, JobsError, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
 import type { ClaimedJob, FinishedAttempt } from '../../lib/model/index.js';
-import { JOB_STORAGE, type ClaimRequest, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
+import { type ClaimRequest } from '../../lib/storage/jobs/claim/claim-storage.interface.js';
 import { JobWorker } from '../../lib/worker/job-worker.service.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, NamedWork, Work } from '../support/flow.jobs.js';
@@ -128,7 +129,7 @@ describe('an outcome write that claims (how a limited queue refills its slots)',
     const schema = uniqueSchema('fcride');
     schemas.push(schema);
     const app = await boot(schema, { worker: { enabled: false }, queues: { limited: { concurrency: 2 } } });
-    const storage = app.get<JobStorage>(JOB_STORAGE);
+    const storage = workerStorage(app);
     const refs = await app
       .get(JobQueue)
       .enqueueMany(
@@ -150,24 +151,30 @@ describe('an outcome write that claims (how a limited queue refills its slots)',
         .map((r) => `${r.worker_id}:${order.indexOf(r.id)}`)
         .sort();
 
-    const first = await storage.claimControlled(claim('a'));
+    const first = await storage.claims.claimControlled(claim('a'));
     expect(first.jobs.map((j) => order.indexOf(j.id))).toEqual([0, 1]);
-    expect((await storage.claimControlled(claim('b'))).jobs).toEqual([]);
+    expect((await storage.claims.claimControlled(claim('b'))).jobs).toEqual([]);
 
     // One of a's two ends: its slot, and only its slot, is refilled in the same statement.
-    const one = await storage.finishAndClaim('a', succeeded(first.jobs[0]!), new Date(), 30_000, claim('a'));
+    const one = await storage.outcomes.finishAndClaim('a', succeeded(first.jobs[0]!), new Date(), 30_000, claim('a'));
     expect([...one.applied]).toEqual([first.jobs[0]!.id]);
     expect(one.claimed.jobs.map((j) => order.indexOf(j.id))).toEqual([2]);
     expect(await active()).toEqual(['a:1', 'a:2']);
 
     // b writes an outcome for a job it does not hold: fenced, so nothing is freed and nothing claimed.
-    const fenced = await storage.finishAndClaim('b', succeeded(first.jobs[1]!), new Date(), 30_000, claim('b'));
+    const fenced = await storage.outcomes.finishAndClaim(
+      'b',
+      succeeded(first.jobs[1]!),
+      new Date(),
+      30_000,
+      claim('b'),
+    );
     expect(fenced.applied.size).toBe(0);
     expect(fenced.claimed.jobs).toEqual([]);
     expect(await active()).toEqual(['a:1', 'a:2']);
 
     // Both of a's end: two slots free, two claimed, in enqueue order; the limit still holds.
-    const both = await storage.finishAndClaim(
+    const both = await storage.outcomes.finishAndClaim(
       'a',
       succeeded(first.jobs[1]!, one.claimed.jobs[0]!),
       new Date(),
@@ -192,15 +199,15 @@ describe('a limited queue at shutdown', () => {
     // grace: shutdown's wait for the outcome write held below cannot run out.
     const worker = { concurrency: 1, lease: 60_000, shutdownGrace: 30_000, pollInterval: 100, queues: ['limited'] };
     const app = await boot(schema, { worker, queues: { limited: { concurrency: 1 } } });
-    const storage = app.get<JobStorage>(JOB_STORAGE);
+    const storage = workerStorage(app);
     // The first outcome write that claims is held until shutdown has handed back what the worker
     // held; then it goes on, and the job it claims arrives while the worker is stopping.
     let held = false;
     let letGo!: () => void;
     const released = new Promise<void>((resolve) => (letGo = resolve));
     const claimedByWrites: string[][] = [];
-    const finishAndClaim = storage.finishAndClaim.bind(storage);
-    storage.finishAndClaim = async (...args) => {
+    const finishAndClaim = storage.outcomes.finishAndClaim.bind(storage.outcomes);
+    storage.outcomes.finishAndClaim = async (...args) => {
       held = true;
       await released;
       const written = await finishAndClaim(...args);
@@ -208,8 +215,8 @@ describe('a limited queue at shutdown', () => {
       return written;
     };
     const handedBack: string[][] = [];
-    const handBack = storage.handBack.bind(storage);
-    storage.handBack = (workerId, jobs, now, error) => {
+    const handBack = storage.outcomes.handBack.bind(storage.outcomes);
+    storage.outcomes.handBack = (workerId, jobs, now, error) => {
       handedBack.push(jobs.map((j) => j.id));
       return handBack(workerId, jobs, now, error);
     };

@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
+import { workerStorage } from '../support/job-storage.js';
 import { JobQueue, JobQueues } from 'nestjs-durable-jobs';
-import { JOB_STORAGE, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { flowProviders, NamedWork, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -60,7 +60,7 @@ it('counts a claim stamped earlier but served later at the time of the turn befo
     { worker: { enabled: false }, queues: { rated: { rateLimit: { max: 5, per: 1_000 } } } },
     { providers: flowProviders(schema) },
   );
-  const storage = app.get<JobStorage>(JOB_STORAGE);
+  const storage = workerStorage(app);
   await app
     .get(JobQueue)
     .enqueueMany(Array.from({ length: 20 }, () => ({ job: Work, payload: {}, options: { queue: 'rated' } })));
@@ -81,7 +81,7 @@ it('counts a claim stamped earlier but served later at the time of the turn befo
     const late = await lateClaim(
       async (offsetMs, limit) => {
         const now = new Date(t0 + offsetMs);
-        const { jobs } = await storage.claimControlled({
+        const { jobs } = await storage.claims.claimControlled({
           workerId: 'w',
           queue,
           names: [name],

@@ -1,8 +1,10 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
+import type { OutcomeStorage } from '../../lib/storage/jobs/outcomes/outcome-storage.interface.js';
+import { type WorkerStorage, workerStorage } from '../support/job-storage.js';
 import { BatchBuilder, Job, JobQueue, RetentionService, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import type { AttemptOutcome, ClaimedJob } from '../../lib/model/index.js';
-import { JOB_STORAGE, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
+
 import { JobWorker } from '../../lib/worker/job-worker.service.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -80,7 +82,7 @@ const schemas = [schema];
 const clock = new ManualClock(new Date('2026-06-01T08:00:00Z'));
 let app: INestApplication;
 let queue: JobQueue;
-let storage: JobStorage;
+let storage: WorkerStorage;
 let runs: Runs;
 let workerId: string;
 
@@ -103,7 +105,7 @@ beforeAll(async () => {
     { providers: [Runs, Held, FailsFirst, ProbeRecorder, DoomedProbe] },
   );
   queue = app.get(JobQueue);
-  storage = app.get<JobStorage>(JOB_STORAGE);
+  storage = workerStorage(app);
   runs = app.get(Runs);
   workerId = app.get(JobWorker).id;
 });
@@ -125,7 +127,7 @@ describe('fencing: a worker that lost its job cannot write its outcome', () => {
   async function takeOver(queueName: string, how: 'rescued' | 'handed back'): Promise<ClaimedJob> {
     const { id } = await queue.enqueue(Held, { hold: true }, { queue: queueName, delay: 60_000 });
     // Not due for a minute on the frozen clock: only the ghost, claiming "a minute later", can take it.
-    const [ghost] = await storage.claim({
+    const [ghost] = await storage.claims.claim({
       workerId: 'ghost:1',
       queue: queueName,
       names: ['g-held'],
@@ -139,11 +141,11 @@ describe('fencing: a worker that lost its job cannot write its outcome', () => {
         id,
         new Date(clock.now().getTime() - 1),
       ]);
-      await storage.rescueExpired(clock.now(), 10);
+      await storage.maintenance.rescueExpired(clock.now(), 10);
       // A rescued job keeps its run_at, which the ghost's early claim left a minute ahead of the frozen clock.
       await sql(`UPDATE "${schema}".job SET run_at = $2 WHERE id = $1`, [id, clock.now()]);
     } else {
-      await storage.handBack('ghost:1', [ghost!], clock.now(), null);
+      await storage.outcomes.handBack('ghost:1', [ghost!], clock.now(), null);
     }
     await waitFor(`the live worker to run the ${how} job`, () => runs.started.get(id) === 1);
     expect(await queue.get(id)).toMatchObject({ state: 'active', attempt: how === 'rescued' ? 2 : 1, workerId });
@@ -165,7 +167,7 @@ describe('fencing: a worker that lost its job cannot write its outcome', () => {
       [workerId, rescued],
       ['ghost:1', handedBack],
     ] as const) {
-      applied.push(...(await storage.finish(writer, [{ job, outcome }], clock.now(), 30_000)));
+      applied.push(...(await storage.outcomes.finish(writer, [{ job, outcome }], clock.now(), 30_000)));
     }
     return applied;
   }
@@ -280,9 +282,9 @@ describe('outcome writes', () => {
   it('a failed outcome write is retried: the outcome lands, and the job ran once', async () => {
     // Fault injection, not a mock: the first write of this queue's outcomes fails as a dropped
     // connection would; every other call goes to the real storage.
-    const realFinish = storage.finish;
+    const realFinish = storage.outcomes.finish;
     let injected = 0;
-    storage.finish = function (this: JobStorage, ...args: Parameters<JobStorage['finish']>) {
+    storage.outcomes.finish = function (this: OutcomeStorage, ...args: Parameters<OutcomeStorage['finish']>) {
       if (injected === 0 && args[1].some((a) => a.job.queue === 'outcome-retry')) {
         injected++;
         return Promise.reject(new Error('Connection terminated unexpectedly (injected)'));
@@ -297,7 +299,7 @@ describe('outcome writes', () => {
       expect(await queue.get(id)).toMatchObject({ attempt: 1, workerId, result: { by: 'worker' } });
       expect(await history(id)).toEqual([[1, 'succeeded', workerId]]);
     } finally {
-      storage.finish = realFinish;
+      storage.outcomes.finish = realFinish;
     }
   });
 

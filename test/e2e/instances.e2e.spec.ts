@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { workerStorage } from '../support/job-storage.js';
 import type { INestApplication, Provider } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { JobQueue } from 'nestjs-durable-jobs';
-import { JOB_STORAGE, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
+
 import { SlowReport } from '../../sample/jobs/slow-report.job.js';
 import { readyWorkerId } from '../support/child-ready.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
@@ -214,8 +215,8 @@ it('a job whose attempts are used up by crashes ends failed, saying so', async (
   const api = await start(schema, 'api', { enabled: false });
   const { id } = await api.get(JobQueue).enqueue(SlowReport, { steps: 1, stepMs: 1 }, { maxAttempts: 1 });
   // A worker that claims the job and then vanishes without a word.
-  const storage = api.get<JobStorage>(JOB_STORAGE);
-  const claimed = await storage.claim({
+  const storage = workerStorage(api);
+  const claimed = await storage.claims.claim({
     workerId: 'ghost:1',
     queue: 'reports',
     names: ['slow-report'],
@@ -240,7 +241,7 @@ it("when crashes use up a job's attempts, the instance that fails it runs its on
   schemas.push(schema);
   const api = await start(schema, 'api', { enabled: false });
   const { id } = await api.get(JobQueue).enqueue(DoomedProbe, {}, { maxAttempts: 1 });
-  const claimed = await api.get<JobStorage>(JOB_STORAGE).claim({
+  const claimed = await workerStorage(api).claims.claim({
     workerId: 'ghost:2',
     queue: 'default',
     names: ['probe-doomed'],

@@ -1,8 +1,8 @@
 import { Global, Injectable, Module, type INestApplication, type OnApplicationBootstrap } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Job, JobQueue, JobsModule, type JobHandler } from 'nestjs-durable-jobs';
-import { JOB_STORAGE, type JobStorage } from '../../lib/storage/jobs/job-storage.interface.js';
-import { PostgresJobStorage } from '../../lib/storage/jobs/postgres-job-storage.js';
+import { CLAIM_STORAGE, type ClaimStorage } from '../../lib/storage/jobs/claim/claim-storage.interface.js';
+import { PostgresClaimStorage } from '../../lib/storage/jobs/claim/postgres-claim-storage.js';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { sleep, waitFor } from '../support/wait.js';
 
@@ -38,12 +38,12 @@ afterAll(async () => {
 });
 
 /** Boots an app expected to fail; returns it (not closed: the caller of a failed boot has nothing to close). */
-async function failedBoot(schema: string, imports: unknown[], storage?: (s: JobStorage) => JobStorage) {
+async function failedBoot(schema: string, imports: unknown[], storage?: (s: ClaimStorage) => ClaimStorage) {
   let builder = Test.createTestingModule({ imports: imports as never[] });
   if (storage) {
     builder = builder
-      .overrideProvider(JOB_STORAGE)
-      .useFactory({ factory: (s: PostgresJobStorage) => storage(s), inject: [PostgresJobStorage] });
+      .overrideProvider(CLAIM_STORAGE)
+      .useFactory({ factory: (s: PostgresClaimStorage) => storage(s), inject: [PostgresClaimStorage] });
   }
   const app = (await builder.compile()).createNestApplication({ logger: false });
   apps.push(app);
@@ -100,7 +100,7 @@ describe('a boot that fails', () => {
     const schema = uniqueSchema('life');
     schemas.push(schema);
     await seed(schema);
-    const failing = (s: JobStorage): JobStorage =>
+    const failing = (s: ClaimStorage): ClaimStorage =>
       new Proxy(s, {
         get(target, prop, receiver) {
           if (prop === 'openWorkerConnections') {

@@ -13,12 +13,12 @@ describe('the layer table, enforced by npm run lint', () => {
     const errors = await layerErrors(
       'lib/worker/example.ts',
       `import { JobQueue } from '../queue/job-queue.service.js';
-       import { PostgresJobStorage } from '../storage/jobs/postgres-job-storage.js';
-       export type X = [JobQueue, PostgresJobStorage];\n`,
+       import { PostgresClaimStorage } from '../storage/jobs/claim/postgres-claim-storage.js';
+       export type X = [JobQueue, PostgresClaimStorage];\n`,
     );
     expect(errors).toEqual([
       expect.stringMatching(/^worker\/ may not import \.\.\/queue\/job-queue\.service\.js/),
-      expect.stringMatching(/^worker\/ may not import \.\.\/storage\/jobs\/postgres-job-storage\.js/),
+      expect.stringMatching(/^worker\/ may not import \.\.\/storage\/jobs\/claim\/postgres-claim-storage\.js/),
     ]);
     // The message points at the page that holds the table.
     expect(errors[0]).toContain('See docs/contributing/architecture.md, "Layers".');
@@ -32,9 +32,9 @@ describe('the layer table, enforced by npm run lint', () => {
     expect(
       await layerErrors(
         'lib/queue/example.ts',
-        `import type { JobStorage } from '../storage/jobs/job-storage.interface.js';
+        `import type { EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
          import { isUuid } from '../model/index.js';
-         export type X = [JobStorage, typeof isUuid];\n`,
+         export type X = [EnqueueStorage, typeof isUuid];\n`,
       ),
     ).toEqual([]);
   });

@@ -87,7 +87,7 @@ export interface ThroughputRow {
 
 /**
  * What operators' actions need of the tables beyond the single-job calls
- * of `JobStorage`: searches, edges, and bulk writes in chunks. Each chunk is
+ * of `JobControlStorage`: searches, edges, and bulk writes in chunks. Each chunk is
  * one short transaction of its own, so no call holds locks for long.
  */
 export interface AdminStorage {

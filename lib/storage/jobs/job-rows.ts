@@ -7,7 +7,7 @@ import type {
   JobSummary,
   SerializedError,
 } from '../../model/index.js';
-import type { ClaimResult } from './job-storage.interface.js';
+import type { ClaimResult } from './claim/claim-storage.interface.js';
 
 type Row = Record<string, unknown>;
 

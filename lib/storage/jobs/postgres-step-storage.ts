@@ -6,7 +6,7 @@ import { executorFor, ignoreError, type PoolExecutor } from '../connection/sql-e
 import { WorkerPool } from '../connection/worker-pool.js';
 import type { StorageContext } from '../storage-context.js';
 import type { TxScope } from '../storage-tx.interface.js';
-import type { HeldJob } from './job-storage.interface.js';
+import type { HeldJob } from './outcomes/outcome-storage.interface.js';
 import { jobStepFromRow } from './job-rows.js';
 import { stepStatements, type StepStatements } from './step-statements.js';
 import type { HandlerTransactionSource, StepStorage } from './step-storage.interface.js';

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { JobStep, NewStep, StoredStep } from '../../model/index.js';
 import type { TxScope } from '../storage-tx.interface.js';
-import type { HeldJob } from './job-storage.interface.js';
+import type { HeldJob } from './outcomes/outcome-storage.interface.js';
 
 /**
  * Where a handler's transaction runs: on the DataSource the app shares with

@@ -11,7 +11,8 @@ import {
 import { asStorageTx, executorFor, PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
 import { dueQueues, encodeFlags, encodeNewJobColumns, queueFeatures } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
-import type { PostgresJobStorage } from '../jobs/postgres-job-storage.js';
+import type { PostgresEnqueueStorage } from '../jobs/enqueue/postgres-enqueue-storage.js';
+import type { PostgresOutcomeStorage } from '../jobs/outcomes/postgres-outcome-storage.js';
 import { batchInfoFromRow } from './batch-rows.js';
 import type { StorageContext } from '../storage-context.js';
 import type { StorageTx, TxScope } from '../storage-tx.interface.js';
@@ -27,8 +28,10 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
 
   constructor(
     context: StorageContext,
+    /** Flags the queues a graph's jobs newly put groups or serial keys in, in the graph's transaction. */
+    private readonly enqueue: PostgresEnqueueStorage,
     /** Outcomes with continuations are written here, in a transaction with the continuations. */
-    private readonly jobs: PostgresJobStorage,
+    private readonly outcomes: PostgresOutcomeStorage,
   ) {
     this.sql = workflowStatements(context.schema);
     this.pool = context.executor;
@@ -78,7 +81,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
         return;
       }
       await executor.transaction(async (t) => {
-        await this.jobs.flagQueuesOn(t, graph.jobs, now);
+        await this.enqueue.flagQueuesOn(t, graph.jobs, now);
         await this.run('insertGraph', values, t);
       });
     } catch (error) {
@@ -124,7 +127,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       const rows =
         job.groupKey || job.serialKey
           ? await this.pool.transaction(async (t) => {
-              await this.jobs.flagQueuesOn(t, [job], now);
+              await this.enqueue.flagQueuesOn(t, [job], now);
               return this.run('addToBatch', values, t);
             })
           : await this.run('addToBatch', values);
@@ -143,7 +146,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     scope?: TxScope,
   ): Promise<boolean> {
     return executorFor(scope, this.pool).transaction(async (tx) => {
-      const applied = await this.jobs.finishOn(tx, workerId, [attempt], now, leaseMs);
+      const applied = await this.outcomes.finishOn(tx, workerId, [attempt], now, leaseMs);
       if (!applied.has(attempt.job.id)) return false;
       if (continuations.length) {
         // The edge to the parent is written already settled: the continuation is released as it is

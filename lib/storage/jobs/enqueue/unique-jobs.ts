@@ -1,10 +1,10 @@
-import type { NewJob } from '../../model/index.js';
-import type { SqlExecutor } from '../connection/sql-executor.js';
-import { dueQueues, encodeNewJobColumns, encodeUniformJobs } from './job-encoding.js';
-import type { JobStatements } from './job-statements.js';
+import type { NewJob } from '../../../model/index.js';
+import type { SqlExecutor } from '../../connection/sql-executor.js';
+import { dueQueues, encodeNewJobColumns, encodeUniformJobs } from '../job-encoding.js';
+import type { EnqueueStatements } from './enqueue-statements.js';
 
 type Run = (
-  key: keyof JobStatements,
+  key: keyof EnqueueStatements,
   values: unknown[],
   executor: SqlExecutor,
 ) => Promise<Array<Record<string, unknown>>>;

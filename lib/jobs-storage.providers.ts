@@ -1,0 +1,90 @@
+import type { Provider } from '@nestjs/common';
+import { JOBS_MODULE_OPTIONS, type JobsModuleOptions } from './jobs-options.interface.js';
+import { ADMIN_STORAGE } from './storage/admin/admin-storage.interface.js';
+import { PostgresAdminStorage } from './storage/admin/postgres-admin-storage.js';
+import { JobsConnection } from './storage/connection/jobs-connection.js';
+import { CLAIM_STORAGE } from './storage/jobs/claim/claim-storage.interface.js';
+import { PostgresClaimStorage } from './storage/jobs/claim/postgres-claim-storage.js';
+import { JOB_CONTROL_STORAGE } from './storage/jobs/control/job-control-storage.interface.js';
+import { PostgresJobControlStorage } from './storage/jobs/control/postgres-job-control-storage.js';
+import { ENQUEUE_STORAGE } from './storage/jobs/enqueue/enqueue-storage.interface.js';
+import { PostgresEnqueueStorage } from './storage/jobs/enqueue/postgres-enqueue-storage.js';
+import { MAINTENANCE_STORAGE } from './storage/jobs/maintenance/maintenance-storage.interface.js';
+import { PostgresMaintenanceStorage } from './storage/jobs/maintenance/postgres-maintenance-storage.js';
+import { OUTCOME_STORAGE } from './storage/jobs/outcomes/outcome-storage.interface.js';
+import { PostgresOutcomeStorage } from './storage/jobs/outcomes/postgres-outcome-storage.js';
+import { PostgresStepStorage } from './storage/jobs/postgres-step-storage.js';
+import { STEP_STORAGE } from './storage/jobs/step-storage.interface.js';
+import { WorkerConnections } from './storage/jobs/worker-connections.js';
+import { MONITORING_STORAGE } from './storage/monitoring/monitoring-storage.interface.js';
+import { PostgresMonitoringStorage } from './storage/monitoring/postgres-monitoring-storage.js';
+import { JobNotifications } from './storage/notifications/job-notifications.interface.js';
+import { NotificationListener } from './storage/notifications/notification-listener.js';
+import { PostgresQueueStorage } from './storage/queues/postgres-queue-storage.js';
+import { QUEUE_STORAGE } from './storage/queues/queue-storage.interface.js';
+import { PostgresScheduleStorage } from './storage/schedules/postgres-schedule-storage.js';
+import { SCHEDULE_STORAGE } from './storage/schedules/schedule-storage.interface.js';
+import { StorageContext } from './storage/storage-context.js';
+import { PostgresWorkflowStorage } from './storage/workflows/postgres-workflow-storage.js';
+import { WORKFLOW_STORAGE } from './storage/workflows/workflow-storage.interface.js';
+
+/** Claims, outcomes and step records commit without waiting for the WAL flush unless the app asks. */
+const relaxedCommit = (o: JobsModuleOptions) => !(o.worker?.synchronousCommit ?? false);
+
+/** A storage class made from the StorageContext alone, under the token the layers above inject. */
+function fromContext<T>(token: symbol | (abstract new (...args: never[]) => unknown), make: (c: StorageContext) => T) {
+  return { provide: token, inject: [StorageContext], useFactory: make };
+}
+
+/**
+ * The storage of one JobsModule: every concern's PostgreSQL implementation,
+ * each under the token of its contract (`*.interface.ts`), on one
+ * StorageContext (the module's DataSource and schema).
+ */
+export function storageProviders(): Provider[] {
+  return [
+    {
+      provide: StorageContext,
+      inject: [JobsConnection],
+      useFactory: (c: JobsConnection) => new StorageContext(c.dataSource, c.schema, c.timeouts),
+    },
+    {
+      provide: WorkerConnections,
+      inject: [StorageContext, JOBS_MODULE_OPTIONS],
+      useFactory: (c: StorageContext, o: JobsModuleOptions) => new WorkerConnections(c, relaxedCommit(o)),
+    },
+    fromContext(PostgresEnqueueStorage, (c) => new PostgresEnqueueStorage(c)),
+    { provide: ENQUEUE_STORAGE, useExisting: PostgresEnqueueStorage },
+    {
+      provide: PostgresClaimStorage,
+      inject: [StorageContext, WorkerConnections],
+      useFactory: (c: StorageContext, w: WorkerConnections) => new PostgresClaimStorage(c, w),
+    },
+    { provide: CLAIM_STORAGE, useExisting: PostgresClaimStorage },
+    {
+      provide: PostgresOutcomeStorage,
+      inject: [StorageContext, WorkerConnections],
+      useFactory: (c: StorageContext, w: WorkerConnections) => new PostgresOutcomeStorage(c, w),
+    },
+    { provide: OUTCOME_STORAGE, useExisting: PostgresOutcomeStorage },
+    fromContext(MAINTENANCE_STORAGE, (c) => new PostgresMaintenanceStorage(c)),
+    fromContext(JOB_CONTROL_STORAGE, (c) => new PostgresJobControlStorage(c)),
+    {
+      provide: STEP_STORAGE,
+      inject: [StorageContext, JobsConnection, JOBS_MODULE_OPTIONS],
+      useFactory: (c: StorageContext, connection: JobsConnection, o: JobsModuleOptions) =>
+        new PostgresStepStorage(c, connection.owned ? 'own' : 'shared', relaxedCommit(o)),
+    },
+    {
+      provide: WORKFLOW_STORAGE,
+      inject: [StorageContext, PostgresEnqueueStorage, PostgresOutcomeStorage],
+      useFactory: (c: StorageContext, enqueue: PostgresEnqueueStorage, outcomes: PostgresOutcomeStorage) =>
+        new PostgresWorkflowStorage(c, enqueue, outcomes),
+    },
+    fromContext(SCHEDULE_STORAGE, (c) => new PostgresScheduleStorage(c)),
+    fromContext(MONITORING_STORAGE, (c) => new PostgresMonitoringStorage(c)),
+    fromContext(QUEUE_STORAGE, (c) => new PostgresQueueStorage(c)),
+    fromContext(ADMIN_STORAGE, (c) => new PostgresAdminStorage(c)),
+    fromContext(JobNotifications, (c) => new NotificationListener(c)),
+  ];
+}

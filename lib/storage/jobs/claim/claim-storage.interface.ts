@@ -1,0 +1,37 @@
+import type { ClaimedJob } from '../../../model/index.js';
+
+/** A worker's request for up to `limit` due jobs of one queue, leased to it for `leaseMs`. */
+export interface ClaimRequest {
+  workerId: string;
+  queue: string;
+  names: readonly string[];
+  limit: number;
+  now: Date;
+  leaseMs: number;
+}
+
+/** What a controlled claim got; `waitMs`: a rate limit held jobs back, and the next may start then. */
+export interface ClaimResult {
+  jobs: ClaimedJob[];
+  waitMs: number | null;
+}
+
+/** How workers take jobs: the plain and the controlled claim, on the worker's own connections. */
+export interface ClaimStorage {
+  claim(request: ClaimRequest): Promise<ClaimedJob[]>;
+  /**
+   * The claim of a controlled queue (limits, groups, serial keys, pause;
+   * see the claim_controlled routine): enforced across instances, one claim
+   * at a time per queue.
+   */
+  claimControlled(request: ClaimRequest): Promise<ClaimResult>;
+  /** Queues that hold eligible work, for workers that serve every queue. */
+  queuesWithWork(): Promise<string[]>;
+  /** Opens the worker's own connections before its first claim, so the first jobs do not wait for them. */
+  openWorkerConnections(): Promise<void>;
+  /** Closes the worker's own connections (after the worker stopped). */
+  closeWorkerConnections(): Promise<void>;
+}
+
+/** Injection token of the ClaimStorage. */
+export const CLAIM_STORAGE = Symbol('CLAIM_STORAGE');

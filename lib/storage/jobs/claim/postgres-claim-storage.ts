@@ -1,0 +1,45 @@
+import type { ClaimedJob } from '../../../model/index.js';
+import type { StorageContext } from '../../storage-context.js';
+import { claimResult, type ClaimRow } from '../job-rows.js';
+import { StatementRunner } from '../statement-runner.js';
+import type { WorkerConnections } from '../worker-connections.js';
+import type { ClaimRequest, ClaimResult, ClaimStorage } from './claim-storage.interface.js';
+import { claimStatements, type ClaimStatements } from './claim-statements.js';
+
+/** An idle worker's claim spends ~0.3 ms on planning otherwise: both claims go prepared. */
+const PREPARED: ReadonlyArray<keyof ClaimStatements> = ['claim', 'claimControlled'];
+
+/** The plain and the controlled claim, on the worker's own connections. */
+export class PostgresClaimStorage implements ClaimStorage {
+  private readonly statements: StatementRunner<keyof ClaimStatements>;
+
+  constructor(
+    context: StorageContext,
+    private readonly connections: WorkerConnections,
+  ) {
+    this.statements = new StatementRunner(claimStatements(context.schema), PREPARED, context.executor);
+  }
+
+  async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
+    // Rows arrive in claim order and already shaped as ClaimedJob: no second object per job.
+    const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs];
+    return this.statements.run<ClaimedJob>('claim', values, this.connections.executor);
+  }
+
+  async claimControlled(r: ClaimRequest): Promise<ClaimResult> {
+    const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs];
+    return claimResult(await this.statements.run<ClaimRow>('claimControlled', values, this.connections.executor));
+  }
+
+  async queuesWithWork(): Promise<string[]> {
+    return (await this.statements.run('queuesWithWork', [])).map((r) => r.queue as string);
+  }
+
+  openWorkerConnections(): Promise<void> {
+    return this.connections.open();
+  }
+
+  closeWorkerConnections(): Promise<void> {
+    return this.connections.close();
+  }
+}

@@ -1,0 +1,46 @@
+import { NOT_STARTED_STATES } from '../../../model/index.js';
+import { quoteIdent, sqlLiterals } from '../../connection/sql-identifiers.js';
+import { notifySql } from '../../notifications/notification-topics.js';
+import { settleCte } from '../job-fragments.js';
+
+/** The SQL of reading, cancelling and retrying one job by id, for one schema, built once. */
+export function controlStatements(schema: string) {
+  const s = quoteIdent(schema);
+  return {
+    cancelQueued: `WITH u AS (
+      UPDATE ${s}.job SET state = 'cancelled', completed_at = $2, cancel_requested = true
+       WHERE id = $1 AND state IN (${sqlLiterals(NOT_STARTED_STATES)}) RETURNING id, batch_id, has_dependents
+    ), ${settleCte(s, 'u', `'cancelled'`, '$2', '$3')}
+    SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
+
+    cancelActive: `WITH u AS (
+      UPDATE ${s}.job SET cancel_requested = true WHERE id = $1 AND state = 'active' RETURNING id
+    )
+    SELECT id, ${notifySql('cancel', '$2', 'id')} FROM u`,
+
+    // A retried job that settled a batch or parents reopens them (reopen_job). Its finished steps
+    // stay, so the next attempt answers them from storage, unless $5 (resetSteps) clears them.
+    retry: `WITH prev AS (
+      SELECT id, state, batch_id, has_dependents FROM ${s}.job WHERE id = $1 AND state = ANY($4::text[]) FOR UPDATE
+    ), u AS (
+      UPDATE ${s}.job j
+         SET state = 'queued', max_attempts = j.attempt + j.max_attempts, run_at = $2, completed_at = NULL,
+             worker_id = NULL, cancel_requested = false, result = NULL, progress = NULL, progress_message = NULL,
+             failure_hook = NULL, hook_worker_id = NULL, hook_lease_expires_at = NULL
+        FROM prev WHERE j.id = prev.id RETURNING j.id, j.queue
+    ), r AS (
+      SELECT ${s}.reopen_job(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents
+    ), forget AS (
+      DELETE FROM ${s}.job_step st USING u WHERE $5::boolean AND st.job_id = u.id
+    )
+    SELECT id, ${notifySql('queue', '$3', 'queue')} FROM u UNION ALL SELECT NULL, NULL FROM r`,
+
+    stateOf: `SELECT state FROM ${s}.job WHERE id = $1`,
+
+    getJob: `SELECT * FROM ${s}.job WHERE id = $1`,
+
+    getExecutions: `SELECT * FROM ${s}.job_execution WHERE job_id = $1 ORDER BY attempt, id`,
+  };
+}
+
+export type ControlStatements = ReturnType<typeof controlStatements>;

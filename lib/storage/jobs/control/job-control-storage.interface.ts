@@ -1,0 +1,24 @@
+import type { JobInfo, JobState } from '../../../model/index.js';
+
+/** What a cancel did: at once (not started), asked of the running worker, or nothing. */
+export type CancelResult =
+  | { outcome: 'cancelled' }
+  | { outcome: 'requested' }
+  | { outcome: 'not-found' }
+  | { outcome: 'finished'; state: JobState };
+
+/** What a retry did. */
+export type RetryResult =
+  { outcome: 'requeued' } | { outcome: 'not-found' } | { outcome: 'not-retryable'; state: JobState };
+
+/** One job as the app reads and steers it by id: its record, a cancel, a retry. */
+export interface JobControlStorage {
+  cancel(id: string, now: Date): Promise<CancelResult>;
+  /** Failed, cancelled or skipped → queued with fresh attempts; `resetSteps` forgets its finished steps. */
+  retry(id: string, now: Date, resetSteps?: boolean): Promise<RetryResult>;
+  /** The job with its history and steps; `stepResults` adds each step's stored result. */
+  getJob(id: string, options?: { stepResults?: boolean }): Promise<JobInfo | null>;
+}
+
+/** Injection token of the JobControlStorage. */
+export const JOB_CONTROL_STORAGE = Symbol('JOB_CONTROL_STORAGE');

@@ -1,0 +1,59 @@
+import { isUuid, RETRYABLE_STATES, type JobInfo, type JobState, type JobStep } from '../../../model/index.js';
+import type { PoolExecutor } from '../../connection/sql-executor.js';
+import type { StorageContext } from '../../storage-context.js';
+import { jobInfoFromRows } from '../job-rows.js';
+import { StatementRunner } from '../statement-runner.js';
+import { stepStatements, type StepStatements } from '../step-statements.js';
+import type { CancelResult, JobControlStorage, RetryResult } from './job-control-storage.interface.js';
+import { controlStatements, type ControlStatements } from './control-statements.js';
+
+/** One job read, cancelled or retried by id. */
+export class PostgresJobControlStorage implements JobControlStorage {
+  private readonly statements: StatementRunner<keyof ControlStatements>;
+  private readonly steps: StepStatements;
+  private readonly pool: PoolExecutor;
+  private readonly channel: string;
+
+  constructor(context: StorageContext) {
+    this.pool = context.executor;
+    this.channel = context.channel;
+    this.statements = new StatementRunner<keyof ControlStatements>(controlStatements(context.schema), [], this.pool);
+    this.steps = stepStatements(context.schema);
+  }
+
+  private run(key: keyof ControlStatements, values: unknown[]) {
+    return this.statements.run(key, values);
+  }
+
+  async cancel(id: string, now: Date): Promise<CancelResult> {
+    // Two tries: a job may move between "queued" and "active" under our feet.
+    for (let i = 0; i < 2; i++) {
+      if ((await this.run('cancelQueued', [id, now, this.channel])).some((r) => r.id)) return { outcome: 'cancelled' };
+      if ((await this.run('cancelActive', [id, this.channel])).length) return { outcome: 'requested' };
+      const [row] = await this.run('stateOf', [id]);
+      if (!row) return { outcome: 'not-found' };
+      const state = row.state as JobState;
+      if (state !== 'queued' && state !== 'waiting' && state !== 'active') return { outcome: 'finished', state };
+    }
+    return { outcome: 'requested' };
+  }
+
+  async retry(id: string, now: Date, resetSteps = false): Promise<RetryResult> {
+    const rows = await this.run('retry', [id, now, this.channel, RETRYABLE_STATES, resetSteps]);
+    if (rows.some((r) => r.id)) return { outcome: 'requeued' };
+    const [row] = await this.run('stateOf', [id]);
+    if (!row) return { outcome: 'not-found' };
+    return { outcome: 'not-retryable', state: row.state as JobState };
+  }
+
+  async getJob(id: string, options: { stepResults?: boolean } = {}): Promise<JobInfo | null> {
+    if (!isUuid(id)) return null;
+    const [[row], executionRows, steps] = await Promise.all([
+      this.run('getJob', [id]),
+      this.run('getExecutions', [id]),
+      this.pool.query<JobStep>(this.steps.list, [id, options.stepResults === true]),
+    ]);
+    if (!row) return null;
+    return jobInfoFromRows(row, executionRows, steps, options.stepResults === true);
+  }
+}

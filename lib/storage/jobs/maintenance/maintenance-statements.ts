@@ -1,0 +1,108 @@
+import { DeadlineExceededError, LeaseLostError, LIVE_JOB_STATES } from '../../../model/index.js';
+import { quoteIdent, sqlLiterals } from '../../connection/sql-identifiers.js';
+import { notifySql } from '../../notifications/notification-topics.js';
+import { settleCte } from '../job-fragments.js';
+
+/** The error an interrupted attempt records: the one its worker's signal aborted with. */
+const LEASE_LOST = LeaseLostError.name;
+const DEADLINE_EXCEEDED = DeadlineExceededError.name;
+
+/** The SQL of rescue, deadlines, retention and the worker registry, for one schema, built once. */
+export function maintenanceStatements(schema: string) {
+  const s = quoteIdent(schema);
+  return {
+    // Jobs whose deadline passed before they could start fail for good, their onFailure recorded.
+    expireDeadlines: `WITH x AS (
+      SELECT id FROM ${s}.job
+       WHERE deadline IS NOT NULL AND state IN ('waiting', 'queued') AND deadline <= $1
+       ORDER BY deadline LIMIT $2
+       FOR UPDATE SKIP LOCKED
+    ), u AS (
+      UPDATE ${s}.job j
+         SET state = 'failed', completed_at = $1, failure_hook = 'pending',
+             last_error = jsonb_build_object('name', '${DEADLINE_EXCEEDED}',
+               'message', format('Job "%s" (%s) failed for good: its deadline %s passed before it could start',
+                                 j.name, j.id, to_char(j.deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+        FROM x WHERE j.id = x.id
+      RETURNING j.id, j.batch_id, j.has_dependents
+    ), ${settleCte(s, 'u', `'failed'`, '$1', '$3')}
+    SELECT (SELECT count(*) FROM u)::int AS expired, (SELECT count(*) FROM settled)::int AS settled`,
+
+    // A rescued job keeps its run_at: it was due before the jobs queued since,
+    // so it goes back to the front of its queue rather than behind a backlog.
+    // One failed for good gets its onFailure hook recorded, for the sweep.
+    rescue: `WITH x AS (
+      SELECT id, worker_id FROM ${s}.job
+       WHERE state = 'active' AND lease_expires_at < $1
+       ORDER BY lease_expires_at LIMIT $2
+       FOR UPDATE SKIP LOCKED
+    ), u AS (
+      UPDATE ${s}.job j
+         SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'queued' END,
+             lease_expires_at = NULL, worker_id = NULL,
+             completed_at = CASE WHEN j.attempt >= j.max_attempts THEN $1::timestamptz END,
+             failure_hook = CASE WHEN j.attempt >= j.max_attempts THEN 'pending' END,
+             last_error = CASE WHEN j.attempt >= j.max_attempts THEN jsonb_build_object(
+               'name', '${LEASE_LOST}',
+               'message', format('Attempt %s of %s was interrupted (worker %s stopped renewing its lease) and no attempts remain',
+                                 j.attempt, j.max_attempts, x.worker_id))
+             ELSE j.last_error END
+        FROM x WHERE j.id = x.id
+      RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue, j.batch_id, j.has_dependents
+    ), ${settleCte(s, `(SELECT * FROM u WHERE state = 'failed')`, 'state', '$1', '$3')}, ex AS (
+      INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
+      SELECT id, attempt, worker_id, 'interrupted', started_at, $1,
+             jsonb_build_object('name', '${LEASE_LOST}',
+                                'message', format('Worker %s stopped renewing the lease (crashed or stalled)', worker_id))
+        FROM u
+    ), n AS (
+      SELECT ${notifySql('queue', '$3', 'queue')} FROM (SELECT DISTINCT queue FROM u WHERE state = 'queued') q
+    )
+    SELECT (SELECT count(*) FROM u)::int AS rescued, (SELECT count(*) FROM u WHERE state = 'failed')::int AS failed,
+           (SELECT count(*) FROM n)::int AS notified, (SELECT count(*) FROM settled)::int AS settled`,
+
+    registerWorker: `INSERT INTO ${s}.worker (id, host, pid, queues, concurrency, started_at, last_heartbeat)
+      VALUES ($1, $2, $3, $4, $5, $6, $6)
+      ON CONFLICT (id) DO UPDATE SET last_heartbeat = EXCLUDED.last_heartbeat, stopped_at = NULL`,
+
+    // No row: retention removed it (a clock that jumped); the worker registers again.
+    heartbeatWorker: `UPDATE ${s}.worker SET last_heartbeat = $2, active = $3 WHERE id = $1 RETURNING 1`,
+
+    unregisterWorker: `UPDATE ${s}.worker SET stopped_at = $2, active = 0 WHERE id = $1`,
+
+    // Retention walks the primary key: ids are UUIDv7, so "created before the
+    // cutoff" is a key range and no completed_at index is paid for on every
+    // completion. Batch members go with their batch; parents wait for children.
+    prune: `WITH doomed AS (
+      SELECT j.id FROM ${s}.job j
+       WHERE j.id < $1::uuid AND j.state = ANY($2::text[]) AND j.completed_at < $3 AND j.batch_id IS NULL
+         AND NOT (j.has_dependents AND EXISTS (
+               SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
+                WHERE d.parent_job_id = j.id AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)})))
+       ORDER BY j.id LIMIT $4
+       FOR UPDATE SKIP LOCKED
+    )
+    DELETE FROM ${s}.job j USING doomed WHERE j.id = doomed.id RETURNING 1`,
+
+    // Rows of workers stopped (or silent: crashed) before $1.
+    pruneWorkers: `DELETE FROM ${s}.worker WHERE coalesce(stopped_at, last_heartbeat) < $1 RETURNING 1`,
+
+    // A settled batch goes with its members (the foreign keys cascade), so
+    // like a job it stays while a live job still waits on it or on one of them.
+    pruneBatches: `DELETE FROM ${s}.job_batch
+     WHERE id IN (
+       SELECT b.id FROM ${s}.job_batch b
+        WHERE b.id < $1::uuid AND b.state <> 'executing' AND b.completed_at < $2
+          AND NOT EXISTS (
+                SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
+                 WHERE d.parent_batch_id = b.id AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)}))
+          AND NOT EXISTS (
+                SELECT 1 FROM ${s}.job m
+                  JOIN ${s}.job_dependency d ON d.parent_job_id = m.id
+                  JOIN ${s}.job c ON c.id = d.child_id
+                 WHERE m.batch_id = b.id AND m.has_dependents AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)}))
+        ORDER BY b.id LIMIT $3) RETURNING 1`,
+  };
+}
+
+export type MaintenanceStatements = ReturnType<typeof maintenanceStatements>;

@@ -1,0 +1,44 @@
+/** A worker process as it registers in the worker table. */
+export interface WorkerRegistration {
+  id: string;
+  host: string;
+  pid: number;
+  queues: readonly string[];
+  concurrency: number;
+  now: Date;
+}
+
+/** What a rescue pass did. */
+export interface RescueResult {
+  rescued: number;
+  /** Of those, failed for good (no attempt left): their onFailure hooks now wait for the sweep. */
+  failed: number;
+}
+
+/**
+ * What keeps the job table healthy without anyone asking: rescuing jobs of
+ * crashed workers, failing jobs past their deadline, retention, and the
+ * worker registry.
+ */
+export interface MaintenanceStorage {
+  /**
+   * Requeues active jobs whose lease expired (keeping their place), or fails
+   * them when no attempt is left, recording their onFailure hook.
+   */
+  rescueExpired(now: Date, limit: number): Promise<RescueResult>;
+  /** Fails up to `limit` queued or waiting jobs whose deadline passed; returns how many. */
+  expireDeadlines(now: Date, limit: number): Promise<number>;
+  /** Deletes up to `limit` jobs in `states` that ended before `before`; returns how many. */
+  prune(states: readonly string[], before: Date, limit: number): Promise<number>;
+  /** Deletes up to `limit` settled batches that ended before `before`, with their members. */
+  pruneBatches(before: Date, limit: number): Promise<number>;
+  /** Deletes the rows of workers stopped, or silent, since before `before`. */
+  pruneWorkers(before: Date): Promise<number>;
+  registerWorker(worker: WorkerRegistration): Promise<void>;
+  /** False when the worker's row is gone (pruned): register again. */
+  heartbeatWorker(id: string, now: Date, active: number): Promise<boolean>;
+  unregisterWorker(id: string, now: Date): Promise<void>;
+}
+
+/** Injection token of the MaintenanceStorage. */
+export const MAINTENANCE_STORAGE = Symbol('MAINTENANCE_STORAGE');

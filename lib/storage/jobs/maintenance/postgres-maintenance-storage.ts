@@ -1,0 +1,60 @@
+import type { StorageContext } from '../../storage-context.js';
+import { uuidv7Floor } from '../job-encoding.js';
+import { StatementRunner } from '../statement-runner.js';
+import type { MaintenanceStorage, RescueResult, WorkerRegistration } from './maintenance-storage.interface.js';
+import { maintenanceStatements, type MaintenanceStatements } from './maintenance-statements.js';
+
+/** Rescue, deadlines, retention and the worker registry: statements run now and then, unnamed. */
+export class PostgresMaintenanceStorage implements MaintenanceStorage {
+  private readonly statements: StatementRunner<keyof MaintenanceStatements>;
+  private readonly channel: string;
+
+  constructor(context: StorageContext) {
+    this.statements = new StatementRunner<keyof MaintenanceStatements>(
+      maintenanceStatements(context.schema),
+      [],
+      context.executor,
+    );
+    this.channel = context.channel;
+  }
+
+  private run<T = Record<string, unknown>>(key: keyof MaintenanceStatements, values: unknown[]): Promise<T[]> {
+    return this.statements.run<T>(key, values);
+  }
+
+  async rescueExpired(now: Date, limit: number): Promise<RescueResult> {
+    const [row] = await this.run<RescueResult>('rescue', [now, limit, this.channel]);
+    return { rescued: row?.rescued ?? 0, failed: row?.failed ?? 0 };
+  }
+
+  async expireDeadlines(now: Date, limit: number): Promise<number> {
+    const [row] = await this.run<{ expired: number }>('expireDeadlines', [now, limit, this.channel]);
+    return row?.expired ?? 0;
+  }
+
+  async prune(states: readonly string[], before: Date, limit: number): Promise<number> {
+    const rows = await this.run('prune', [uuidv7Floor(before), states, before, limit]);
+    return rows.length;
+  }
+
+  async pruneBatches(before: Date, limit: number): Promise<number> {
+    const rows = await this.run('pruneBatches', [uuidv7Floor(before), before, limit]);
+    return rows.length;
+  }
+
+  async pruneWorkers(before: Date): Promise<number> {
+    return (await this.run('pruneWorkers', [before])).length;
+  }
+
+  async registerWorker(w: WorkerRegistration): Promise<void> {
+    await this.run('registerWorker', [w.id, w.host, w.pid, w.queues, w.concurrency, w.now]);
+  }
+
+  async heartbeatWorker(id: string, now: Date, active: number): Promise<boolean> {
+    return (await this.run('heartbeatWorker', [id, now, active])).length > 0;
+  }
+
+  async unregisterWorker(id: string, now: Date): Promise<void> {
+    await this.run('unregisterWorker', [id, now]);
+  }
+}

@@ -1,0 +1,66 @@
+import type { ClaimedJob, FinishedAttempt, SerializedError } from '../../../model/index.js';
+import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
+
+/** A job a worker holds: its id and the attempt the worker's writes are fenced by. */
+export interface HeldJob {
+  id: string;
+  attempt: number;
+}
+
+/** What a lease renewal learned. */
+export interface LeaseRenewal {
+  /** Jobs this worker no longer owns: stop them, never write their outcome. */
+  lost: string[];
+  /** Jobs someone asked to cancel (a fallback for a missed notification). */
+  cancelRequested: string[];
+}
+
+/** A job failed for good whose onFailure hook this instance claimed. */
+export interface FailedJob extends ClaimedJob {
+  error: SerializedError;
+}
+
+/**
+ * What a worker writes about the jobs it holds: outcomes, leases, progress,
+ * the hand-back at shutdown, and the onFailure hooks it runs. Every write
+ * is fenced by (id, attempt, worker, active).
+ */
+export interface OutcomeStorage {
+  /**
+   * Records outcomes; returns the ids that were applied. A failure whose
+   * handler has onFailure is written with its hook held by this worker for `leaseMs`.
+   */
+  finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date, leaseMs: number): Promise<Set<string>>;
+  /**
+   * finish, and a controlled claim made in the success write's own
+   * statement, after it: the slots these outcomes free count as free. One
+   * round trip where a limited queue's worker would otherwise wait for the
+   * write before it claims. `claim.now` is ignored: the claim is made at `now`.
+   */
+  finishAndClaim(
+    workerId: string,
+    attempts: readonly FinishedAttempt[],
+    now: Date,
+    leaseMs: number,
+    claim: ClaimRequest,
+  ): Promise<{ applied: Set<string>; claimed: ClaimResult }>;
+  renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal>;
+  /** Gives jobs back at shutdown without spending their attempt; `error` records an interrupted run. */
+  handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void>;
+  updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void>;
+  /** Claims up to `limit` onFailure hooks (pending, or abandoned by their instance) of jobs named `names`. */
+  claimFailureHooks(
+    workerId: string,
+    names: readonly string[],
+    limit: number,
+    now: Date,
+    leaseMs: number,
+  ): Promise<FailedJob[]>;
+  /** Extends the leases of hooks this worker runs; returns the ids it still holds. */
+  renewFailureHooks(workerId: string, ids: readonly string[], now: Date, leaseMs: number): Promise<Set<string>>;
+  /** Marks hooks this worker holds done (they ran) or pending again (it stops before running them). */
+  settleFailureHooks(workerId: string, ids: readonly string[], outcome: 'done' | 'pending'): Promise<void>;
+}
+
+/** Injection token of the OutcomeStorage. */
+export const OUTCOME_STORAGE = Symbol('OUTCOME_STORAGE');
