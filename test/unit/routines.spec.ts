@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 import { adminStatements } from '../../lib/storage/admin/admin-statements.js';
-import { jobStatements } from '../../lib/storage/jobs/job-statements.js';
+import { claimStatements } from '../../lib/storage/jobs/claim/claim-statements.js';
+import { controlStatements } from '../../lib/storage/jobs/control/control-statements.js';
+import { enqueueStatements } from '../../lib/storage/jobs/enqueue/enqueue-statements.js';
+import { maintenanceStatements } from '../../lib/storage/jobs/maintenance/maintenance-statements.js';
+import { outcomeStatements } from '../../lib/storage/jobs/outcomes/outcome-statements.js';
 import { CLAIM_CONTROLLED } from '../../lib/storage/routines/claim-controlled.routine.js';
 import { RELEASE_CHILDREN } from '../../lib/storage/routines/release-children.routine.js';
 import { defineRoutine, routineName, routineSql } from '../../lib/storage/routines/routine.js';
@@ -52,9 +56,16 @@ describe('database routines', () => {
   });
 
   it('the statements call the routines by their hashed names, never by the names the migrations created', () => {
-    const all = [...texts(jobStatements('s')), ...texts(workflowStatements('s')), ...texts(adminStatements('s'))].join(
-      '\n',
-    );
+    const builders = [
+      claimStatements,
+      controlStatements,
+      enqueueStatements,
+      maintenanceStatements,
+      outcomeStatements,
+      workflowStatements,
+      adminStatements,
+    ];
+    const all = builders.flatMap((statements) => texts(statements('s'))).join('\n');
     for (const base of BASES) expect(all).not.toMatch(new RegExp(`\\.${base}\\(`));
     expect(all).toContain(`"s".${ROUTINE_NAMES.claimControlled}(`);
     expect(all).toContain(`"s".${ROUTINE_NAMES.settleJobs}(`);
