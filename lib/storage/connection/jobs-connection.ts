@@ -126,7 +126,7 @@ export class JobsConnection implements OnApplicationShutdown {
 }
 
 /** The warning for a breaking version left for later: which, why, and when it will be applied. */
-export function deferredLine(schema: string, d: DeferredVersion): string {
+function deferredLine(schema: string, d: DeferredVersion): string {
   return (
     `Schema "${schema}": version ${d.version} not applied yet: it is breaking (${d.breaking}) and ${d.olderWorkers} ` +
     `worker(s) of an older build are still running. It will be applied at a later start, or by "npx nestjs-durable-jobs migrate", ` +
