@@ -21,7 +21,8 @@ export type { BatchMember, BatchGraph } from './storage/workflows/workflow-stora
 export type { WorkerOptions } from './worker/worker-options.js';
 export { RetentionService, type RetentionOptions } from './worker/retention.service.js';
 export { JobsMonitor } from './monitoring/jobs-monitor.service.js';
-export { JobsAdmin, BULK_CHUNK, MAX_DETAIL_CHILDREN } from './admin/jobs-admin.service.js';
+export { JobsAdmin, MAX_DETAIL_CHILDREN } from './admin/jobs-admin.service.js';
+export { BULK_CHUNK } from './admin/bulk-actions.js';
 export { JobsDashboardModule, type JobsDashboardOptions } from './dashboard/jobs-dashboard.module.js';
 export { Cron, type CronOptions } from './scheduler/cron.decorator.js';
 export { RecurringSchedules, type DynamicScheduleOptions } from './scheduler/recurring-schedules.service.js';

@@ -13,7 +13,7 @@ import {
 export const MAX_IDS = 1_000;
 
 /** The narrowing fields of a filter, checked; null where left out. */
-export interface CheckedFilter {
+interface CheckedFilter {
   states: JobListState[] | null;
   queue: string | null;
   name: string | null;
@@ -50,7 +50,7 @@ const HEX = /^[0-9a-f]{1,32}$/;
 const UUID_SHAPE = 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx';
 
 /** The start of an id, with dashes where a UUID has them or none: as lowercase hex digits. */
-export function checkIdPrefix(where: string, value: unknown): string {
+function checkIdPrefix(where: string, value: unknown): string {
   const fail = () =>
     new JobsError(
       `${where}: "idPrefix" must be the start of a job id (hex digits, with dashes only where a UUID has them), got ${describeValue(value)}. Potential fix: idPrefix: '0193a1b2'.`,

@@ -1,24 +1,21 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   BATCH_STATES,
-  CANCEL_STATES,
   checkDate,
   checkId,
   checkInteger,
   checkName,
   checkOptions,
   BATCH_LIST_FILTER_SHAPE,
-  BULK_FILTER_SHAPE,
   JOB_SEARCH_SHAPE,
   optionShape,
   PURGE_OPTIONS_SHAPE,
   Clock,
   databaseCall,
   JOB_LIST_STATES,
-  JobsDatabaseError,
+  toDatabaseError,
   JobsError,
   JobsNotFoundError,
-  RETRY_STATES,
   SCHEDULE_CONTROL,
   type BatchListFilter,
   type BatchPage,
@@ -41,21 +38,12 @@ import {
 import { JobQueue } from '../queue/job-queue.service.js';
 import { GET_JOB_SHAPE, type GetJobOptions } from '../queue/queue-options.js';
 import { JobQueues } from '../queue/job-queues.service.js';
-import {
-  ADMIN_STORAGE,
-  type AdminStorage,
-  type ChunkResult,
-  type JobFilter,
-} from '../storage/admin/admin-storage.interface.js';
-import { checkCursor, checkFilter, checkLimit, checkStates, MAX_IDS } from './admin-checks.js';
+import { ADMIN_STORAGE, type AdminStorage } from '../storage/admin/admin-storage.interface.js';
+import { checkCursor, checkFilter, checkLimit, checkStates } from './admin-checks.js';
+import { BULK_CHUNK, BulkActions } from './bulk-actions.js';
 import { PurgeRun } from './purge-run.js';
 import { denseThroughput, throughputWindow } from './throughput.js';
 
-/**
- * Rows per bulk statement: large enough that 100k jobs take a hundred round
- * trips, small enough that each chunk's transaction is a few milliseconds.
- */
-export const BULK_CHUNK = 1_000;
 /** The most children a job's detail lists. */
 export const MAX_DETAIL_CHILDREN = 500;
 
@@ -78,13 +66,17 @@ const THROUGHPUT_SHAPE = optionShape<ThroughputOptions>({ minutes: true, queue: 
  */
 @Injectable()
 export class JobsAdmin {
+  private readonly bulk: BulkActions;
+
   constructor(
     @Inject(ADMIN_STORAGE) private readonly storage: AdminStorage,
     private readonly jobs: JobQueue,
     private readonly clock: Clock,
     @Inject(SCHEDULE_CONTROL) private readonly schedules: ScheduleControl,
     private readonly queues: JobQueues,
-  ) {}
+  ) {
+    this.bulk = new BulkActions(storage, clock);
+  }
 
   /**
    * Jobs newest first, by any mix of state (`scheduled` included: queued
@@ -197,22 +189,8 @@ export class JobsAdmin {
   }
 
   /** Failed (by default), cancelled or skipped jobs that match → queued again with fresh attempts. */
-  async retryAll(filter: RetryAllFilter = {}): Promise<RetryAllResult> {
-    const where = 'JobsAdmin.retryAll()';
-    const f = checkOptions(where, filter, "{ queue: 'emails' }", BULK_FILTER_SHAPE) ?? {};
-    const checked = checkFilter(where, f, RETRY_STATES, 'failed');
-    const base: JobFilter = { ...checked, states: checked.states ?? ['failed'], now: this.clock.now() };
-    const ids: string[] = [];
-    let count = 0;
-    await this.chunks(
-      where,
-      (after) => this.storage.retryChunk({ ...base, after, limit: BULK_CHUNK }, base.now),
-      (r) => {
-        count += r.ids.length;
-        collect(ids, r.ids);
-      },
-    );
-    return { count, ids };
+  retryAll(filter: RetryAllFilter = {}): Promise<RetryAllResult> {
+    return this.bulk.retryAll(filter);
   }
 
   /**
@@ -221,38 +199,8 @@ export class JobsAdmin {
    * a worker claims at the very moment its chunk runs may be passed over:
    * run it again to catch those.
    */
-  async cancelAll(filter: CancelAllFilter = {}): Promise<CancelAllResult> {
-    const where = 'JobsAdmin.cancelAll()';
-    const f = checkOptions(where, filter, "{ queue: 'emails' }", BULK_FILTER_SHAPE) ?? {};
-    const checked = checkFilter(where, f, CANCEL_STATES, 'queued');
-    const states = checked.states ?? CANCEL_STATES;
-    const now = this.clock.now();
-    const result: CancelAllResult = { cancelled: 0, requested: 0, ids: [] };
-    const notStarted = states.filter((s) => s !== 'active');
-    if (notStarted.length) {
-      const base: JobFilter = { ...checked, states: notStarted, now };
-      await this.chunks(
-        where,
-        (after) => this.storage.cancelChunk({ ...base, after, limit: BULK_CHUNK }, now),
-        (r) => {
-          result.cancelled += r.ids.length;
-          collect(result.ids, r.ids);
-        },
-      );
-    }
-    // After the queued ones: a job claimed while they were cancelled is active by now.
-    if (states.includes('active')) {
-      const base: JobFilter = { ...checked, states: ['active'], now };
-      await this.chunks(
-        where,
-        (after) => this.storage.requestCancelChunk({ ...base, after, limit: BULK_CHUNK }),
-        (r) => {
-          result.requested += r.ids.length;
-          collect(result.ids, r.ids);
-        },
-      );
-    }
-    return result;
+  cancelAll(filter: CancelAllFilter = {}): Promise<CancelAllResult> {
+    return this.bulk.cancelAll(filter);
   }
 
   /**
@@ -285,11 +233,10 @@ export class JobsAdmin {
     try {
       return await run.run({ ...cutoffs, skipped: o?.skippedBefore });
     } catch (error) {
-      if (error instanceof JobsError) throw error;
       const { jobs, batches } = run.progress;
       const deleted = Object.values(jobs).reduce((a, b) => a + b, 0);
       const at = deleted || batches ? `${where} (after deleting ${deleted} job(s) and ${batches} batch(es))` : where;
-      throw new JobsDatabaseError(at, error);
+      throw toDatabaseError(at, error);
     }
   }
 
@@ -358,32 +305,5 @@ export class JobsAdmin {
   /** Each queue's limits, paused flag and live counts (JobQueues.list). */
   listQueues(): Promise<QueueInfo[]> {
     return this.queues.list();
-  }
-
-  /** Runs chunks in id order until one comes back short. */
-  private async chunks(
-    where: string,
-    run: (after: string | null) => Promise<ChunkResult>,
-    each: (result: ChunkResult) => void,
-  ): Promise<void> {
-    let after: string | null = null;
-    let changed = 0;
-    for (;;) {
-      // Earlier chunks committed: a failure says how far the call got, since the message otherwise claims nothing was written.
-      const at = changed ? `${where} (after ${changed} job(s) changed by earlier chunks)` : where;
-      const result = await databaseCall(at, () => run(after));
-      changed += result.ids.length;
-      each(result);
-      if (result.seen < BULK_CHUNK || result.last === null) return;
-      after = result.last;
-    }
-  }
-}
-
-/** Keeps the first MAX_IDS ids of a bulk action. */
-function collect(into: string[], ids: readonly string[]): void {
-  for (const id of ids) {
-    if (into.length >= MAX_IDS) return;
-    into.push(id);
   }
 }

@@ -3,7 +3,7 @@ import type { ThroughputRow } from '../storage/admin/admin-storage.interface.js'
 
 const MINUTE = 60_000;
 
-export interface ThroughputWindow {
+interface ThroughputWindow {
   /** The first minute's start. */
   since: Date;
   /** The end of the current minute. */

@@ -1,8 +1,12 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { isUuid } from '../model/index.js';
+import { isUuid, JobsError } from '../model/index.js';
 
-/** Bad usage: an unknown command or option, a missing argument, a value that does not parse. Exit code 2. */
-export class UsageError extends Error {
+/**
+ * Bad usage: an unknown command or option, a missing argument, a value that
+ * does not parse. Exit code 2, its message followed by the command's usage,
+ * which is the fix.
+ */
+export class UsageError extends JobsError {
   constructor(message: string) {
     super(message);
     this.name = 'UsageError';
@@ -12,7 +16,7 @@ export class UsageError extends Error {
 export type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
 
 /** Options every command takes. */
-export const GLOBAL_OPTIONS = {
+const GLOBAL_OPTIONS = {
   'database-url': { type: 'string' },
   schema: { type: 'string' },
   json: { type: 'boolean' },

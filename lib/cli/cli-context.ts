@@ -6,7 +6,7 @@ import type { JobQueue } from '../queue/job-queue.service.js';
 import { stringOption, UsageError, type OptionValues } from './cli-args.js';
 import type { CliOutput } from './cli-output.js';
 
-export const DEFAULT_SCHEMA = 'jobs';
+const DEFAULT_SCHEMA = 'jobs';
 
 /** Where the CLI works: the database and schema from the options or the environment. */
 export interface CliTarget {
@@ -23,7 +23,7 @@ export function cliTarget(options: OptionValues, env: NodeJS.ProcessEnv): CliTar
 }
 
 /** The services a command uses, from an application context booted for this one call. */
-export interface CliServices {
+interface CliServices {
   admin: JobsAdmin;
   jobs: JobQueue;
   monitor: JobsMonitor;

@@ -13,12 +13,12 @@ import {
 
 export type { JobOptions };
 
-export interface JobMetadata {
+interface JobMetadata {
   name: string;
   options: JobOptions;
 }
 
-export const JOB_METADATA = 'nestjs-durable-jobs:job';
+const JOB_METADATA = 'nestjs-durable-jobs:job';
 /** Nest's own marker for @Injectable(); read, never written, to respect an explicit scope. */
 const INJECTABLE_WATERMARK = '__injectable__';
 
@@ -51,7 +51,7 @@ export function getJobMetadata(target: unknown): JobMetadata | undefined {
 }
 
 /** The most attempts a job may have: far beyond any sane retry policy, and far from int4's limit after retry(). */
-export const MAX_ATTEMPTS = 1_000_000;
+const MAX_ATTEMPTS = 1_000_000;
 
 /** Checks the options a job runs with, naming where they came from. */
 export function validateJobOptions(where: string, o: JobOptions): void {

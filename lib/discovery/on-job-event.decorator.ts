@@ -6,7 +6,7 @@ import {
   type JobEventName,
 } from '../model/index.js';
 
-export interface JobEventListenerMetadata {
+interface JobEventListenerMetadata {
   events: JobEventName[];
   filter: JobEventFilter;
 }

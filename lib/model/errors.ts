@@ -1,7 +1,18 @@
-/** Every error the library throws at a call site or a start-up check. */
+/**
+ * Every error the library throws at a caller: a call-site check, a start-up
+ * check, an environment it cannot use (the embedded server, a DataSource that
+ * is not PostgreSQL), a database that failed the call. Its message names the
+ * thing and the fix; `cause` holds what it wraps, when there is one.
+ *
+ * What a job's attempt ends with (`PermanentJobError`, `JobTimeoutError`,
+ * `JobCancelledError`, `LeaseLostError`, `DeadlineExceededError`, and the
+ * `SnoozeJob` signal) is not a JobsError: those are outcomes recorded on the
+ * job, not a caller's mistake, and code that treats a JobsError as misuse
+ * (`JobsErrorFilter` answers it with a 400) must not count them.
+ */
 export class JobsError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'JobsError';
   }
 }
@@ -65,6 +76,12 @@ export class DeadlineExceededError extends Error {
 /**
  * Thrown by a handler (or by `ctx.snooze(ms)`) to put the job back for
  * later without spending an attempt: "not now", such as an API's 429.
+ *
+ * Named as an instruction, not an `…Error`: it ends the attempt without a
+ * failure. The job goes back to `queued`, its attempt given back; it emits
+ * `snoozed`, not `failed` or `retrying`, and neither backoff nor `onFailure`
+ * sees it. It extends `Error` only so that `throw` carries it out of any
+ * depth of the handler with a stack.
  */
 export class SnoozeJob extends Error {
   readonly ms: number;
@@ -90,6 +107,7 @@ export interface SerializedError {
   stack?: string;
 }
 
+/** An error (or any thrown value) as the job's record keeps it. */
 export function serializeError(error: unknown): SerializedError {
   if (error instanceof Error) {
     return { name: error.name, message: error.message, stack: error.stack };
@@ -123,12 +141,37 @@ export class JobsDatabaseError extends JobsError {
   }
 }
 
-/** Runs a public call's storage work, turning anything but a JobsError into a JobsDatabaseError. */
+/**
+ * A database failure storage meets below any public call: no connection
+ * within `timeouts.connect`, a caller's transaction that ended under it,
+ * unique keys that kept changing hands. On its own (in a worker's log, a
+ * job's record) it is a JobsDatabaseError of "The jobs database"; a public
+ * call puts its own name there instead (`toDatabaseError`). `cause` holds
+ * the reason as an Error, as a driver's error would be.
+ */
+export class StorageFailure extends JobsDatabaseError {
+  constructor(reason: string) {
+    super('The jobs database', new Error(reason));
+    this.name = 'JobsDatabaseError';
+  }
+}
+
+/**
+ * What a public call named `where` throws for an error of its storage work: a
+ * JobsError as it is (a StorageFailure named after the call), anything else
+ * (the driver's error) wrapped in a JobsDatabaseError.
+ */
+export function toDatabaseError(where: string, error: unknown): JobsError {
+  if (error instanceof StorageFailure) return new JobsDatabaseError(where, error.cause);
+  if (error instanceof JobsError) return error;
+  return new JobsDatabaseError(where, error);
+}
+
+/** Runs a public call's storage work, turning its errors into JobsErrors (`toDatabaseError`). */
 export async function databaseCall<T>(where: string, call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
-    if (error instanceof JobsError) throw error;
-    throw new JobsDatabaseError(where, error);
+    throw toDatabaseError(where, error);
   }
 }

@@ -76,10 +76,10 @@ export interface JobEventListenerFilter extends JobEventFilter {
 export type JobEventListener<E extends JobEventName = JobEventName> = (event: JobEvent<E>) => unknown;
 
 /** How an attempt on this instance ended: an outcome to record, or nothing of ours to record. */
-export type AttemptEnd = AttemptOutcome | { kind: 'stalled'; reason: StallReason; error: SerializedError };
+type AttemptEnd = AttemptOutcome | { kind: 'stalled'; reason: StallReason; error: SerializedError };
 
 /** Where listener errors go (the module passes a Nest Logger): the model imports nothing of Nest's. */
-export interface JobEventsLogger {
+interface JobEventsLogger {
   error(message: string, stack?: string): void;
 }
 

@@ -8,7 +8,7 @@ export const JOB_STATES = ['waiting', 'queued', 'active', 'succeeded', 'failed',
 /** The state of a job: `waiting` for parents, `queued`, `active` on a worker, or ended (`succeeded`, `failed`, `cancelled`, `skipped`). */
 export type JobState = (typeof JOB_STATES)[number];
 
-export const TERMINAL_JOB_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'skipped'];
+const TERMINAL_JOB_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'skipped'];
 
 const TRANSITIONS: Record<JobState, readonly JobState[]> = {
   // waiting -> failed: its deadline passed while it waited.
@@ -47,16 +47,15 @@ export const NOT_STARTED_STATES: readonly JobState[] = CANCELLABLE_STATES.filter
 /** States in which a job may still run: what a unique key or a prune guard counts as "live". */
 export const LIVE_JOB_STATES: readonly JobState[] = JOB_STATES.filter((s) => !isTerminal(s));
 
-export const EXECUTION_STATES = ['active', 'succeeded', 'failed', 'interrupted', 'cancelled', 'snoozed'] as const;
 /** How one attempt of a job ended (or `active` while it runs). */
-export type ExecutionState = (typeof EXECUTION_STATES)[number];
+export type ExecutionState = 'active' | 'succeeded' | 'failed' | 'interrupted' | 'cancelled' | 'snoozed';
 
 export const BATCH_STATES = ['executing', 'succeeded', 'failed', 'cancelled'] as const;
 /** The state of a batch: `executing` until every member has settled. */
 export type BatchState = (typeof BATCH_STATES)[number];
 
 /** How a job waiting on a parent (a job or a batch) wants it to end: the `on` of `after`, `then/catch/finally`. */
-export const DEPENDENCY_TRIGGERS = ['success', 'failure', 'always'] as const;
+const DEPENDENCY_TRIGGERS = ['success', 'failure', 'always'] as const;
 /** The outcome of a parent that lets a dependent run: `success`, `failure` (failed for good) or `always`. */
 export type DependencyOn = (typeof DEPENDENCY_TRIGGERS)[number];
 

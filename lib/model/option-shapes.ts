@@ -15,7 +15,7 @@ import type { QueueOptions, RateLimit } from './queue-settings.js';
  */
 
 /** Both object forms at once; `maxDelay` with `type: 'fixed'` is refused by validateJobOptions. */
-export const BACKOFF_SHAPE = optionShape<Exclude<BackoffOptions, BackoffFunction>>({
+const BACKOFF_SHAPE = optionShape<Exclude<BackoffOptions, BackoffFunction>>({
   type: true,
   delay: true,
   maxDelay: true,
@@ -67,8 +67,6 @@ export const STEP_FIELDS = {
   unique: UNIQUE_SHAPE,
   deadline: true,
 } as const satisfies Record<keyof StepOptions, OptionField>;
-
-export const STEP_OPTIONS_SHAPE = optionShape<StepOptions>(STEP_FIELDS);
 
 export const JOB_EVENT_FILTER_SHAPE = optionShape<JobEventFilter>({ queue: true, name: true });
 

@@ -1,7 +1,7 @@
 import { JobsError } from './errors.js';
 
 /** Deeper than this is a data structure gone wrong, not a job's input (and JSON itself recurses). */
-export const MAX_PAYLOAD_DEPTH = 64;
+const MAX_PAYLOAD_DEPTH = 64;
 
 /**
  * Serialises a payload once, refusing what JSON would silently change

@@ -171,7 +171,7 @@ export function checkLimits(
 }
 
 /** Unique keys, serial keys and groups: stored and indexed, so bounded. */
-export const MAX_KEY_LENGTH = 256;
+const MAX_KEY_LENGTH = 256;
 
 export function checkKey(where: string, field: string, value: unknown, example: string): string {
   if (typeof value === 'string' && value.length > MAX_KEY_LENGTH) {

@@ -20,7 +20,7 @@ export interface CronMetadata {
   options: CronOptions;
 }
 
-export const CRON_METADATA = 'nestjs-durable-jobs:cron';
+const CRON_METADATA = 'nestjs-durable-jobs:cron';
 
 const CRON_OPTIONS_SHAPE = optionShape<CronOptions>({
   timeZone: true,

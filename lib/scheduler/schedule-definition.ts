@@ -15,7 +15,7 @@ import {
 import { serializePayload } from '../model/index.js';
 import { canonicalTimeZone, CronSchedule, fixedOffsetZone, isUtcOffset } from './cron-expression.js';
 
-export interface ScheduleInput {
+interface ScheduleInput {
   name: string;
   jobName: string;
   cron: unknown;

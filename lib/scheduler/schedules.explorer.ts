@@ -6,7 +6,7 @@ import { QUEUE_SETTINGS, type QueueSettings } from '../model/index.js';
 import { getCronMetadata, type CronMetadata } from './cron.decorator.js';
 import { defineSchedule } from './schedule-definition.js';
 
-export interface CodeSchedule {
+interface CodeSchedule {
   className: string;
   jobName: string;
   metadata: CronMetadata;

@@ -84,7 +84,12 @@ export function jobContext(host: ContextHost): JobContext {
     },
     progress: (fraction, message) => {
       if (typeof fraction !== 'number' || !(fraction >= 0 && fraction <= 1)) {
-        return Promise.reject(new RangeError(`ctx.progress(${fraction}): progress is a fraction in [0, 1]`));
+        return Promise.reject(
+          new JobsError(
+            `ctx.progress() in job "${job.name}" (${job.id}): progress is a fraction from 0 to 1, got ${describeValue(fraction)}. ` +
+              'Potential fix: ctx.progress(done / total), e.g. ctx.progress(0.5).',
+          ),
+        );
       }
       return deps.progress(job, fraction, message ?? null);
     },

@@ -28,7 +28,7 @@ import type { RunFaults, RunnerDeps } from './runner-deps.js';
 const RESULT_FIX = 'return a summary and keep the data in a table of your own';
 
 /** Why a running attempt was stopped from outside the handler. */
-export type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
+type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
 
 /** What came of one attempt: an outcome to record, or nothing (the job is no longer ours). */
 export type RunResult =

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { JobsError } from '../../model/index.js';
 
-export interface PostgresBinaries {
+interface PostgresBinaries {
   postgres: string;
   initdb: string;
 }
@@ -98,9 +98,7 @@ async function ensureSymlinks(binRoot: string, platformPackage: string): Promise
 
 /** A JobsError that keeps what caused it, for the stack traces of those who look further. */
 export function embeddedError(message: string, cause?: unknown): JobsError {
-  const error = new JobsError(message);
-  if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true });
-  return error;
+  return new JobsError(message, cause === undefined ? undefined : { cause });
 }
 
 export function errorText(error: unknown): string {

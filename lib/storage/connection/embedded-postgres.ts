@@ -18,6 +18,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { JobsError } from '../../model/index.js';
 import { embeddedError, errorText, FIX, loadBinaries } from './embedded-package.js';
 import {
   clearLeftoverServer,
@@ -62,6 +63,18 @@ const childEnv = () => ({ ...process.env, LC_ALL: 'C' });
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {}): Promise<EmbeddedPostgresHandle> {
   const dataDir = path.resolve(options.dataDir ?? '.jobs-data');
+  return start(dataDir, options).catch((error: unknown) => {
+    // The steps with a known way out throw their own JobsError; the rest is the file system or the server refusing.
+    if (error instanceof JobsError) throw error;
+    throw embeddedError(
+      `The embedded PostgreSQL in ${dataDir} did not start: ${errorText(error)}. Potential fix: let this process ` +
+        `create and write ${dataDir} (as root, let OS user ${OS_USER} enter it too), pass another dataDir, ${FIX}`,
+      error,
+    );
+  });
+}
+
+async function start(dataDir: string, options: EmbeddedPostgresOptions): Promise<EmbeddedPostgresHandle> {
   const clusterDir = path.join(dataDir, 'pgdata');
   const logger = options.logger ?? console;
   const warn = (msg: string) => (logger.warn ?? logger.log).call(logger, msg);
@@ -172,7 +185,8 @@ async function initCluster(
     const [code, signal] = await new Promise<[number | null, string | null]>((resolve, reject) => {
       child.once('error', reject).once('close', (c, s) => resolve([c, s]));
     });
-    if (code !== 0) throw new Error(`initdb exited with ${code ?? signal}`);
+    // Its output is in the tail, which the caller's message carries.
+    if (code !== 0) throw embeddedError(`initdb exited with ${code ?? signal}`);
   } finally {
     await fs.rm(passwordFile, { force: true });
   }
@@ -231,7 +245,7 @@ function ready(child: ChildProcess, tail: LogTail): Promise<void> {
     };
     collect(child, tail);
     child.once('error', reject);
-    child.once('exit', (code, signal) => reject(new Error(`the server exited during startup (${code ?? signal})`)));
+    child.once('exit', (code, signal) => reject(embeddedError(`the server exited during startup (${code ?? signal})`)));
   });
 }
 

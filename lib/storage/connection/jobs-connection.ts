@@ -1,6 +1,6 @@
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { describeValue, JobsError, settlesWithin } from '../../model/index.js';
+import { describeValue, JobsError, settlesWithin, toDatabaseError } from '../../model/index.js';
 import {
   ensureRoutines,
   migrateSchema,
@@ -15,7 +15,7 @@ import {
 } from './embedded-postgres.js';
 import { pgSessionSettings, type ResolvedTimeouts } from './timeouts.js';
 
-export interface JobsConnectionSettings {
+interface JobsConnectionSettings {
   dataSource?: DataSource;
   connection?: string | Record<string, unknown>;
   embedded?: EmbeddedPostgresOptions;
@@ -62,11 +62,11 @@ export class JobsConnection implements OnApplicationShutdown {
           `JobsModule: the DataSource is "${ds.options.type}"; jobs need PostgreSQL. Potential fix: pass a postgres DataSource or a "connection".`,
         );
       }
-      if (!ds.isInitialized) await ds.initialize();
+      if (!ds.isInitialized) await initialize(ds);
       connection = new JobsConnection(ds, schema, timeouts, false, null);
     } else if (settings.connection !== undefined) {
       const ds = owned(toPostgresOptions(settings.connection));
-      await ds.initialize();
+      await initialize(ds);
       connection = new JobsConnection(ds, schema, timeouts, true, null);
     } else {
       // Through Nest's logger, like every other line of the app, unless the options name another.
@@ -76,7 +76,7 @@ export class JobsConnection implements OnApplicationShutdown {
         'No "connection" or "dataSource" given: using an embedded PostgreSQL (a development default). Point "connection" at your own server in production.',
       );
       const ds = owned({ url: embedded.url });
-      await ds.initialize().catch(async (error: unknown) => {
+      await initialize(ds).catch(async (error: unknown) => {
         await embedded.stop();
         throw error;
       });
@@ -106,7 +106,8 @@ export class JobsConnection implements OnApplicationShutdown {
       }
     } catch (error) {
       await connection.onApplicationShutdown();
-      throw error;
+      const step = settings.migrationsRun ? 'migrating' : 'checking';
+      throw toDatabaseError(`JobsModule: ${step} schema "${schema}"`, error);
     }
     return connection;
   }
@@ -132,6 +133,13 @@ function deferredLine(schema: string, d: DeferredVersion): string {
     `worker(s) of an older build are still running. It will be applied at a later start, or by "npx nestjs-durable-jobs migrate", ` +
     `once the older instances have stopped; this build runs without it.`
   );
+}
+
+/** The first connection: a server that refuses it fails the start with a JobsDatabaseError, the driver's error its cause. */
+async function initialize(ds: DataSource): Promise<void> {
+  await ds.initialize().catch((error: unknown) => {
+    throw toDatabaseError('JobsModule: connecting to PostgreSQL', error);
+  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { JobsError } from '../../model/index.js';
 
 /**
  * The `pg` pool under a TypeORM DataSource. TypeORM's postgres driver keeps
@@ -9,7 +10,11 @@ import type { DataSource } from 'typeorm';
 export function pgPoolOf(dataSource: DataSource): pg.Pool {
   const pool = (dataSource.driver as unknown as { master?: pg.Pool }).master;
   if (!pool) {
-    throw new Error('nestjs-durable-jobs: the DataSource has no pg pool (is it a postgres DataSource, initialized?)');
+    throw new JobsError(
+      `nestjs-durable-jobs: the DataSource (type "${String(dataSource.options.type)}", ` +
+        `${dataSource.isInitialized ? 'initialized' : 'not initialized'}) has no pg pool. ` +
+        'Potential fix: pass an initialized DataSource of type "postgres" on the pg driver, or a "connection".',
+    );
   }
   return pool;
 }

@@ -11,7 +11,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { JobsError } from '../../model/index.js';
 
-export type Warn = (msg: string) => void;
+type Warn = (msg: string) => void;
 
 const STOP_SIGNALS = [
   ['SIGINT', 15_000],

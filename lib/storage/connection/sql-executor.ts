@@ -1,4 +1,5 @@
 import type { EntityManager, DataSource } from 'typeorm';
+import { StorageFailure } from '../../model/index.js';
 import type { StorageTx, TxScope } from '../storage-tx.interface.js';
 import { pgPoolOf } from './pg-driver.js';
 
@@ -13,7 +14,7 @@ interface PgQueryable {
 }
 
 /** Client-side limits on waiting for PostgreSQL (0: none). */
-export interface ExecutorLimits {
+interface ExecutorLimits {
   queryMs: number;
   connectMs: number;
 }
@@ -149,7 +150,7 @@ export class PoolExecutor implements SqlExecutor {
       let late = false;
       const timer = setTimeout(() => {
         late = true;
-        reject(new Error(`no database connection within ${ms} ms`));
+        reject(new StorageFailure(`no database connection within ${ms} ms (timeouts.connect)`));
       }, ms);
       this.pool.connect().then(
         (client) => {
@@ -203,8 +204,8 @@ class ManagerExecutor implements SqlExecutor {
  * middle of it: what the caller wrote in it is gone then. Writing on the pool
  * instead would commit this write without them.
  */
-function transactionEnded(): Error {
-  return new Error(
+function transactionEnded(): StorageFailure {
+  return new StorageFailure(
     "the EntityManager's transaction has ended (committed or rolled back, or its connection failed), so nothing was written outside it",
   );
 }

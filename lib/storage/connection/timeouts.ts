@@ -31,7 +31,7 @@ export function resolveTimeouts(given: DatabaseTimeouts | undefined): ResolvedTi
 }
 
 /** What every connection the library opens carries, so operators can find them in pg_stat_activity. */
-export const APPLICATION_NAME = 'nestjs-durable-jobs';
+const APPLICATION_NAME = 'nestjs-durable-jobs';
 
 /** Settings for a `pg` client or pool of the library's own: timeouts, TCP keepalive, a name. */
 export function pgSessionSettings(timeouts: ResolvedTimeouts, role: string) {

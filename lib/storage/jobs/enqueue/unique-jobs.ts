@@ -1,4 +1,4 @@
-import type { NewJob } from '../../../model/index.js';
+import { StorageFailure, type NewJob } from '../../../model/index.js';
 import type { SqlExecutor } from '../../connection/sql-executor.js';
 import { dueQueues, encodeNewJobColumns, encodeUniformJobs } from '../job-encoding.js';
 import type { EnqueueStatements } from './enqueue-statements.js';
@@ -56,7 +56,8 @@ export async function insertUniqueJobs(
     }
   }
   for (let round = 0; pending.length; round++) {
-    if (round === MAX_ROUNDS) throw new Error(`unique keys kept changing hands (${pending.length} jobs not written)`);
+    if (round === MAX_ROUNDS)
+      throw keysChangingHands(`${pending.length} job(s) of ${jobNames(pending)} with unique keys`);
     const uniform = encodeUniformJobs(pending, true);
     const due = dueQueues(pending, now);
     const insert = uniform
@@ -113,7 +114,19 @@ async function replaceOne(run: Run, executor: SqlExecutor, job: NewJob, now: Dat
     await run('replaceUnique', [holder, job.uniqueKey, channel, job.payloadJson, job.runAt, now], executor);
     return holder;
   }
-  throw new Error(`the unique key "${job.uniqueKey}" kept changing hands`);
+  throw keysChangingHands(`job "${job.name}" with the unique key "${job.uniqueKey}"`);
+}
+
+function jobNames(jobs: readonly NewJob[]): string {
+  return [...new Set(jobs.map((j) => `"${j.name}"`))].join(', ');
+}
+
+/** Holders that finish between each insert and its look-up, round after round: retryable, like a lost race. */
+function keysChangingHands(what: string): StorageFailure {
+  return new StorageFailure(
+    `${what} not written: the keys kept changing hands (held, then released, ${MAX_ROUNDS} rounds in a row); ` +
+      'enqueue them again',
+  );
 }
 
 async function holdersOf(run: Run, executor: SqlExecutor, jobs: readonly NewJob[]): Promise<Map<string, string>> {
