@@ -1,13 +1,18 @@
 import { JobsConnection } from './storage/connection/jobs-connection.js';
 import { resolveTimeouts } from './storage/connection/timeouts.js';
-import { schemaMigrations } from './storage/migrations/migration-files.js';
+import { latestSchemaVersion } from './storage/migrations/migration-files.js';
+import type { DeferredVersion } from './storage/migrations/schema-migrator.js';
 
 export interface SchemaMigrationReport {
   schema: string;
   /** Versions this call applied, in order; empty when the schema was up to date. */
   applied: number[];
-  /** The version the schema is at now: this build's latest. */
+  /** This build's latest version: the schema's, unless a breaking version was deferred. */
   version: number;
+  /** Breaking versions left for later: a worker of an older build is still running. */
+  deferred: DeferredVersion[];
+  /** Routines this call installed (their hashed names); empty when all were there. */
+  routines: string[];
 }
 
 /**
@@ -16,10 +21,16 @@ export interface SchemaMigrationReport {
  * start, on a connection of its own that it closes again.
  */
 export async function migrateJobsSchema(connection: string, schema: string): Promise<SchemaMigrationReport> {
-  const opened = await JobsConnection.open({ connection, schema, migrationsRun: true, timeouts: resolveTimeouts({}) });
+  const opened = await JobsConnection.open({
+    connection,
+    schema,
+    migrationsRun: true,
+    timeouts: resolveTimeouts({}),
+    quietMigrations: true,
+  });
   try {
-    const versions = schemaMigrations().map((m) => m.version);
-    return { schema, applied: opened.migrated, version: Math.max(...versions) };
+    const { applied, deferred, routines } = opened.migration;
+    return { schema, applied, version: latestSchemaVersion(), deferred, routines };
   } finally {
     await opened.onApplicationShutdown();
   }

@@ -75,6 +75,8 @@ function coreProviders(): Provider[] {
           schema: schemaOf(o),
           migrationsRun: o.migrationsRun ?? true,
           timeouts: resolveTimeouts(o.timeouts),
+          // A breaking version waits for older workers; one silent for a lease stopped (as JobsMonitor judges).
+          workerStaleAfter: resolveWorkerOptions(o.worker).lease,
         }),
     },
     ...storageProviders(),

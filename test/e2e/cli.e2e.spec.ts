@@ -6,6 +6,7 @@ import { json, runCli } from '../support/cli-process.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
+import { ROUTINES } from '../../lib/storage/routines/routine-catalog.js';
 
 /** Every migration this build ships, by its frozen file's number. */
 const VERSIONS = readdirSync(new URL('../../lib/storage/migrations/', import.meta.url))
@@ -120,6 +121,8 @@ describe('the CLI', () => {
       schema: fresh,
       applied: VERSIONS,
       version: VERSIONS.at(-1),
+      deferred: [],
+      routines: ROUTINES.map((r) => r.name),
     });
     const again = await runCli(['migrate', '--database-url', process.env.DATABASE_URL!, '--schema', fresh]);
     expect(again).toMatchObject({ code: 0, stdout: `schema ${fresh} is up to date (version ${VERSIONS.at(-1)})\n` });

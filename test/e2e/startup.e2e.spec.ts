@@ -70,7 +70,7 @@ it('three instances starting at once migrate the schema once, without error', as
   }
   const started = await Promise.all([boot(schema, [Noop]), boot(schema, [Noop]), boot(schema, [Noop])]);
   const versions = await sql<{ version: number }>(`SELECT version FROM "${schema}".schema_version`);
-  expect(versions.map((v) => v.version).sort()).toEqual(ALL_VERSIONS);
+  expect(versions.map((v) => v.version).sort((a, b) => a - b)).toEqual(ALL_VERSIONS);
   const { id } = await started[0]!.get(JobQueue).enqueue(Noop, undefined);
   await waitFor('the job to run', async () => (await started[1]!.get(JobQueue).get(id))?.state === 'succeeded');
   expect((await started[2]!.get(JobQueue).get(id))!.result).toBe('ok');

@@ -2,8 +2,10 @@ import { sql } from './database.js';
 
 /**
  * A schema's shape as text, from pg_catalog: tables and their columns (by
- * name, so the order columns were added in does not matter), constraints,
- * indexes and functions, each in a fixed order, with the schema's own name
+ * name, so the order columns were added in does not matter), constraints
+ * and indexes, each in a fixed order, and the names of the functions
+ * installed (the routines: their names carry a hash of their text, so a
+ * changed routine shows here as a new name), with the schema's own name
  * replaced by `<schema>`. Two schemas with the same text have the same shape.
  */
 export async function dumpSchema(schema: string): Promise<string> {
@@ -31,8 +33,8 @@ export async function dumpSchema(schema: string): Promise<string> {
     `SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`,
     [schema],
   );
-  const functions = await sql<{ name: string; args: string; def: string }>(
-    `SELECT p.proname AS name, pg_get_function_identity_arguments(p.oid) AS args, pg_get_functiondef(p.oid) AS def
+  const functions = await sql<{ name: string; args: string }>(
+    `SELECT p.proname AS name, pg_get_function_identity_arguments(p.oid) AS args
        FROM pg_proc p WHERE p.pronamespace = $1 ORDER BY p.proname, 2`,
     [ns.oid],
   );
@@ -46,7 +48,7 @@ export async function dumpSchema(schema: string): Promise<string> {
   for (const k of constraints) lines.push(`  ${k.t}.${k.name}: ${k.def}`);
   lines.push('\nINDEXES');
   for (const i of indexes) lines.push(`  ${i.name}: ${i.def}`);
-  lines.push('\nFUNCTIONS');
-  for (const f of functions) lines.push(`-- ${f.name}(${f.args})\n${f.def.trim()}\n`);
+  lines.push('\nROUTINES');
+  for (const f of functions) lines.push(`  ${f.name}(${f.args})`);
   return (lines.join('\n').trim() + '\n').replaceAll(`"${schema}"`, '<schema>').replaceAll(schema, '<schema>');
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { schemaMigrations } from '../../lib/storage/migrations/migration-files.js';
 import { TOPIC_PREFIXES } from '../../lib/storage/notifications/notification-topics.js';
 
@@ -21,6 +22,34 @@ describe('schema migrations', () => {
     }
   });
 
+  it('from version 10 on, files hold schema only: no function, procedure or DO block (routines are code)', () => {
+    const code = /CREATE\s+(OR\s+REPLACE\s+)?(FUNCTION|PROCEDURE)|\bDO\s+(LANGUAGE\s+\w+\s+)?\$|\$fn\$/i;
+    const later = schemaMigrations().filter((m) => m.version >= 10);
+    expect(later.length).toBeGreaterThan(0);
+    for (const m of later) {
+      expect(m.up).not.toMatch(code);
+      expect(fileText(m.version, m.name, '.down.sql')).not.toMatch(code);
+    }
+  });
+
+  it('a first line "-- breaking: <why>" marks a version breaking; the others are not', () => {
+    const breaking = Object.fromEntries(
+      schemaMigrations()
+        .filter((m) => m.breaking !== null)
+        .map((m) => [m.version, m.breaking]),
+    );
+    expect(breaking).toEqual({ 11: expect.stringMatching(/^drops claim_controlled, settle_jobs/) });
+  });
+
+  it('the down of version 11 brings back the released functions, taken from their frozen files', () => {
+    const [v1, v8, v11] = [1, 8, 11].map((v) => schemaMigrations()[v - 1]!);
+    for (const fn of ['release_children', 'settle_jobs', 'reopen_job']) {
+      expect(v11.down).toContain(released(v1.up, fn));
+    }
+    expect(v11.down).toContain(released(v8.up, 'claim_controlled'));
+    expect(v11.down).not.toContain('-- restore:');
+  });
+
   it('the frozen SQL wakes queues with the notification topic the listener decodes', () => {
     const wakes = schemaMigrations()
       .flatMap((m) => [...m.up.matchAll(/pg_notify\(\w+, '([a-z]:)'/g)])
@@ -30,6 +59,19 @@ describe('schema migrations', () => {
     expect(wakes).toContain(TOPIC_PREFIXES.queue);
   });
 });
+
+/** A migration file's text as shipped. */
+function fileText(version: number, name: string, suffix: string): string {
+  const file = `${String(version).padStart(4, '0')}-${name}${suffix}`;
+  return readFileSync(new URL(`../../lib/storage/migrations/${file}`, import.meta.url), 'utf8');
+}
+
+/** One function's CREATE statement in a released file. */
+function released(text: string, fn: string): string {
+  const start = text.indexOf(`CREATE OR REPLACE FUNCTION :SCHEMA.${fn}(`);
+  expect(start).toBeGreaterThanOrEqual(0);
+  return text.slice(start, text.indexOf('$fn$;', start) + 5);
+}
 
 /** Checksums of the files as released; see the first test. */
 const RELEASED: Record<number, string> = {

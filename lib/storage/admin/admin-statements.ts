@@ -1,6 +1,7 @@
 import { LIVE_JOB_STATES, NOT_STARTED_STATES, RETRYABLE_STATES } from '../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
 import { notifySql } from '../notifications/notification-topics.js';
+import { ROUTINE_NAMES } from '../routines/routine-catalog.js';
 
 const SUMMARY_COLUMNS = `id, name, queue, state, priority, attempt, max_attempts, run_at, created_at, started_at,
        completed_at, progress, worker_id, batch_id, last_error`;
@@ -44,7 +45,7 @@ export function adminStatements(schema: string) {
         FROM prev WHERE j.id = prev.id AND j.state IN (${sqlLiterals(RETRYABLE_STATES)})
       RETURNING j.id, j.queue
     ), r AS (
-      SELECT ${s}.reopen_job(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents
+      SELECT ${s}.${ROUTINE_NAMES.reopenJob}(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents
     ), n AS (
       SELECT ${notifySql('queue', '$2', 'q.queue')} FROM (SELECT DISTINCT queue FROM u) q
     )
@@ -62,7 +63,7 @@ export function adminStatements(schema: string) {
     ), w AS (
       SELECT array_agg(id) AS ids FROM u WHERE batch_id IS NOT NULL OR has_dependents
     ), settled AS (
-      SELECT ${s}.settle_jobs(w.ids, array_fill('cancelled'::text, ARRAY[array_length(w.ids, 1)]), $1, $2)
+      SELECT ${s}.${ROUTINE_NAMES.settleJobs}(w.ids, array_fill('cancelled'::text, ARRAY[array_length(w.ids, 1)]), $1, $2)
         FROM w WHERE w.ids IS NOT NULL
     )
     SELECT id, NULL::uuid AS seen FROM u

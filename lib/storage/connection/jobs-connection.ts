@@ -1,7 +1,13 @@
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { describeValue, JobsError, settlesWithin, toDatabaseError } from '../../model/index.js';
-import { migrateSchema, pendingSchemaVersions } from '../migrations/schema-migrator.js';
+import {
+  ensureRoutines,
+  migrateSchema,
+  pendingSchemaVersions,
+  type DeferredVersion,
+  type SchemaMigrationResult,
+} from '../migrations/schema-migrator.js';
 import {
   startEmbeddedPostgres,
   type EmbeddedPostgresHandle,
@@ -16,6 +22,10 @@ interface JobsConnectionSettings {
   schema: string;
   migrationsRun: boolean;
   timeouts: ResolvedTimeouts;
+  /** When a worker of an older build counts as stopped, for deferring a breaking version (the lease). */
+  workerStaleAfter?: number;
+  /** True when the caller reports deferred versions itself (the CLI): no log line then. */
+  quietMigrations?: boolean;
 }
 
 /** How long closing the connection may take: a database that stopped answering must not hold shutdown. */
@@ -28,8 +38,8 @@ const CLOSE_WITHIN_MS = 5_000;
  */
 export class JobsConnection implements OnApplicationShutdown {
   private static readonly logger = new Logger('JobsModule');
-  /** Schema versions this connection's start applied (with migrationsRun). */
-  migrated: number[] = [];
+  /** What this connection's start migrated and installed. */
+  migration: SchemaMigrationResult = { applied: [], deferred: [], routines: [] };
 
   private constructor(
     readonly dataSource: DataSource,
@@ -74,15 +84,25 @@ export class JobsConnection implements OnApplicationShutdown {
     }
     try {
       if (settings.migrationsRun) {
-        connection.migrated = await migrateSchema(connection.dataSource, schema);
+        connection.migration = await migrateSchema(connection.dataSource, schema, {
+          workerStaleAfter: settings.workerStaleAfter,
+        });
+        if (!settings.quietMigrations) {
+          for (const d of connection.migration.deferred) JobsConnection.logger.warn(deferredLine(schema, d));
+        }
       } else {
         const pending = await pendingSchemaVersions(connection.dataSource, schema);
-        if (pending.length) {
+        if (pending.required.length) {
           throw new JobsError(
-            `JobsModule: schema "${schema}" lacks migration(s) ${pending.join(', ')} and migrationsRun is false. ` +
+            `JobsModule: schema "${schema}" lacks migration(s) ${pending.all.join(', ')} and migrationsRun is false. ` +
               `Potential fix: add createJobsMigrations('${schema}') to your DataSource's migrations and run them, or set migrationsRun: true.`,
           );
         }
+        connection.migration = {
+          applied: [],
+          deferred: [],
+          routines: await ensureRoutines(connection.dataSource, schema),
+        };
       }
     } catch (error) {
       await connection.onApplicationShutdown();
@@ -104,6 +124,15 @@ export class JobsConnection implements OnApplicationShutdown {
     }
     if (this.embedded) await this.embedded.stop();
   }
+}
+
+/** The warning for a breaking version left for later: which, why, and when it will be applied. */
+function deferredLine(schema: string, d: DeferredVersion): string {
+  return (
+    `Schema "${schema}": version ${d.version} not applied yet: it is breaking (${d.breaking}) and ${d.olderWorkers} ` +
+    `worker(s) of an older build are still running. It will be applied at a later start, or by "npx nestjs-durable-jobs migrate", ` +
+    `once the older instances have stopped; this build runs without it.`
+  );
 }
 
 /** The first connection: a server that refuses it fails the start with a JobsDatabaseError, the driver's error its cause. */

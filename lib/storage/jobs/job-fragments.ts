@@ -1,3 +1,5 @@
+import { ROUTINE_NAMES } from '../routines/routine-catalog.js';
+
 /**
  * SQL shared by the job statements of more than one concern (claim,
  * outcomes, maintenance, control), each a function of the quoted schema.
@@ -9,7 +11,7 @@ export function settleCte(s: string, source: string, state: string, now: string,
       SELECT array_agg(id) AS ids, array_agg(${state}::text) AS states FROM ${source} src
        WHERE batch_id IS NOT NULL OR has_dependents
     ), settled AS (
-      SELECT ${s}.settle_jobs(w.ids, w.states, ${now}, ${channel}) FROM w WHERE w.ids IS NOT NULL
+      SELECT ${s}.${ROUTINE_NAMES.settleJobs}(w.ids, w.states, ${now}, ${channel}) FROM w WHERE w.ids IS NOT NULL
     )`;
 }
 

@@ -1,7 +1,8 @@
 import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { JobsError } from '../../model/index.js';
 import { quoteIdent } from '../connection/sql-identifiers.js';
-import { migrationSql, schemaMigrations, type SchemaMigration } from './migration-files.js';
+import { installRoutines, missingRoutines } from '../routines/routine-installer.js';
+import { latestSchemaVersion, migrationSql, schemaMigrations, type SchemaMigration } from './migration-files.js';
 
 /**
  * What release 0.1.0 recorded for versions 1-3: it checksummed the same SQL
@@ -18,14 +19,35 @@ function versionTable(s: string): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${s}.schema_version (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), checksum text)`,
     `ALTER TABLE ${s}.schema_version ADD COLUMN IF NOT EXISTS checksum text`,
+    `ALTER TABLE ${s}.schema_version ADD COLUMN IF NOT EXISTS breaking boolean NOT NULL DEFAULT false`,
   ];
 }
 
-/** Applied versions; throws when one was applied from different SQL than this build's. */
-function checkApplied(schema: string, rows: Array<{ version: number; checksum: string | null }>): Set<number> {
+/** A recorded version, as every release's schema_version can answer (older ones lack columns). */
+type AppliedRow = { version: number; checksum: string | null; breaking: boolean };
+
+const appliedRows = (s: string) =>
+  `SELECT v.version, to_jsonb(v) ->> 'checksum' AS checksum, coalesce((to_jsonb(v) ->> 'breaking')::boolean, false) AS breaking
+     FROM ${s}.schema_version v`;
+
+/**
+ * Applied versions; throws when one was applied from different SQL than
+ * this build's, or is a breaking version this build does not know (a newer
+ * build dropped or changed what this one needs). An unknown version that is
+ * not breaking is one an older build runs beside.
+ */
+function checkApplied(schema: string, rows: AppliedRow[]): Set<number> {
   const byVersion = new Map(schemaMigrations().map((m) => [m.version, m]));
   for (const row of rows) {
     const migration = byVersion.get(row.version);
+    if (!migration && row.breaking) {
+      throw new JobsError(
+        `Schema "${schema}" is at version ${row.version} of the job tables, a breaking version this build of nestjs-durable-jobs ` +
+          `does not know (it knows up to ${latestSchemaVersion()}), so the schema may lack what this build calls. ` +
+          `Potential fix: deploy a build that knows version ${row.version} (the newer release); to roll back past it, ` +
+          `first undo version ${row.version} with its down migration (createJobsMigrations through TypeORM's migration:revert).`,
+      );
+    }
     if (!migration || row.checksum === migration.checksum) continue;
     if (row.checksum === RELEASE_0_1_0_CHECKSUMS[row.version]) continue;
     throw new JobsError(
@@ -39,42 +61,130 @@ function checkApplied(schema: string, rows: Array<{ version: number; checksum: s
 
 async function recordVersion(runner: QueryRunner, s: string, migration: SchemaMigration): Promise<void> {
   await runner.query(
-    `INSERT INTO ${s}.schema_version (version, name, checksum) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-    [migration.version, migration.name, migration.checksum],
+    `INSERT INTO ${s}.schema_version (version, name, checksum, breaking) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+    [migration.version, migration.name, migration.checksum, migration.breaking !== null],
   );
 }
 
+/** A breaking version a start left for later, and why. */
+export interface DeferredVersion {
+  version: number;
+  /** The reason the version's file gives for being breaking. */
+  breaking: string;
+  /** Live workers of builds that do not know it. */
+  olderWorkers: number;
+}
+
+/** What one run of the migrator did. */
+export interface SchemaMigrationResult {
+  /** Versions applied, in order. */
+  applied: number[];
+  /** Breaking versions not applied because a worker of an older build is alive. */
+  deferred: DeferredVersion[];
+  /** Routines installed (their hashed names); the others were there already. */
+  routines: string[];
+}
+
+/** How the migrator judges the workers of older builds. */
+export interface SchemaMigrationOptions {
+  /**
+   * A worker whose last heartbeat is older than this, in ms, counts as
+   * stopped (it crashed): the lease, as JobsMonitor judges. Default 30 000.
+   */
+  workerStaleAfter?: number;
+}
+
+const DEFAULT_WORKER_STALE_AFTER = 30_000;
+
 /**
- * Brings the schema to the latest version at start. Several instances may
- * start at once: a transaction-scoped advisory lock, keyed by the schema
- * name, lets one migrate while the others wait and then find nothing to do.
- * Each file runs whole (the simple query protocol takes several statements).
+ * Live workers whose build does not know `version`: not stopped, beating
+ * within the window, registered without a schema version or with an older
+ * one. Read through to_jsonb so a worker table without that column (before
+ * version 10) answers too.
  */
-export async function migrateSchema(dataSource: DataSource, schema: string): Promise<number[]> {
+async function olderLiveWorkers(runner: QueryRunner, s: string, version: number, staleAfter: number): Promise<number> {
+  const rows = (await runner.query(
+    `SELECT count(*)::int AS n FROM ${s}.worker w
+      WHERE w.stopped_at IS NULL AND w.last_heartbeat > $1
+        AND coalesce((to_jsonb(w) ->> 'schema_version')::int, 0) < $2`,
+    [new Date(Date.now() - staleAfter), version],
+  )) as Array<{ n: number }>;
+  return rows[0]?.n ?? 0;
+}
+
+/** Takes the migrator's lock: transaction-scoped, keyed by the schema name. */
+async function lockSchema(runner: QueryRunner, schema: string): Promise<void> {
+  await runner.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`nestjs-durable-jobs:${schema}`]);
+}
+
+/**
+ * Brings the schema to the latest version at start, and installs the
+ * routines this build calls. Several instances may start at once: a
+ * transaction-scoped advisory lock, keyed by the schema name, lets one
+ * migrate while the others wait and then find nothing to do. Each file runs
+ * whole (the simple query protocol takes several statements). A breaking
+ * version waits while a worker of an older build is alive, since that build
+ * may call what it drops; the later versions are applied all the same.
+ */
+export async function migrateSchema(
+  dataSource: DataSource,
+  schema: string,
+  options: SchemaMigrationOptions = {},
+): Promise<SchemaMigrationResult> {
   const runner = dataSource.createQueryRunner();
   const s = quoteIdent(schema);
-  const applied: number[] = [];
+  const result: SchemaMigrationResult = { applied: [], deferred: [], routines: [] };
   try {
     await runner.connect();
     await runner.startTransaction();
     // A new index on a big table may take long: the sessions' statement timeout is not for migrations.
     await runner.query(`SET LOCAL statement_timeout = 0`);
-    await runner.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`nestjs-durable-jobs:${schema}`]);
+    await lockSchema(runner, schema);
     await runner.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
     for (const statement of versionTable(s)) await runner.query(statement);
-    const rows = (await runner.query(`SELECT version, checksum FROM ${s}.schema_version`)) as Array<{
-      version: number;
-      checksum: string | null;
-    }>;
-    const done = checkApplied(schema, rows);
+    const done = checkApplied(schema, (await runner.query(appliedRows(s))) as AppliedRow[]);
     for (const migration of schemaMigrations()) {
       if (done.has(migration.version)) continue;
+      if (migration.breaking !== null) {
+        const staleAfter = options.workerStaleAfter ?? DEFAULT_WORKER_STALE_AFTER;
+        const older = await olderLiveWorkers(runner, s, migration.version, staleAfter);
+        if (older > 0) {
+          result.deferred.push({ version: migration.version, breaking: migration.breaking, olderWorkers: older });
+          continue;
+        }
+      }
       await runner.query(migrationSql(migration.up, schema));
       await recordVersion(runner, s, migration);
-      applied.push(migration.version);
+      result.applied.push(migration.version);
     }
+    result.routines = await installRoutines(runner, schema);
     await runner.commitTransaction();
-    return applied;
+    return result;
+  } catch (error) {
+    if (runner.isTransactionActive) await runner.rollbackTransaction();
+    throw error;
+  } finally {
+    await runner.release();
+  }
+}
+
+/**
+ * Installs the routines the schema lacks, for a start with
+ * `migrationsRun: false`: the tables are the app's to migrate, the routines
+ * this build calls are code and come with it. Only when one is missing does
+ * it open a short transaction under the migrator's lock. Returns the names
+ * installed.
+ */
+export async function ensureRoutines(dataSource: DataSource, schema: string): Promise<string[]> {
+  if (!(await missingRoutines(dataSource, schema)).length) return [];
+  const runner = dataSource.createQueryRunner();
+  try {
+    await runner.connect();
+    await runner.startTransaction();
+    await lockSchema(runner, schema);
+    const installed = await installRoutines(runner, schema);
+    await runner.commitTransaction();
+    return installed;
   } catch (error) {
     if (runner.isTransactionActive) await runner.rollbackTransaction();
     throw error;
@@ -113,21 +223,26 @@ export function createJobsMigrations(schema = 'jobs'): Array<new () => Migration
   });
 }
 
-/** Versions the schema lacks (for `migrationsRun: false`). */
-export async function pendingSchemaVersions(dataSource: DataSource, schema: string): Promise<number[]> {
+/**
+ * Versions the schema lacks (for `migrationsRun: false`): every version when
+ * it has none; `required` leaves out the breaking ones, which this build runs
+ * without.
+ */
+export async function pendingSchemaVersions(
+  dataSource: DataSource,
+  schema: string,
+): Promise<{ all: number[]; required: number[] }> {
   const s = quoteIdent(schema);
-  const all = schemaMigrations().map((m) => m.version);
+  const migrations = schemaMigrations();
   const exists = (await dataSource.query(`SELECT to_regclass($1) AS t`, [`${s}.schema_version`])) as Array<{
     t: string | null;
   }>;
-  if (!exists[0]?.t) return all;
-  const hasChecksum = (await dataSource.query(
-    `SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'schema_version' AND column_name = 'checksum'`,
-    [schema],
-  )) as unknown[];
-  const rows = (await dataSource.query(
-    `SELECT version, ${hasChecksum.length ? 'checksum' : 'NULL AS checksum'} FROM ${s}.schema_version`,
-  )) as Array<{ version: number; checksum: string | null }>;
-  const done = checkApplied(schema, rows);
-  return all.filter((v) => !done.has(v));
+  const done = exists[0]?.t
+    ? checkApplied(schema, (await dataSource.query(appliedRows(s))) as AppliedRow[])
+    : new Set<number>();
+  const lacking = migrations.filter((m) => !done.has(m.version));
+  return {
+    all: lacking.map((m) => m.version),
+    required: lacking.filter((m) => m.breaking === null).map((m) => m.version),
+  };
 }

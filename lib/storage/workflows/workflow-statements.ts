@@ -1,10 +1,9 @@
-import { DEPENDENCY_NOT_MET, NOT_STARTED_STATES } from '../../model/index.js';
+import { NOT_STARTED_STATES } from '../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
 import { NEW_JOB_COLUMN_NAMES, unnestNewJobs } from '../jobs/job-encoding.js';
 import { notifySql } from '../notifications/notification-topics.js';
-
-/** The skipped job's last error, as a jsonb literal (release_children in migration 0001 writes the same). */
-const NOT_MET = `'${JSON.stringify(DEPENDENCY_NOT_MET).replace(/'/g, "''")}'::jsonb`;
+import { ROUTINE_NAMES } from '../routines/routine-catalog.js';
+import { DEPENDENCY_NOT_MET_JSON } from '../routines/sql-fragments.js';
 
 /** SQL of batches, dependencies and their queries for one schema. */
 export function workflowStatements(schema: string) {
@@ -23,7 +22,7 @@ export function workflowStatements(schema: string) {
       INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, has_dependents, has_parents, created_at, completed_at, last_error)
       SELECT t.*, $4,
              CASE WHEN t.state = 'skipped' THEN $4::timestamptz END,
-             CASE WHEN t.state = 'skipped' THEN ${NOT_MET} END
+             CASE WHEN t.state = 'skipped' THEN ${DEPENDENCY_NOT_MET_JSON} END
         FROM ${unnestNewJobs(6, [
           ['has_dependents', 'boolean'],
           ['has_parents', 'boolean'],
@@ -74,7 +73,7 @@ export function workflowStatements(schema: string) {
     ), w AS (
       SELECT array_agg(id) AS ids FROM u
     )
-    SELECT ${s}.settle_jobs(w.ids, array_fill('cancelled'::text, ARRAY[array_length(w.ids, 1)]), $2, $3)
+    SELECT ${s}.${ROUTINE_NAMES.settleJobs}(w.ids, array_fill('cancelled'::text, ARRAY[array_length(w.ids, 1)]), $2, $3)
       FROM w WHERE w.ids IS NOT NULL`,
     requestCancelActiveMembers: `WITH u AS (
       UPDATE ${s}.job SET cancel_requested = true WHERE batch_id = $1 AND state = 'active' RETURNING id

@@ -2,6 +2,7 @@ import { NOT_STARTED_STATES } from '../../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../../connection/sql-identifiers.js';
 import { notifySql } from '../../notifications/notification-topics.js';
 import { settleCte } from '../job-fragments.js';
+import { ROUTINE_NAMES } from '../../routines/routine-catalog.js';
 
 /** The SQL of reading, cancelling and retrying one job by id, for one schema, built once. */
 export function controlStatements(schema: string) {
@@ -29,7 +30,7 @@ export function controlStatements(schema: string) {
              failure_hook = NULL, hook_worker_id = NULL, hook_lease_expires_at = NULL
         FROM prev WHERE j.id = prev.id RETURNING j.id, j.queue
     ), r AS (
-      SELECT ${s}.reopen_job(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents
+      SELECT ${s}.${ROUTINE_NAMES.reopenJob}(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents
     ), forget AS (
       DELETE FROM ${s}.job_step st USING u WHERE $5::boolean AND st.job_id = u.id
     )

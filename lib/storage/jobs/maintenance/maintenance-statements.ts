@@ -2,6 +2,7 @@ import { DeadlineExceededError, LeaseLostError, LIVE_JOB_STATES } from '../../..
 import { quoteIdent, sqlLiterals } from '../../connection/sql-identifiers.js';
 import { notifySql } from '../../notifications/notification-topics.js';
 import { settleCte } from '../job-fragments.js';
+import { latestSchemaVersion } from '../../migrations/migration-files.js';
 
 /** The error an interrupted attempt records: the one its worker's signal aborted with. */
 const LEASE_LOST = LeaseLostError.name;
@@ -61,9 +62,10 @@ export function maintenanceStatements(schema: string) {
     SELECT (SELECT count(*) FROM u)::int AS rescued, (SELECT count(*) FROM u WHERE state = 'failed')::int AS failed,
            (SELECT count(*) FROM n)::int AS notified, (SELECT count(*) FROM settled)::int AS settled`,
 
-    registerWorker: `INSERT INTO ${s}.worker (id, host, pid, queues, concurrency, started_at, last_heartbeat)
-      VALUES ($1, $2, $3, $4, $5, $6, $6)
-      ON CONFLICT (id) DO UPDATE SET last_heartbeat = EXCLUDED.last_heartbeat, stopped_at = NULL`,
+    registerWorker: `INSERT INTO ${s}.worker (id, host, pid, queues, concurrency, started_at, last_heartbeat, schema_version)
+      VALUES ($1, $2, $3, $4, $5, $6, $6, ${latestSchemaVersion()})
+      ON CONFLICT (id) DO UPDATE SET last_heartbeat = EXCLUDED.last_heartbeat, stopped_at = NULL,
+                                     schema_version = EXCLUDED.schema_version`,
 
     // No row: retention removed it (a clock that jumped); the worker registers again.
     heartbeatWorker: `UPDATE ${s}.worker SET last_heartbeat = $2, active = $3 WHERE id = $1 RETURNING 1`,

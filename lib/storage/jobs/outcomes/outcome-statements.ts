@@ -1,6 +1,8 @@
 import { quoteIdent } from '../../connection/sql-identifiers.js';
 import { notifySql } from '../../notifications/notification-topics.js';
 import { lineageJoin, LINEAGE_COLUMNS, settleCte } from '../job-fragments.js';
+import { ROUTINE_NAMES } from '../../routines/routine-catalog.js';
+import { outcomeFence } from '../../routines/sql-fragments.js';
 
 /**
  * The SQL of what a worker writes about the jobs it holds, for one schema,
@@ -24,8 +26,7 @@ export function outcomeStatements(schema: string) {
   const succeeded = `UPDATE ${s}.job j
          SET state = 'succeeded', completed_at = $3, result = $6::jsonb -> (j.id::text), lease_expires_at = NULL,
              progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END
-       WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
-         AND j.attempt = ($5::jsonb ->> (j.id::text))::int
+       WHERE ${outcomeFence('j', '$1', '$2', '($5::jsonb ->> (j.id::text))::int')}
       RETURNING j.id, j.batch_id, j.has_dependents`;
   return {
     succeed: `WITH u AS (
@@ -51,7 +52,7 @@ export function outcomeStatements(schema: string) {
     UNION ALL
     SELECT false, c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.timeout_ms, c.batch_id, c.trace_context,
            c.deadline, c.wait_ms, p.parent_ids, p.parent_batch_id
-      FROM written CROSS JOIN LATERAL ${s}.claim_controlled($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10) c
+      FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10) c
       ${lineageJoin(s, 'c')}`,
 
     // A failed attempt leaves a history row; the job row moves on in the same statement.
@@ -66,8 +67,7 @@ export function outcomeStatements(schema: string) {
              hook_worker_id = CASE WHEN ${failed('hook')} = 'running' THEN $2 END,
              hook_lease_expires_at = CASE WHEN ${failed('hook')} = 'running'
                                           THEN $3::timestamptz + make_interval(secs => $6::float8 / 1000) END
-       WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
-         AND j.attempt = (${failed('attempt')})::int
+       WHERE ${outcomeFence('j', '$1', '$2', `(${failed('attempt')})::int`)}
       RETURNING j.id, j.attempt, j.started_at, ${failed('exec_state')} AS exec_state,
                 ${failure} -> 'error' AS error, j.state, j.batch_id, j.has_dependents
     ), ex AS (
@@ -78,8 +78,7 @@ export function outcomeStatements(schema: string) {
 
     renew: `UPDATE ${s}.job j
        SET lease_expires_at = $3::timestamptz + make_interval(secs => $4::float8 / 1000)
-     WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
-       AND j.attempt = ($5::jsonb ->> (j.id::text))::int
+     WHERE ${outcomeFence('j', '$1', '$2', '($5::jsonb ->> (j.id::text))::int')}
     RETURNING j.id, j.cancel_requested`,
 
     // Shutdown hand-back. Jobs that never started ($4 null) give their claim
@@ -91,8 +90,7 @@ export function outcomeStatements(schema: string) {
          SET state = 'queued', run_at = $3, worker_id = NULL, lease_expires_at = NULL,
              attempt = CASE WHEN $4::jsonb IS NULL THEN j.attempt - 1 ELSE j.attempt END,
              max_attempts = CASE WHEN $4::jsonb IS NULL THEN j.max_attempts ELSE j.max_attempts + 1 END
-       WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
-         AND j.attempt = ($5::jsonb ->> (j.id::text))::int
+       WHERE ${outcomeFence('j', '$1', '$2', '($5::jsonb ->> (j.id::text))::int')}
       RETURNING j.id, j.attempt, j.started_at, j.queue
     ), ex AS (
       INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)

@@ -1,0 +1,16 @@
+import { CLAIM_CONTROLLED } from './claim-controlled.routine.js';
+import { RELEASE_CHILDREN } from './release-children.routine.js';
+import { REOPEN_JOB } from './reopen-job.routine.js';
+import type { Routine } from './routine.js';
+import { SETTLE_JOBS } from './settle-jobs.routine.js';
+
+/** Every routine this build calls, callees before their callers. */
+export const ROUTINES: readonly Routine[] = [RELEASE_CHILDREN, SETTLE_JOBS, REOPEN_JOB, CLAIM_CONTROLLED];
+
+/** The installed names the statements call, each carrying the hash of its routine's text. */
+export const ROUTINE_NAMES = Object.freeze({
+  claimControlled: CLAIM_CONTROLLED.name,
+  settleJobs: SETTLE_JOBS.name,
+  releaseChildren: RELEASE_CHILDREN.name,
+  reopenJob: REOPEN_JOB.name,
+});
