@@ -1,5 +1,5 @@
 export { JobsModule } from './jobs.module.js';
-export { JobsErrorFilter } from './dashboard/jobs-error.filter.js';
+export { JobsErrorFilter } from './admin/jobs-error.filter.js';
 export type {
   JobsModuleOptions,
   JobsModuleRootOptions,
@@ -22,7 +22,6 @@ export type { WorkerOptions } from './worker/worker-options.js';
 export { RetentionService, type RetentionOptions } from './worker/retention.service.js';
 export { JobsMonitor } from './monitoring/jobs-monitor.service.js';
 export { JobsAdmin, BULK_CHUNK, MAX_DETAIL_CHILDREN } from './admin/jobs-admin.service.js';
-export { JobsDashboardModule, type JobsDashboardOptions } from './dashboard/jobs-dashboard.module.js';
 export { Cron, type CronOptions } from './scheduler/cron.decorator.js';
 export { RecurringSchedules, type DynamicScheduleOptions } from './scheduler/recurring-schedules.service.js';
 export type { SchedulerOptions } from './scheduler/scheduler-options.js';

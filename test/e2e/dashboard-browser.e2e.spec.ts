@@ -6,11 +6,11 @@ import {
   Job,
   JobQueue,
   JobQueues,
-  JobsDashboardModule,
   RecurringSchedules,
   type JobContext,
   type JobHandler,
 } from 'nestjs-durable-jobs';
+import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import { dropSchemas, uniqueSchema } from '../support/database.js';
 import { dashboardProviders, fragile, HOSTILE, seedDashboard, type DashboardSeed } from '../support/dashboard.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';

@@ -5,10 +5,10 @@ import {
   JobQueue,
   JobQueues,
   JobsAdmin,
-  JobsDashboardModule,
   JobsError,
   RecurringSchedules,
 } from 'nestjs-durable-jobs';
+import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import { DEMO_HEARTBEATS, DEMO_SCHEDULE } from '../../sample/demo/demo.service.js';
 import { dropSchemas, uniqueSchema } from '../support/database.js';

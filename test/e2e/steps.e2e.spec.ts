@@ -4,11 +4,11 @@ import request from 'supertest';
 import {
   BatchBuilder,
   JobsAdmin,
-  JobsDashboardModule,
   JobQueue,
   RecurringSchedules,
   type JobInfo,
 } from 'nestjs-durable-jobs';
+import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import type { AttemptReport, ManualClock } from 'nestjs-durable-jobs/testing';
 import { readyWorkerId } from '../support/child-ready.js';
 import { dropSchemas, sql, takeLeaseAway, uniqueSchema } from '../support/database.js';
