@@ -1,13 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import {
-  BatchBuilder,
-  JobsAdmin,
-  JobQueue,
-  RecurringSchedules,
-  type JobInfo,
-} from 'nestjs-durable-jobs';
+import { BatchBuilder, JobsAdmin, JobQueue, RecurringSchedules, type JobInfo } from 'nestjs-durable-jobs';
 import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import type { AttemptReport, ManualClock } from 'nestjs-durable-jobs/testing';
 import { readyWorkerId } from '../support/child-ready.js';
