@@ -13,6 +13,31 @@ const n = (/** @type {string} */ text) => ({ attrs: { class: 'n' }, text });
 const running = () => h('span', { class: 'badge st-active' }, 'running');
 const pausedBadge = () => h('span', { class: 'badge paused' }, 'paused');
 
+/**
+ * Pause or Resume, whichever applies, behind a confirmation that says what it does.
+ * @param {'Schedule' | 'Queue'} kind
+ * @param {string} name
+ * @param {boolean} paused
+ * @param {{ pause: string, resume: string, danger?: boolean }} effect what each does, after "Pause <name>?"
+ */
+function pauseToggle(kind, name, paused, effect) {
+  const lower = kind.toLowerCase();
+  const [verb, action, text] = paused ? ['Resume', 'resume', effect.resume] : ['Pause', 'pause', effect.pause];
+  return actionButton(
+    verb,
+    true,
+    () =>
+      act(
+        verb + ' ' + lower,
+        verb + ' ' + name + '? ' + text,
+        verb,
+        () => post('/' + lower + 's/' + enc(name) + '/' + action),
+        kind + ' ' + name + ' ' + action + 'd.',
+      ),
+    !paused && effect.danger ? 'danger' : undefined,
+  );
+}
+
 /** @returns {import('./router.js').View} */
 export const schedules = () => ({
   title: 'Schedules',
@@ -53,27 +78,10 @@ function scheduleRow(sc) {
       h(
         'div',
         { class: 'actions' },
-        sc.paused
-          ? actionButton('Resume', true, () =>
-              act(
-                'Resume schedule',
-                'Resume ' +
-                  sc.name +
-                  '? It ticks again from its next time; ticks missed while paused are not caught up.',
-                'Resume',
-                () => post(path + '/resume'),
-                'Schedule ' + sc.name + ' resumed.',
-              ),
-            )
-          : actionButton('Pause', true, () =>
-              act(
-                'Pause schedule',
-                'Pause ' + sc.name + '? No tick becomes a job until it is resumed, on every instance.',
-                'Pause',
-                () => post(path + '/pause'),
-                'Schedule ' + sc.name + ' paused.',
-              ),
-            ),
+        pauseToggle('Schedule', sc.name, sc.paused, {
+          pause: 'No tick becomes a job until it is resumed, on every instance.',
+          resume: 'It ticks again from its next time; ticks missed while paused are not caught up.',
+        }),
         actionButton('Run now', true, () =>
           act(
             'Run schedule now',
@@ -117,7 +125,6 @@ export const queues = () => ({
 
 /** @param {any} q */
 function queueRow(q) {
-  const path = '/queues/' + enc(q.name);
   return h(
     'tr',
     { 'data-queue': q.name },
@@ -143,31 +150,11 @@ function queueRow(q) {
       td(q[c] ? h('a', { href: '#/jobs?queue=' + enc(q.name) + '&state=' + c }, num(q[c])) : '0', 'n'),
     ),
     td(
-      q.paused
-        ? actionButton('Resume', true, () =>
-            act(
-              'Resume queue',
-              'Resume ' + q.name + '? Workers on every instance claim its jobs again.',
-              'Resume',
-              () => post(path + '/resume'),
-              'Queue ' + q.name + ' resumed.',
-            ),
-          )
-        : actionButton(
-            'Pause',
-            true,
-            () =>
-              act(
-                'Pause queue',
-                'Pause ' +
-                  q.name +
-                  '? Workers on every instance stop claiming its jobs; running ones finish; enqueueing goes on.',
-                'Pause',
-                () => post(path + '/pause'),
-                'Queue ' + q.name + ' paused.',
-              ),
-            'danger',
-          ),
+      pauseToggle('Queue', q.name, q.paused, {
+        pause: 'Workers on every instance stop claiming its jobs; running ones finish; enqueueing goes on.',
+        resume: 'Workers on every instance claim its jobs again.',
+        danger: true,
+      }),
     ),
   );
 }
