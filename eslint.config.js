@@ -25,6 +25,30 @@ const LAYERS = {
 
 const lib = path.resolve('lib');
 
+const DASHBOARD_ASSETS = 'lib/dashboard/assets/**/*.js';
+
+/** What the dashboard's script uses of the browser. */
+const BROWSER_GLOBALS = Object.fromEntries(
+  [
+    'document',
+    'window',
+    'location',
+    'history',
+    'fetch',
+    'setTimeout',
+    'clearTimeout',
+    'setInterval',
+    'URLSearchParams',
+    'Node',
+  ].map((name) => [name, 'readonly']),
+);
+
+/** Markup from strings: the page builds its DOM from text nodes and attributes only. */
+const MARKUP_SINKS = ['innerHTML', 'outerHTML', 'insertAdjacentHTML', 'write', 'writeln'].map((property) => ({
+  property,
+  message: 'The dashboard builds elements with h() and s() (text and attributes only), never markup from strings.',
+}));
+
 function layerOf(file) {
   const rel = path.relative(lib, file);
   if (rel.startsWith('..')) return null;
@@ -109,6 +133,13 @@ export default tseslint.config(
   },
   {
     files: ['**/*.mjs', '**/*.js'],
+    ignores: [DASHBOARD_ASSETS],
     languageOptions: { globals: { console: 'readonly', process: 'readonly', URL: 'readonly' } },
+  },
+  {
+    // The dashboard page's script runs in the browser, as ES modules, with nothing of Node.
+    files: [DASHBOARD_ASSETS],
+    languageOptions: { sourceType: 'module', globals: BROWSER_GLOBALS },
+    rules: { 'no-restricted-properties': ['error', ...MARKUP_SINKS] },
   },
 );

@@ -11,6 +11,7 @@ export default {
     '^nestjs-durable-jobs/testing$': '<rootDir>/lib/testing/index.ts',
     '^nestjs-durable-jobs/health$': '<rootDir>/lib/monitoring/jobs-health.indicator.ts',
     '^nestjs-durable-jobs/metrics$': '<rootDir>/lib/monitoring/jobs-metrics.ts',
+    '^nestjs-durable-jobs/dashboard$': '<rootDir>/lib/dashboard/jobs-dashboard.module.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/test/**/*.spec.ts'],

@@ -1,5 +1,5 @@
 export { JobsModule } from './jobs.module.js';
-export { JobsErrorFilter } from './dashboard/jobs-error.filter.js';
+export { JobsErrorFilter } from './admin/jobs-error.filter.js';
 export type {
   JobsModuleOptions,
   JobsModuleRootOptions,
@@ -23,7 +23,6 @@ export { RetentionService, type RetentionOptions } from './worker/retention.serv
 export { JobsMonitor } from './monitoring/jobs-monitor.service.js';
 export { JobsAdmin, MAX_DETAIL_CHILDREN } from './admin/jobs-admin.service.js';
 export { BULK_CHUNK } from './admin/bulk-actions.js';
-export { JobsDashboardModule, type JobsDashboardOptions } from './dashboard/jobs-dashboard.module.js';
 export { Cron, type CronOptions } from './scheduler/cron.decorator.js';
 export { RecurringSchedules, type DynamicScheduleOptions } from './scheduler/recurring-schedules.service.js';
 export type { SchedulerOptions } from './scheduler/scheduler-options.js';

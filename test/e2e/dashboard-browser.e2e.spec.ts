@@ -2,15 +2,8 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { INestApplication } from '@nestjs/common';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import {
-  Job,
-  JobQueue,
-  JobQueues,
-  JobsDashboardModule,
-  RecurringSchedules,
-  type JobContext,
-  type JobHandler,
-} from 'nestjs-durable-jobs';
+import { Job, JobQueue, JobQueues, RecurringSchedules, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import { dropSchemas, uniqueSchema } from '../support/database.js';
 import { dashboardProviders, fragile, HOSTILE, seedDashboard, type DashboardSeed } from '../support/dashboard.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -294,6 +287,18 @@ it("shows a job's finished steps and its sleep, each step's result folded", asyn
   expect(await charge.locator('pre').textContent()).toContain('"id": "ch-web"');
   // A sleep has no result to show.
   expect(await page.locator('tr[data-step="cooling-off"] details').count()).toBe(0);
+});
+
+it("offers the known queues in the jobs list's queue filter, and filters by the one chosen", async () => {
+  await open('#/jobs');
+  await page.waitForSelector('#filter-queue option[value="dash-ops"]', { state: 'attached' });
+  const options = await page.$$eval('#filter-queue option', (os) => os.map((o) => (o as HTMLOptionElement).value));
+  expect(options).toEqual(['', 'dash-flow', 'dash-ops']);
+  await page.selectOption('#filter-queue', 'dash-flow');
+  await drawn('#/jobs?queue=dash-flow');
+  const queues = await page.$$eval('main tbody tr[data-id] td:nth-child(4)', (tds) => tds.map((td) => td.textContent));
+  expect(queues.length).toBeGreaterThan(0);
+  expect(new Set(queues)).toEqual(new Set(['dash-flow']));
 });
 
 it('ran without script errors or CSP violations', () => {

@@ -1,14 +1,7 @@
 import { ForbiddenException, type CanActivate, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import {
-  BatchBuilder,
-  JobQueue,
-  JobQueues,
-  JobsAdmin,
-  JobsDashboardModule,
-  JobsError,
-  RecurringSchedules,
-} from 'nestjs-durable-jobs';
+import { BatchBuilder, JobQueue, JobQueues, JobsAdmin, JobsError, RecurringSchedules } from 'nestjs-durable-jobs';
+import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import { DEMO_HEARTBEATS, DEMO_SCHEDULE } from '../../sample/demo/demo.service.js';
 import { dropSchemas, uniqueSchema } from '../support/database.js';
@@ -73,7 +66,15 @@ describe('JobsDashboardModule.register()', () => {
     );
     apps.push(guarded);
     const http = request(guarded.getHttpServer());
-    const gets = ['', '/assets/dashboard.js', '/assets/dashboard.css', '/api/stats', '/api/jobs', '/api/queues'];
+    const gets = [
+      '',
+      '/assets/dashboard.js',
+      '/assets/router.js',
+      '/assets/dashboard.css',
+      '/api/stats',
+      '/api/jobs',
+      '/api/queues',
+    ];
     for (const path of [...gets, '/api/batches', '/api/schedules', '/api/throughput', `/api/jobs/${UNKNOWN}`]) {
       expect([path, (await http.get(`/jobs-dashboard${path}`)).body.message]).toEqual([path, 'operators only']);
     }
@@ -112,31 +113,67 @@ describe('the dashboard over HTTP', () => {
     seed = await seedDashboard(app);
   });
 
-  it('serves the page, its script and stylesheet, with the title escaped and a strict CSP', async () => {
+  it('serves the page, its script modules and stylesheets, with the title escaped and a strict CSP', async () => {
     const page = await http
       .get('/ops/jobs')
       .expect(200)
       .expect('content-type', /text\/html/);
     expect(page.text).toContain('<title>Ops &#60;img src=x onerror=&#34;window.pwned = true&#34;&#62;</title>');
     expect(page.text).not.toContain(HOSTILE);
-    expect(page.text).toContain('<script src="/ops/jobs/assets/dashboard.js" defer></script>');
+    expect(page.text).toContain('<script type="module" src="/ops/jobs/assets/dashboard.js"></script>');
     expect(page.headers['content-security-policy']).toMatch(/script-src 'self'; style-src 'self'/);
     expect(page.headers['content-security-policy']).toMatch(/frame-ancestors 'none'/);
-    // Nothing fetched from elsewhere: no absolute URL in the page, the script or the stylesheet but the SVG namespace.
-    const script = await http
-      .get('/ops/jobs/assets/dashboard.js')
-      .expect(200)
-      .expect('content-type', /javascript/);
-    const css = await http
-      .get('/ops/jobs/assets/dashboard.css')
-      .expect(200)
-      .expect('content-type', /text\/css/);
-    for (const text of [page.text, script.text, css.text]) {
-      expect(text.match(/https?:\/\/[^\s'"]+/g) ?? []).toEqual(
-        text === script.text ? ['http://www.w3.org/2000/svg'] : [],
-      );
+    const stylesheets = [...page.text.matchAll(/<link rel="stylesheet" href="([^"]+)">/g)].map((m) => m[1]!);
+    expect(stylesheets).toEqual(['/ops/jobs/assets/dashboard.css', '/ops/jobs/assets/views.css']);
+    // Every module the entry imports, and theirs, followed from the served text: each is served as JavaScript.
+    const modules = new Map<string, string>();
+    const pending = ['dashboard.js'];
+    while (pending.length) {
+      const name = pending.pop()!;
+      if (modules.has(name)) continue;
+      const served = await http
+        .get(`/ops/jobs/assets/${name}`)
+        .expect(200)
+        .expect('content-type', 'text/javascript; charset=utf-8')
+        .expect('cache-control', 'no-cache')
+        .expect('x-content-type-options', 'nosniff');
+      modules.set(name, served.text);
+      for (const [, imported] of served.text.matchAll(/^import [^;]*? from '\.\/([\w-]+\.js)';$/gm)) {
+        pending.push(imported!);
+      }
     }
-    expect(script.text).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+    expect([...modules.keys()].sort()).toEqual([
+      'api.js',
+      'batches.js',
+      'dashboard.js',
+      'dom.js',
+      'format.js',
+      'graph.js',
+      'job.js',
+      'jobs.js',
+      'operations.js',
+      'overview.js',
+      'router.js',
+    ]);
+    const styles: string[] = [];
+    for (const href of stylesheets) {
+      const css = await http
+        .get(href)
+        .expect(200)
+        .expect('content-type', 'text/css; charset=utf-8')
+        .expect('cache-control', 'no-cache');
+      styles.push(css.text);
+    }
+    // Nothing fetched from elsewhere: no absolute URL in the page, the scripts or the stylesheets but the SVG namespace.
+    const script = [...modules.values()].join('\n');
+    expect(script.match(/https?:\/\/[^\s'"]+/g)).toEqual(['http://www.w3.org/2000/svg']);
+    for (const text of [page.text, ...styles]) expect(text.match(/https?:\/\/[^\s'"]+/g) ?? []).toEqual([]);
+    expect(script).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+    // Only the page's own files: no other name, and no path out of the folder.
+    for (const name of ['nope.js', 'page-assets.ts', '..%2Fjobs-dashboard.module.ts', '%2E%2E%2Fpage%2Fpage-html.ts']) {
+      const missing = await http.get(`/ops/jobs/assets/${name}`).expect(404);
+      expect(missing.body.message).toMatch(/no asset named .*Potential fix/);
+    }
     // The page asked at /ops/jobs/ resolves its script the same way.
     expect((await http.get('/ops/jobs/').expect(200)).text).toContain('"/ops/jobs/assets/dashboard.js"');
   });

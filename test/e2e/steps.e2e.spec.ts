@@ -1,14 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import {
-  BatchBuilder,
-  JobsAdmin,
-  JobsDashboardModule,
-  JobQueue,
-  RecurringSchedules,
-  type JobInfo,
-} from 'nestjs-durable-jobs';
+import { BatchBuilder, JobsAdmin, JobQueue, RecurringSchedules, type JobInfo } from 'nestjs-durable-jobs';
+import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import type { AttemptReport, ManualClock } from 'nestjs-durable-jobs/testing';
 import { readyWorkerId } from '../support/child-ready.js';
 import { dropSchemas, sql, takeLeaseAway, uniqueSchema } from '../support/database.js';

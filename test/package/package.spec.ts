@@ -228,6 +228,26 @@ describe('npm pack', () => {
   });
 });
 
+/**
+ * The files a module of the installed package loads, itself included: its relative static
+ * imports and re-exports, and its dynamic imports of a literal path, followed to their end.
+ */
+function importGraph(entry: string): string[] {
+  const seen = new Set<string>();
+  const pending = [entry];
+  const specifiers =
+    /(?:^|[;\s])(?:import|export)\s[^;]*?\bfrom\s*['"](\.{1,2}\/[^'"]+)['"]|\bimport\s*(?:\(\s*)?['"](\.{1,2}\/[^'"]+)['"]/g;
+  while (pending.length) {
+    const file = pending.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const [, from, bare] of readFileSync(file, 'utf8').matchAll(specifiers)) {
+      pending.push(path.resolve(path.dirname(file), (from ?? bare)!));
+    }
+  }
+  return [...seen];
+}
+
 describe('installed into a new project with the required peers only', () => {
   it('lacks the optional peers, so what follows proves the main entry needs none of them', () => {
     expect(optionalPeers.filter((p) => existsSync(path.join(consumer, 'node_modules', p)))).toEqual([]);
@@ -248,6 +268,28 @@ describe('installed into a new project with the required peers only', () => {
       result: { doubled: 42 },
       migrations: migrations.length,
     });
+  });
+
+  it('loads no file of the dashboard from the main entry; the /dashboard entry does', () => {
+    const installed = path.join(consumer, 'node_modules', manifest.name);
+    const dashboard = path.join(installed, 'dist/lib/dashboard') + path.sep;
+    const entry = (name: string) => {
+      const target = manifest.exports[name] as Record<string, string>;
+      return path.join(installed, target.import!);
+    };
+    const main = importGraph(entry('.'));
+    // Followed far enough to mean something: the main entry reaches the module and the admin.
+    expect(main.some((f) => f.endsWith('/dist/lib/jobs.module.js'))).toBe(true);
+    expect(main.some((f) => f.endsWith('/dist/lib/admin/jobs-error.filter.js'))).toBe(true);
+    expect(main.filter((f) => f.startsWith(dashboard))).toEqual([]);
+    const fromDashboard = importGraph(entry('./dashboard')).filter((f) => f.startsWith(dashboard));
+    expect(fromDashboard.map((f) => path.relative(dashboard, f))).toEqual(
+      expect.arrayContaining(['jobs-dashboard.module.js', 'controllers/page.controller.js', 'page/page-assets.js']),
+    );
+    // The page's files ship beside the compiled dashboard, where page-assets.js reads them.
+    expect(readdirSync(path.join(dashboard, 'assets')).sort()).toEqual(
+      readdirSync(path.join(repo, 'lib/dashboard/assets')).sort(),
+    );
   });
 
   it('has TypeScript 7 installed, as `npm i -D typescript` gives it', async () => {
@@ -283,7 +325,7 @@ describe('installed with the optional peers too', () => {
     await fs.copyFile(path.join(fixtures, 'entries.mjs'), path.join(consumer, 'entries.mjs'));
   });
 
-  it('imports every entry point: nestjs-durable-jobs, /health, /metrics, /testing and /package.json', async () => {
+  it('imports every entry point: nestjs-durable-jobs, /dashboard, /health, /metrics, /testing and /package.json', async () => {
     const result = succeeded('entries.mjs', await run(process.execPath, ['entries.mjs'], consumer));
     expect(JSON.parse(result.stdout)).toEqual({
       main: {
@@ -293,6 +335,14 @@ describe('installed with the optional peers too', () => {
         JobQueue: 'function',
         JobEvents: 'function',
         JobsMonitor: 'function',
+        JobsErrorFilter: 'function',
+      },
+      mainHasDashboard: false,
+      dashboard: { JobsDashboardModule: 'function' },
+      // The page's files, found beside the compiled controller in the installed package.
+      assets: {
+        'dashboard.js': { type: 'text/javascript; charset=utf-8', first: '// @ts-check' },
+        'views.css': { type: 'text/css; charset=utf-8', first: expect.stringMatching(/^\/\* /) },
       },
       health: { JobsHealthIndicator: 'function' },
       metrics: { JobsMetrics: 'function', JOBS_METRICS_REGISTRY: 'symbol' },

@@ -13,6 +13,7 @@ const repo = fileURLToPath(new URL('../..', import.meta.url));
 const ENTRY_POINTS = [
   'lib/index.ts',
   'lib/testing/index.ts',
+  'lib/dashboard/jobs-dashboard.module.ts',
   'lib/monitoring/jobs-health.indicator.ts',
   'lib/monitoring/jobs-metrics.ts',
 ];

@@ -1,4 +1,5 @@
-import { Cron, Job, JobsDashboardModule, JobsModule, OnJobEvent, type JobEvents } from 'nestjs-durable-jobs';
+import { Cron, Job, JobsModule, OnJobEvent, type JobEvents } from 'nestjs-durable-jobs';
+import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import { MODULE_SHAPE } from '../../lib/jobs-options.keys.js';
 import { databaseUrl } from './database.js';
 import type { OptionsPosition } from './unknown-keys.js';

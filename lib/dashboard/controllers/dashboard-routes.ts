@@ -1,6 +1,6 @@
 import { applyDecorators, Controller, UseFilters, UseGuards } from '@nestjs/common';
 import type { DashboardConfig } from '../dashboard-options.js';
-import { JobsErrorFilter } from '../jobs-error.filter.js';
+import { JobsErrorFilter } from '../../admin/jobs-error.filter.js';
 import { SameOriginGuard } from '../same-origin.guard.js';
 
 /**

@@ -1,7 +1,8 @@
-import { Get, Header, Req } from '@nestjs/common';
+import { Get, Header, Param, Req, StreamableFile } from '@nestjs/common';
+import { JobsNotFoundError } from '../../model/index.js';
 import type { DashboardConfig } from '../dashboard-options.js';
-import { DASHBOARD_SCRIPT, PAGE_CSP, pageHtml } from '../page/page-html.js';
-import { PAGE_STYLES } from '../page/page-styles.js';
+import { pageAssets } from '../page/page-assets.js';
+import { PAGE_CSP, pageHtml } from '../page/page-html.js';
 import { DashboardRoutes } from './dashboard-routes.js';
 
 /** What Express and Fastify requests share: the URL the page was asked at. */
@@ -10,8 +11,10 @@ interface PageRequest {
   url?: string;
 }
 
-/** The page, its script and its stylesheet: no build step, nothing from elsewhere. */
+/** The page, its script modules and its stylesheet: no build step, nothing from elsewhere. */
 export function pageController(config: DashboardConfig) {
+  const assets = pageAssets();
+
   @DashboardRoutes(config)
   class JobsDashboardPageController {
     @Get()
@@ -26,20 +29,19 @@ export function pageController(config: DashboardConfig) {
       return pageHtml(config.title, base);
     }
 
-    @Get('assets/dashboard.js')
-    @Header('content-type', 'text/javascript; charset=utf-8')
+    // StreamableFile carries the Content-Type on Express and Fastify alike.
+    @Get('assets/:file')
     @Header('cache-control', 'no-cache')
     @Header('x-content-type-options', 'nosniff')
-    script(): string {
-      return DASHBOARD_SCRIPT;
-    }
-
-    @Get('assets/dashboard.css')
-    @Header('content-type', 'text/css; charset=utf-8')
-    @Header('cache-control', 'no-cache')
-    @Header('x-content-type-options', 'nosniff')
-    styles(): string {
-      return PAGE_STYLES;
+    asset(@Param('file') file: string): StreamableFile {
+      const asset = assets.get(file);
+      if (!asset) {
+        throw new JobsNotFoundError(
+          `Jobs dashboard: no asset named ${JSON.stringify(file.slice(0, 100))}; the page loads ${[...assets.keys()].join(', ')}. ` +
+            'Potential fix: open the dashboard page itself, which asks for its own files.',
+        );
+      }
+      return new StreamableFile(asset.body, { type: asset.type, length: asset.body.length });
     }
   }
   return JobsDashboardPageController;

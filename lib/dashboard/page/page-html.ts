@@ -1,13 +1,3 @@
-import { SCRIPT_BATCHES } from './script-batches.js';
-import { SCRIPT_CORE } from './script-core.js';
-import { SCRIPT_JOB } from './script-job.js';
-import { SCRIPT_JOBS } from './script-jobs.js';
-import { SCRIPT_OPERATIONS } from './script-operations.js';
-import { SCRIPT_OVERVIEW } from './script-overview.js';
-
-/** The page's script: one file, one scope, served from the dashboard's own route. */
-export const DASHBOARD_SCRIPT = `(() => {${SCRIPT_CORE}${SCRIPT_OVERVIEW}${SCRIPT_JOBS}${SCRIPT_JOB}${SCRIPT_BATCHES}${SCRIPT_OPERATIONS}})();\n`;
-
 /**
  * What the page's Content-Security-Policy allows: its own script, style and
  * JSON, nothing inline, no frames around it. A value that escaped as markup
@@ -34,7 +24,8 @@ export function pageHtml(title: string, base: string): string {
 <title>${t}</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${b}/assets/dashboard.css">
-<script src="${b}/assets/dashboard.js" defer></script>
+<link rel="stylesheet" href="${b}/assets/views.css">
+<script type="module" src="${b}/assets/dashboard.js"></script>
 </head>
 <body>
 <header>
@@ -60,6 +51,7 @@ export function pageHtml(title: string, base: string): string {
 </html>`;
 }
 
+/** Text for HTML: the five characters markup reads, as character references. */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

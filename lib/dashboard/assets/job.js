@@ -1,0 +1,298 @@
+// @ts-check
+/**
+ * One job: state and timings, progress, the attempts table (worker, start,
+ * end, duration, outcome, error with its stack folded), its finished steps
+ * and sleeps (results folded), payload and result folded, its parents and
+ * children with their triggers drawn as a graph, its batch; retry, cancel,
+ * run now and delete behind a confirmation.
+ */
+import { api, post } from './api.js';
+import { actionButton, badge, batchLink, details, fact, h, jobLink, progressBar, table, td, time } from './dom.js';
+import { between, enc, json, shortId, when } from './format.js';
+import { drawGraph } from './graph.js';
+import { act, navigate } from './router.js';
+
+/**
+ * @param {string} id
+ * @returns {import('./router.js').View}
+ */
+export const job = (id) => ({
+  title: 'Job ' + id,
+  nav: 'jobs',
+  load: async () => {
+    const job = await api('/jobs/' + enc(id));
+    const [graph, steps] = await Promise.all([
+      job.parents.length || job.children.length ? flowGraph(job) : null,
+      job.steps.length ? api('/jobs/' + enc(id) + '/steps').catch(() => job.steps) : [],
+    ]);
+    return { job, graph, steps };
+  },
+  render: ({ job, graph, steps }) =>
+    h(
+      'div',
+      { class: 'detail', 'data-state': job.state },
+      h(
+        'h2',
+        { class: 'detail-title' },
+        job.name,
+        ' ',
+        badge(job.state),
+        job.cancelRequested && job.state === 'active' ? h('span', { class: 'badge paused' }, 'cancel requested') : null,
+      ),
+      h('p', { class: 'mono muted' }, job.id),
+      jobActions(job),
+      h(
+        'dl',
+        { class: 'facts' },
+        fact('queue', h('a', { href: '#/jobs?queue=' + enc(job.queue) }, job.queue)),
+        fact('attempts', job.attempt + ' of ' + job.maxAttempts),
+        fact('priority', String(job.priority)),
+        fact('created', time(job.createdAt, true)),
+        fact(job.state === 'queued' || job.state === 'waiting' ? 'due' : 'was due', time(job.runAt, true)),
+        fact('started', time(job.startedAt)),
+        fact('ended', time(job.completedAt)),
+        fact('run time', job.startedAt && job.completedAt ? between(job.startedAt, job.completedAt) : '—'),
+        fact('worker', job.workerId ? h('span', { class: 'mono' }, job.workerId) : '—'),
+        fact(
+          'batch',
+          job.batch
+            ? h(
+                'span',
+                null,
+                batchLink(job.batch.id, job.batch.name || shortId(job.batch.id)),
+                ' ',
+                badge(job.batch.state),
+                ' ' + job.batch.succeeded + '/' + job.batch.total + ' succeeded',
+              )
+            : '—',
+        ),
+      ),
+      job.progress !== null
+        ? h(
+            'section',
+            null,
+            h('h3', null, 'Progress'),
+            progressBar(
+              job.progress,
+              Math.round(job.progress * 100) + '%' + (job.progressMessage ? ' · ' + job.progressMessage : ''),
+            ),
+          )
+        : null,
+      job.lastError && job.state !== 'succeeded'
+        ? h('section', null, h('h3', null, 'Last error'), errorBlock('last-error:' + job.id, job.lastError))
+        : null,
+      h('section', null, h('h3', null, 'Attempts'), attemptsTable(job)),
+      steps.length ? h('section', null, h('h3', null, 'Steps'), stepsTable(job, steps)) : null,
+      h(
+        'section',
+        null,
+        h('h3', null, 'Payload'),
+        details('payload:' + job.id, 'payload', h('pre', { class: 'json', id: 'payload' }, json(job.payload)), true),
+      ),
+      job.state === 'succeeded' || job.result !== null
+        ? h(
+            'section',
+            null,
+            h('h3', null, 'Result'),
+            details('result:' + job.id, 'result', h('pre', { class: 'json', id: 'result' }, json(job.result)), true),
+          )
+        : null,
+      dependencies(job, graph),
+    ),
+});
+
+// A flow's graph walks up to 40 jobs: read again every 15 s, or when this job's edges changed state.
+/** @type {Map<string, { key: string, at: number, graph: any }>} */
+const graphCache = new Map();
+
+/** @param {any} job */
+async function flowGraph(job) {
+  /** @type {any[]} */
+  const edges = [...job.parents, ...job.children];
+  const key = job.id + ':' + job.state + ':' + edges.map((e) => e.other.state).join(',');
+  const hit = graphCache.get(job.id);
+  if (hit && hit.key === key && Date.now() - hit.at < 15000) return hit.graph;
+  const graph = await api('/jobs/' + enc(job.id) + '/graph').catch(() => null);
+  graphCache.set(job.id, { key, at: Date.now(), graph });
+  return graph;
+}
+
+/** @param {any} job */
+function jobActions(job) {
+  const retryable = ['failed', 'cancelled', 'skipped'].includes(job.state);
+  const cancellable = ['waiting', 'queued', 'active'].includes(job.state);
+  const later = job.state === 'queued' && new Date(job.runAt).getTime() > Date.now();
+  const ended = ['succeeded', 'failed', 'cancelled', 'skipped'].includes(job.state);
+  const label = job.name + ' ' + shortId(job.id);
+  const path = '/jobs/' + enc(job.id);
+  const running = job.state === 'active';
+  return h(
+    'div',
+    { class: 'actions' },
+    actionButton('Retry', retryable, () =>
+      act(
+        'Retry job',
+        'Queue ' + label + ' again with fresh attempts?',
+        'Retry',
+        () => post(path + '/retry'),
+        'Queued again.',
+      ),
+    ),
+    actionButton('Run now', later, () =>
+      act(
+        'Run now',
+        'Make ' + label + ' due now instead of ' + when(job.runAt) + '?',
+        'Run now',
+        () => post(path + '/run-now'),
+        'Due now.',
+      ),
+    ),
+    actionButton(
+      'Cancel',
+      cancellable,
+      () =>
+        act(
+          'Cancel job',
+          'Cancel ' + label + '?' + (running ? ' It is running: its signal aborts and it ends cancelled.' : ''),
+          'Cancel job',
+          () => post(path + '/cancel'),
+          running ? 'Cancel requested.' : 'Cancelled.',
+        ),
+      'danger',
+    ),
+    actionButton(
+      'Delete',
+      ended,
+      () =>
+        act(
+          'Delete job',
+          'Delete ' + label + ' and its history for good?',
+          'Delete',
+          async () => {
+            await post(path + '/delete');
+            navigate('#/jobs');
+          },
+          'Deleted.',
+        ),
+      'danger',
+    ),
+  );
+}
+
+/**
+ * @param {string} key
+ * @param {{ name: string, message: string, stack?: string }} error
+ */
+function errorBlock(key, error) {
+  return h(
+    'div',
+    { class: 'error-box' },
+    h('div', { class: 'err-msg' }, h('strong', null, error.name + ': '), error.message),
+    error.stack ? details(key, 'stack', h('pre', { class: 'stack' }, error.stack)) : null,
+  );
+}
+
+/** @param {any} job */
+function attemptsTable(job) {
+  /** @type {any[]} */
+  const executions = job.executions;
+  const rows = executions.map((x) =>
+    h(
+      'tr',
+      { 'data-attempt': x.attempt, class: 'attempt-' + x.state },
+      td(String(x.attempt), 'n'),
+      td(x.workerId ? h('span', { class: 'mono', title: x.workerId }, x.workerId) : '—'),
+      td(time(x.startedAt)),
+      td(time(x.endedAt)),
+      td(x.startedAt && x.endedAt ? between(x.startedAt, x.endedAt) : x.state === 'active' ? 'running' : '', 'n'),
+      td(badge(x.state)),
+      td(
+        x.error
+          ? [
+              h('span', { class: 'err' }, x.error.name + ': ' + x.error.message),
+              x.error.stack
+                ? details('stack:' + job.id + ':' + x.attempt, 'stack', h('pre', { class: 'stack' }, x.error.stack))
+                : null,
+            ]
+          : '',
+        'wide',
+      ),
+    ),
+  );
+  const n = (/** @type {string} */ text) => ({ attrs: { class: 'n' }, text });
+  return table(
+    [n('#'), 'worker', 'started', 'ended', n('duration'), 'outcome', 'error'],
+    rows,
+    job.state === 'waiting' ? 'Not started: it waits for its parents.' : 'Not started yet.',
+  );
+}
+
+/**
+ * Finished steps and sleeps, in the order they finished; a later attempt answers them from storage.
+ * @param {any} job
+ * @param {any[]} steps
+ */
+function stepsTable(job, steps) {
+  const rows = steps.map((x) =>
+    h(
+      'tr',
+      { 'data-step': x.name, class: 'step-' + x.kind },
+      td(h('span', { class: 'mono' }, x.name)),
+      td(x.kind),
+      td(String(x.attempt), 'n'),
+      td(time(x.completedAt)),
+      td(x.kind === 'sleep' ? time(x.wakeAt) : ''),
+      td(
+        x.kind === 'step' && 'result' in x
+          ? details('step:' + job.id + ':' + x.name, 'result', h('pre', { class: 'json' }, json(x.result)))
+          : '',
+        'wide',
+      ),
+    ),
+  );
+  return table(['step', 'kind', { attrs: { class: 'n' }, text: 'attempt' }, 'finished', 'wakes', 'result'], rows);
+}
+
+/**
+ * @param {any} job
+ * @param {any} graph
+ */
+function dependencies(job, graph) {
+  if (!job.parents.length && !job.children.length) return null;
+  const edgeRow = (/** @type {any} */ e) =>
+    h(
+      'tr',
+      null,
+      td(
+        e.kind === 'batch'
+          ? batchLink(e.other.id, e.other.name || 'batch')
+          : jobLink(e.other.id, e.other.name || shortId(e.other.id)),
+      ),
+      td(badge(e.other.state)),
+      td(e.on),
+      td(e.parentOutcome || h('span', { class: 'muted' }, 'not yet')),
+    );
+  return h(
+    'section',
+    null,
+    h('h3', null, 'Dependencies'),
+    graph ? drawGraph(graph, job.id) : null,
+    job.parents.length
+      ? h(
+          'div',
+          null,
+          h('h4', null, 'Waits for'),
+          table(['parent', 'state', 'trigger', 'parent outcome'], job.parents.map(edgeRow)),
+        )
+      : null,
+    job.children.length
+      ? h(
+          'div',
+          null,
+          h('h4', null, 'Waited on by'),
+          table(['child', 'state', 'trigger', 'parent outcome'], job.children.map(edgeRow)),
+          job.moreChildren ? h('p', { class: 'muted' }, 'More children than listed here.') : null,
+        )
+      : null,
+  );
+}
