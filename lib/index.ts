@@ -43,6 +43,7 @@ export {
   type JobEventJob,
   type JobEventDetails,
   type JobEventFilter,
+  type JobEventListenerFilter,
   type JobEventListener,
   type StallReason,
   JobsError,

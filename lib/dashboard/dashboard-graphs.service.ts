@@ -5,9 +5,9 @@ import { JobQueue } from '../queue/job-queue.service.js';
 import { layoutGraph, type GraphEdgeInput, type GraphLayout, type GraphNodeInput } from './graph-layout.js';
 
 /** The most jobs a flow graph walks to: each is one detail() read. */
-export const MAX_FLOW_NODES = 40;
+const MAX_FLOW_NODES = 40;
 /** Past this many members, a batch's graph shows its members grouped by name and state. */
-export const MAX_BATCH_MEMBERS_DRAWN = 24;
+const MAX_BATCH_MEMBERS_DRAWN = 24;
 
 /**
  * The graphs the dashboard draws, laid out here so the page only paints

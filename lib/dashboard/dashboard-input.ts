@@ -67,7 +67,7 @@ export function stateList(query: Query, field = 'state'): string[] | undefined {
 }
 
 /** What a bulk action works on: the rows an operator ticked, or every job matching a filter. */
-export interface BulkBody {
+interface BulkBody {
   ids?: string[];
   state?: string[];
   queue?: string;

@@ -60,7 +60,7 @@ export interface AttemptReport extends JobEventJob {
   injected?: 'failNext' | 'dieAfterWork' | 'dieAfterStep';
 }
 
-export interface DrainRequest {
+interface DrainRequest {
   /** Only this queue; default every queue. */
   queue?: string;
   /** Only these job names; default every registered one. */

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { JobsError } from '../../model/index.js';
 
 /** One file the page loads: its bytes and the Content-Type it is served with. */
-export interface PageAsset {
+interface PageAsset {
   body: Buffer;
   type: string;
 }

@@ -52,6 +52,6 @@ export function pageHtml(title: string, base: string): string {
 }
 
 /** Text for HTML: the five characters markup reads, as character references. */
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

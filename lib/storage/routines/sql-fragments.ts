@@ -56,7 +56,7 @@ export function claimSet(a: string, w: ClaimWrite): string {
 }
 
 /** The plain claim: the table, the inputs, how many jobs at most, and what it returns. */
-export interface PlainClaim extends ClaimInputs, ClaimWrite {
+interface PlainClaim extends ClaimInputs, ClaimWrite {
   /** The job table, schema-qualified. */
   table: string;
   /** The most jobs to claim (an int expression). */

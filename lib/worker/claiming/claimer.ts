@@ -12,7 +12,7 @@ import { QueueSettings } from './queue-settings.js';
 import { ServedQueues } from './served-queues.js';
 
 /** What a Claimer claims with and for. */
-export interface ClaimerDeps {
+interface ClaimerDeps {
   /** The worker id its claims carry. */
   workerId: string;
   claims: ClaimStorage;
