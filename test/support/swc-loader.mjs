@@ -13,6 +13,7 @@ const aliases = {
   'nestjs-durable-jobs/testing': new URL('lib/testing/index.ts', root).href,
   'nestjs-durable-jobs/health': new URL('lib/monitoring/jobs-health.indicator.ts', root).href,
   'nestjs-durable-jobs/metrics': new URL('lib/monitoring/jobs-metrics.ts', root).href,
+  'nestjs-durable-jobs/dashboard': new URL('lib/dashboard/jobs-dashboard.module.ts', root).href,
 };
 
 export async function resolve(specifier, context, next) {
