@@ -1,7 +1,7 @@
 import { JobsError } from './errors.js';
 import type { UniqueOptions } from './job-context.js';
 import type { JobUniqueOptions } from './job-options.js';
-import { JOB_UNIQUE_SHAPE, UNIQUE_SHAPE } from './option-shapes.js';
+import { UNIQUE_SHAPE } from './option-shapes.js';
 import { UNIQUE_WHILE, type NewJob } from './records.js';
 import { checkInteger, checkKey, checkOptions, describeValue, INT4_MAX } from './validation.js';
 
@@ -45,13 +45,14 @@ function checkHolding(where: string, unique: Omit<UniqueOptions, 'key'>): void {
 
 /** A job type's `unique` (`@Job` or an `externalJobs` entry), checked where it is declared. */
 export function checkJobUnique(where: string, value: unknown): void {
-  const unique = checkOptions(
-    where,
-    value as JobUniqueOptions | undefined,
-    `unique: ${DECLARED_EXAMPLE}`,
-    JOB_UNIQUE_SHAPE,
-  );
-  if (!unique) return;
+  if (value === undefined) return;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new JobsError(
+      `${where}: "unique" must be an object, got ${describeValue(value)}. Potential fix: unique: ${DECLARED_EXAMPLE}.`,
+    );
+  }
+  // Its keys were checked with the options that hold it (JOB_OPTIONS_SHAPE).
+  const unique = value as JobUniqueOptions;
   if (typeof unique.key !== 'function') checkKey(where, 'unique.key', unique.key, 'daily-digest');
   checkHolding(where, unique);
 }
