@@ -126,19 +126,30 @@ class GatedJob implements JobHandler<{ mode: GateMode | 'pass' }> {
   }
 }
 
+/** One per attempt: what a scoped interceptor leaves there, the attempt's scoped handler finds. */
+@Injectable({ scope: Scope.REQUEST })
+class AttemptBag {
+  note = '';
+}
+
 /** Request-scoped: built per attempt, in the attempt's DI sub-tree, where REQUEST is { job, payload }. */
 @Injectable({ scope: Scope.REQUEST })
 class ScopedTag implements JobInterceptor {
-  constructor(@Inject(REQUEST) private readonly request: { job: JobContext }) {}
-  async intercept(_: JobContext, next: JobCallHandler): Promise<unknown> {
+  constructor(
+    @Inject(REQUEST) private readonly request: { job: JobContext },
+    private readonly bag: AttemptBag,
+  ) {}
+  async intercept(ctx: JobContext, next: JobCallHandler): Promise<unknown> {
+    this.bag.note = `tagged ${ctx.jobId}`;
     return { requestJob: this.request.job.jobId, result: await next() };
   }
 }
 
 @Job('ic-scoped', { interceptors: [ScopedTag] })
 class ScopedJob implements JobHandler<object> {
+  constructor(private readonly bag: AttemptBag) {}
   run(): string {
-    return 'scoped';
+    return this.bag.note;
   }
 }
 
@@ -155,7 +166,19 @@ class UnprovidedJob implements JobHandler<object> {
   run(): void {}
 }
 
-const PROVIDERS = [Trace, Outer, TenantScope, Wrap, Tenancy, TenantJob, Gate, GatedJob, ScopedTag, ScopedJob];
+const PROVIDERS = [
+  Trace,
+  Outer,
+  TenantScope,
+  Wrap,
+  Tenancy,
+  TenantJob,
+  Gate,
+  GatedJob,
+  AttemptBag,
+  ScopedTag,
+  ScopedJob,
+];
 const schemas: string[] = [];
 const apps: INestApplication[] = [];
 
@@ -255,9 +278,11 @@ describe('interceptors on a worker', () => {
     expect(runs(ids.twice)).toBe(2);
   });
 
-  it('resolve a request-scoped interceptor per attempt, with the REQUEST of that attempt', async () => {
-    const { id } = await app.get(JobQueue).enqueue(ScopedJob, {});
-    expect((await settled(app, id)).result).toEqual({ requestJob: id, result: 'scoped' });
+  it("resolve a request-scoped interceptor per attempt, in the DI sub-tree of that attempt's scoped handler", async () => {
+    const jobs = app.get(JobQueue);
+    const [one, two] = await Promise.all([jobs.enqueue(ScopedJob, {}), jobs.enqueue(ScopedJob, {})]);
+    expect((await settled(app, one.id)).result).toEqual({ requestJob: one.id, result: `tagged ${one.id}` });
+    expect((await settled(app, two.id)).result).toEqual({ requestJob: two.id, result: `tagged ${two.id}` });
   });
 });
 
