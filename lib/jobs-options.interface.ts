@@ -1,7 +1,7 @@
 import type { ModuleMetadata, Type, InjectionToken, OptionalFactoryDependency } from '@nestjs/common';
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import type { ExternalJobs, JobDefaults } from './discovery/job-registry.js';
-import type { Clock, QueueOptions } from './model/index.js';
+import type { Clock, JobInterceptorClass, QueueOptions } from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
 import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
 import type { DatabaseTimeouts } from './storage/connection/timeouts.js';
@@ -38,6 +38,12 @@ export interface JobsModuleOptions {
   queues?: Record<string, QueueOptions>;
   /** Defaults for jobs whose `@Job` options leave them out. */
   defaults?: JobDefaults;
+  /**
+   * Interceptors around every job's attempts, outermost first, outside each
+   * job's own (`@Job(name, { interceptors })`), as Nest's global
+   * interceptors are outside a controller's. Each is a provider of some module.
+   */
+  interceptors?: readonly JobInterceptorClass[];
   /**
    * Jobs this app may enqueue although another service runs them: by name
    * with the options its `@Job` declares (`{ 'send-receipt': { queue:

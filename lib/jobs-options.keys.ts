@@ -123,6 +123,7 @@ export const MODULE_FIELDS = {
   retention: RETENTION_SHAPE,
   queues: recordOf(QUEUE_SHAPE),
   defaults: JOB_DEFAULTS_SHAPE,
+  interceptors: true,
   // A list of names is a value; a record maps each name to its @Job options.
   externalJobs: recordOf(JOB_OPTIONS_SHAPE),
   unregisteredJobs: true,

@@ -118,6 +118,7 @@ function coreProviders(): Provider[] {
         defaults: o.defaults,
         externalJobs: o.externalJobs,
         unregisteredJobs: o.unregisteredJobs,
+        interceptors: o.interceptors,
       }),
     },
     {

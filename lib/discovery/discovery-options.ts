@@ -1,10 +1,12 @@
-import type { JobDefaults } from '../model/index.js';
+import type { JobDefaults, JobInterceptorClass } from '../model/index.js';
 import type { ExternalJobs } from './job-registry.js';
 
 export interface JobsDiscoveryOptions {
   defaults?: JobDefaults;
   externalJobs?: ExternalJobs;
   unregisteredJobs?: 'error' | 'warn' | 'ignore';
+  /** Interceptors around every job's attempts, outside each job's own. */
+  interceptors?: readonly JobInterceptorClass[];
 }
 
 export const JOBS_DISCOVERY_OPTIONS = Symbol('JOBS_DISCOVERY_OPTIONS');

@@ -1,13 +1,16 @@
 import { Injectable, Logger, type Type } from '@nestjs/common';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import {
+  checkJobUnique,
   JobsError,
   resolveJobOptions,
   type JobDefaults,
   type JobHandler,
   type JobOptions,
+  type JobUniqueOptions,
   type ResolvedJobOptions,
 } from '../model/index.js';
+import type { RegisteredInterceptor } from './job-interceptors.js';
 import { getJobMetadata } from './job.decorator.js';
 
 export type { JobDefaults, ResolvedJobOptions };
@@ -30,6 +33,8 @@ export interface RegisteredJob {
   /** The static instance; absent for request-scoped or durable handlers. */
   instance?: JobHandler;
   wrapper: InstanceWrapper;
+  /** Around each attempt, outermost first: the module's, then the job's own (set by the explorer). */
+  interceptors: RegisteredInterceptor[];
 }
 
 /** The job names this application knows, found once at start by the explorer. */
@@ -38,6 +43,8 @@ export class JobRegistry {
   private readonly byName = new Map<string, RegisteredJob>();
   /** External job names; options are null when only the name was given. */
   private readonly external = new Map<string, ResolvedJobOptions | null>();
+  /** The unique options external jobs declare, for this app's enqueues of them. */
+  private readonly externalUnique = new Map<string, JobUniqueOptions>();
   private defaults: JobDefaults = {};
 
   configure(defaults: JobDefaults, externalJobs: ExternalJobs): void {
@@ -47,6 +54,15 @@ export class JobRegistry {
     } else {
       for (const [name, options] of Object.entries(externalJobs)) {
         this.external.set(name, resolveJobOptions(options, defaults));
+        const where = `JobsModule's "externalJobs" entry '${name}'`;
+        if (options.interceptors !== undefined) {
+          throw new JobsError(
+            `${where}: "interceptors" run around attempts, and this app does not run '${name}'. ` +
+              `Potential fix: declare them on the @Job of the service that runs it, and leave them out here.`,
+          );
+        }
+        checkJobUnique(where, options.unique);
+        if (options.unique) this.externalUnique.set(name, options.unique);
       }
     }
   }
@@ -67,6 +83,7 @@ export class JobRegistry {
       declared: meta.options,
       wrapper,
       logger: new Logger(`Job ${meta.name}`),
+      interceptors: [],
     };
     this.byName.set(meta.name, job);
     return job;
@@ -93,6 +110,11 @@ export class JobRegistry {
     const registered = this.byName.get(name)?.options ?? this.external.get(name);
     if (registered) return { ...registered, queueKnown: true };
     return { ...resolveJobOptions({}, this.defaults), queueKnown: false };
+  }
+
+  /** The unique options the job type declares (`@Job` or `externalJobs`), if any. */
+  uniqueOf(name: string): JobUniqueOptions | undefined {
+    return this.byName.get(name)?.declared.unique ?? this.externalUnique.get(name);
   }
 
   names(): string[] {

@@ -3,6 +3,7 @@ import {
   checkInteger,
   checkLimits,
   checkName,
+  checkJobUnique,
   checkOptions,
   describeValue,
   INT4_MAX,
@@ -10,6 +11,7 @@ import {
   JobsError,
   type JobOptions,
 } from '../model/index.js';
+import { checkInterceptorClasses } from './job-interceptors.js';
 
 export type { JobOptions };
 
@@ -38,6 +40,8 @@ export function Job(name: string, options: JobOptions = {}): ClassDecorator {
     const named = `@Job('${name}') on class ${cls.name}`;
     checkOptions(named, options, "@Job('send-receipt', { queue: 'emails' })", JOB_OPTIONS_SHAPE);
     validateJobOptions(named, options);
+    checkJobUnique(named, options.unique);
+    checkInterceptorClasses(named, options.interceptors);
     Reflect.defineMetadata(JOB_METADATA, { name, options } satisfies JobMetadata, cls);
     DECORATED_JOB_CLASSES.add(cls);
     // Keep an explicit @Injectable({ scope }) applied below us intact.

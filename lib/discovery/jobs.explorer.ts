@@ -1,6 +1,8 @@
 import { Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { JobsError, type JobHandler } from '../model/index.js';
+import { checkInterceptorClasses, interceptorProviders } from './job-interceptors.js';
 import { DECORATED_JOB_CLASSES, getJobMetadata } from './job.decorator.js';
 import { JobRegistry } from './job-registry.js';
 import { JOBS_DISCOVERY_OPTIONS, type JobsDiscoveryOptions } from './discovery-options.js';
@@ -23,6 +25,13 @@ export class JobsExplorer implements OnModuleInit {
   onModuleInit(): void {
     this.registry.configure(this.options.defaults ?? {}, this.options.externalJobs ?? []);
     const found = new Set<Type>();
+    const byClass = new Map<unknown, InstanceWrapper>();
+    for (const wrapper of this.discovery.getProviders()) {
+      if (wrapper.metatype && !wrapper.inject && !byClass.has(wrapper.metatype)) byClass.set(wrapper.metatype, wrapper);
+    }
+    const shared = this.options.interceptors ?? [];
+    checkInterceptorClasses('JobsModule', shared);
+    const sharedProviders = interceptorProviders(`JobsModule's "interceptors"`, shared, byClass);
     for (const wrapper of this.discovery.getProviders()) {
       const metatype = wrapper.metatype as Type | undefined;
       // Factory and value providers have no class of their own to read.
@@ -33,7 +42,12 @@ export class JobsExplorer implements OnModuleInit {
             `Potential fix: implement JobHandler and add "async run(payload, ctx) { … }".`,
         );
       }
-      this.registry.register(metatype as Type<JobHandler>, wrapper);
+      const job = this.registry.register(metatype as Type<JobHandler>, wrapper);
+      const own = job.declared.interceptors ?? [];
+      job.interceptors = [
+        ...sharedProviders,
+        ...interceptorProviders(`@Job('${job.name}') on ${metatype.name}`, own, byClass),
+      ];
       found.add(metatype);
     }
     for (const cls of DECORATED_JOB_CLASSES) {

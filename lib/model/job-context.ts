@@ -147,6 +147,13 @@ export interface UniqueOptions {
    */
   for?: number;
   /**
+   * A key held by state is held at most this many ms: an enqueue with a
+   * ttl that finds the key held by a job enqueued longer ago than that
+   * (a stuck job, still queued or running) takes the key from it and writes
+   * its own job. With `while` (or its default), not with `for`.
+   */
+  ttl?: number;
+  /**
    * A duplicate replaces the payload and run time of the waiting job
    * holding the key (a debounce), unless that job already runs.
    */

@@ -1,4 +1,6 @@
 import { DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+import type { UniqueOptions } from './job-context.js';
+import type { JobInterceptorClass } from './job-interceptor.js';
 import type { RateLimit } from './queue-settings.js';
 
 /** The queue of a job that names none. Workers serve every queue unless told otherwise. */
@@ -19,6 +21,26 @@ export interface JobOptions {
   concurrency?: number;
   /** At most `max` jobs of this name start in any `per` ms, across instances. */
   rateLimit?: RateLimit;
+  /**
+   * A unique key for every `enqueue()` and `enqueueMany()` of this job, so
+   * call sites need not pass one; a call's own `unique` replaces it.
+   */
+  unique?: JobUniqueOptions;
+  /**
+   * Interceptors around each attempt of this job, outermost first, inside
+   * the module's own (`JobsModule.forRoot({ interceptors })`).
+   */
+  interceptors?: readonly JobInterceptorClass[];
+}
+
+/**
+ * A job type's unique key: a call's `unique` options, with `key` a fixed
+ * string or a function of the payload (`(p) => \`digest-${p.userId}\``).
+ */
+export interface JobUniqueOptions extends Omit<UniqueOptions, 'key'> {
+  // The payload's type is the handler's, which a decorator's options cannot name.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  key: string | ((payload: any) => string);
 }
 
 /** JobsModule's `defaults`: for job types whose declaration leaves these out. */

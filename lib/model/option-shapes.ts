@@ -1,7 +1,7 @@
 import type { BatchListFilter, BulkFilter, JobListState, JobSearch, PurgeOptions } from './admin.js';
 import type { BackoffOptions, BackoffFunction } from './backoff.js';
 import type { StepOptions, UniqueOptions } from './job-context.js';
-import type { JobDefaults, JobOptions } from './job-options.js';
+import type { JobDefaults, JobOptions, JobUniqueOptions } from './job-options.js';
 import type { JobListFilter } from './monitoring.js';
 import { optionShape, type OptionField } from './option-keys.js';
 import type { QueueOptions, RateLimit } from './queue-settings.js';
@@ -34,6 +34,18 @@ export const QUEUE_SHAPE = optionShape<QueueOptions>({
   groups: QUEUE_GROUPS_SHAPE,
 });
 
+/** A call's `unique` options. */
+export const UNIQUE_SHAPE = optionShape<UniqueOptions>({ key: true, while: true, for: true, ttl: true, replace: true });
+
+/** A job type's `unique` options (`@Job`, `externalJobs`): the key may be a function of the payload. */
+export const JOB_UNIQUE_SHAPE = optionShape<JobUniqueOptions>({
+  key: true,
+  while: true,
+  for: true,
+  ttl: true,
+  replace: true,
+});
+
 /** `@Job(name, options)` and the entries of `externalJobs`. */
 export const JOB_OPTIONS_SHAPE = optionShape<JobOptions>({
   queue: true,
@@ -43,6 +55,8 @@ export const JOB_OPTIONS_SHAPE = optionShape<JobOptions>({
   priority: true,
   concurrency: true,
   rateLimit: RATE_LIMIT_SHAPE,
+  unique: JOB_UNIQUE_SHAPE,
+  interceptors: true,
 });
 
 export const JOB_DEFAULTS_SHAPE = optionShape<JobDefaults>({
@@ -50,8 +64,6 @@ export const JOB_DEFAULTS_SHAPE = optionShape<JobDefaults>({
   backoff: BACKOFF_SHAPE,
   timeout: true,
 });
-
-export const UNIQUE_SHAPE = optionShape<UniqueOptions>({ key: true, while: true, for: true, replace: true });
 
 /** The fields of per-job options, for the shapes of the calls that take them with fields of their own. */
 export const STEP_FIELDS = {

@@ -71,6 +71,12 @@ export interface NewJob {
   /** How the unique key is held: by state (`uniqueWhile`), or per time window (`uniqueWindow`). */
   uniqueWhile?: UniqueWhile | null;
   uniqueWindow?: number | null;
+  /**
+   * `unique.ttl`: this job takes over a key held by state from a job
+   * enqueued more than this many ms before it, whatever that job's state.
+   * Not stored: it judges the holders this enqueue finds.
+   */
+  uniqueTtl?: number | null;
   /** Replace a waiting job with the same unique key (its payload and run time) instead of refusing. */
   uniqueReplace?: boolean;
   serialKey?: string | null;

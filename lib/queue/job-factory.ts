@@ -4,14 +4,14 @@ import { validateJobOptions } from '../discovery/job.decorator.js';
 import {
   checkDate,
   checkOptions,
-  checkInteger,
   checkKey,
   Clock,
+  declaredUnique,
   describeValue,
-  INT4_MAX,
-  UNIQUE_SHAPE,
-  UNIQUE_WHILE,
+  uniqueColumns,
   type StepOptions,
+  type UniqueColumns,
+  type UniqueOptions,
   JobsError,
   JobTracing,
   LATEST_TIME,
@@ -39,7 +39,19 @@ export class JobFactory {
     private readonly tracing: JobTracing,
   ) {}
 
-  build(job: JobRef, payload: unknown, given: Omit<EnqueueOptions, 'manager' | 'after'>, now: Date): NewJob {
+  /**
+   * `declared`: the call is an enqueue() or enqueueMany(), which take the
+   * job type's `unique` when the call passes none (batch, flow, chain and
+   * continuation members are written whole or not at all, so a key the
+   * type holds would refuse the whole write; they pass `unique` themselves).
+   */
+  build(
+    job: JobRef,
+    payload: unknown,
+    given: Omit<EnqueueOptions, 'manager' | 'after'>,
+    now: Date,
+    declared = false,
+  ): NewJob {
     const name = this.resolveName(job);
     const where = `enqueue('${name}')`;
     const options = checkOptions(where, given, '{ delay: 5000 }', ENQUEUE_OPTIONS_SHAPE) ?? {};
@@ -71,8 +83,10 @@ export class JobFactory {
         );
       }
     }
+    const typeUnique = declared && options.unique === undefined ? this.registry.uniqueOf(name) : undefined;
+    const unique = typeUnique ? declaredUnique(where, name, typeUnique, payload) : options.unique;
     return {
-      ...flowControl(where, options, runAt, now),
+      ...flowControl(where, options, unique, runAt, now),
       id: uuidv7(now.getTime()),
       name,
       queue: options.queue ?? defaults.queue,
@@ -96,12 +110,10 @@ export class JobFactory {
 function flowControl(
   where: string,
   options: StepOptions,
+  unique: UniqueOptions | undefined,
   runAt: Date,
   now: Date,
-): Pick<
-  NewJob,
-  'groupKey' | 'serialKey' | 'uniqueKey' | 'uniqueWhile' | 'uniqueWindow' | 'uniqueReplace' | 'deadline'
-> {
+): Pick<NewJob, 'groupKey' | 'serialKey' | 'deadline'> & UniqueColumns {
   const groupKey = options.group === undefined ? null : checkKey(where, 'group', options.group, 'tenant-42');
   const serialKey =
     options.serialKey === undefined ? null : checkKey(where, 'serialKey', options.serialKey, 'account-7');
@@ -121,44 +133,7 @@ function flowControl(
       );
     }
   }
-  const unique = checkOptions(where, options.unique, "{ key: 'order-7' }", UNIQUE_SHAPE);
-  if (!unique) return { groupKey, serialKey, deadline };
-  const uniqueKey = checkKey(where, 'unique.key', unique.key, 'order-7');
-  if (unique.while !== undefined && !UNIQUE_WHILE.includes(unique.while)) {
-    throw new JobsError(
-      `${where}: "unique.while" must be one of ${UNIQUE_WHILE.join(', ')}, got ${describeValue(unique.while)}. Potential fix: unique: { key, while: 'queued' }.`,
-    );
-  }
-  if (unique.replace !== undefined && typeof unique.replace !== 'boolean') {
-    throw new JobsError(`${where}: "unique.replace" must be true or false, got ${describeValue(unique.replace)}.`);
-  }
-  if (unique.for !== undefined) {
-    const window = checkInteger(where, 'unique.for', unique.for, 1, INT4_MAX, 60_000);
-    if (unique.while !== undefined) {
-      throw new JobsError(
-        `${where}: "unique" takes "for" (one job per key per window) or "while" (one job per key while it is queued or running), not both. ` +
-          `Potential fix: keep the one you mean.`,
-      );
-    }
-    return {
-      groupKey,
-      serialKey,
-      deadline,
-      uniqueKey,
-      uniqueWhile: null,
-      uniqueWindow: Math.floor(now.getTime() / window),
-      uniqueReplace: unique.replace ?? false,
-    };
-  }
-  return {
-    groupKey,
-    serialKey,
-    deadline,
-    uniqueKey,
-    uniqueWhile: unique.while ?? 'queued-or-active',
-    uniqueWindow: null,
-    uniqueReplace: unique.replace ?? false,
-  };
+  return { groupKey, serialKey, deadline, ...uniqueColumns(where, unique, now) };
 }
 
 /**

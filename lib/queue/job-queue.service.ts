@@ -102,7 +102,7 @@ export class JobQueue {
     if (given.after !== undefined) return { ...(await this.writer.enqueueAfter(job, payload, given)), created: true };
     const now = this.factory.clock.now();
     const { manager: _manager, ...rest } = given;
-    const row = this.factory.build(job, payload, rest, now);
+    const row = this.factory.build(job, payload, rest, now, true);
     const duplicates = await databaseCall(`enqueue('${row.name}')`, () => this.storage.insertJobs([row], now, manager));
     const holder = duplicates.get(row.id);
     return holder ? { id: holder, created: false } : { id: row.id, created: true };
@@ -133,7 +133,7 @@ export class JobQueue {
         }
         // An item's keys are checked like options: { job, payload, option: {...} } would drop its options.
         checkOptionKeys(`enqueueMany(): item ${i}`, item, ENQUEUE_ITEM_SHAPE);
-        rows.push(this.factory.build(item.job, item.payload, item.options ?? {}, now));
+        rows.push(this.factory.build(item.job, item.payload, item.options ?? {}, now, true));
       }
       for (const r of rows) ids.push(r.id);
       return rows;

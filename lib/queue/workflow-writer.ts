@@ -50,7 +50,7 @@ export class WorkflowWriter {
   async enqueueAfter(job: JobRef, payload: unknown, options: EnqueueOptions): Promise<{ id: string }> {
     const now = this.factory.clock.now();
     const { manager, after, ...rest } = options;
-    const row = this.factory.build(job, payload, rest, now);
+    const row = this.factory.build(job, payload, rest, now, true);
     const parents = normalizeParents(row.name, after!);
     await databaseCall(`enqueue('${row.name}')`, () =>
       this.storage.transaction(async (tx) => {

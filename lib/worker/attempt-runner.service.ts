@@ -47,11 +47,15 @@ export class AttemptRunner {
     private readonly tracing: JobTracing,
   ) {}
 
-  /** Binds the runner to the worker `workerId`; static handlers are looked up once, here. */
+  /** Binds the runner to the worker `workerId`; static handlers and interceptors are looked up once, here. */
   prepare(workerId: string): void {
     for (const job of this.registry.all()) {
       if (job.wrapper.isDependencyTreeStatic() && !job.wrapper.isTransient) {
         job.instance = job.wrapper.instance as never;
+      }
+      for (const interceptor of job.interceptors) {
+        const { wrapper } = interceptor;
+        if (wrapper.isDependencyTreeStatic() && !wrapper.isTransient) interceptor.instance = wrapper.instance as never;
       }
     }
     const progress = new ProgressWriter(this.storage, workerId, this.options.progressThrottle, this.logger);

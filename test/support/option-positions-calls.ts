@@ -3,7 +3,7 @@ import { BatchBuilder, JobQueue, JobQueues, JobsAdmin, JobsMonitor, RecurringSch
 import { JobsHealthIndicator } from 'nestjs-durable-jobs/health';
 import { JobsTestingModule, type JobsTester } from 'nestjs-durable-jobs/testing';
 import { databaseUrl } from './database.js';
-import { ENQUEUE, MODULE, RATE_LIMIT, STEP, WORKER, WRITE } from './option-positions.js';
+import { ENQUEUE, MODULE, RATE_LIMIT, STEP, UNIQUE, WORKER, WRITE } from './option-positions.js';
 import { Echo } from './property-jobs.js';
 import type { OptionsPosition } from './unknown-keys.js';
 
@@ -32,7 +32,7 @@ export function queuePositions(app: () => INestApplication): OptionsPosition[] {
     {
       where: 'enqueue(Echo)',
       path: 'unique.',
-      known: ['key', 'while', 'for', 'replace'],
+      known: UNIQUE,
       base: () => ({ key: 'order-7' }),
       call: (o) => jobs().enqueue(Echo, {}, { unique: o as never }),
     },

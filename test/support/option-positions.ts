@@ -24,7 +24,18 @@ export const STEP = [
   'deadline',
 ];
 export const ENQUEUE = [...STEP, 'manager', 'after'];
-export const JOB = ['queue', 'maxAttempts', 'backoff', 'timeout', 'priority', 'concurrency', 'rateLimit'];
+export const JOB = [
+  'queue',
+  'maxAttempts',
+  'backoff',
+  'timeout',
+  'priority',
+  'concurrency',
+  'rateLimit',
+  'unique',
+  'interceptors',
+];
+export const UNIQUE = ['key', 'while', 'for', 'ttl', 'replace'];
 export const BACKOFF = ['type', 'delay', 'maxDelay', 'jitter'];
 export const RATE_LIMIT = ['max', 'per'];
 export const MODULE = [
@@ -38,6 +49,7 @@ export const MODULE = [
   'retention',
   'queues',
   'defaults',
+  'interceptors',
   'externalJobs',
   'unregisteredJobs',
   'maxPayloadBytes',
@@ -192,6 +204,13 @@ export function decoratorPositions(events: () => JobEvents): OptionsPosition[] {
       known: RATE_LIMIT,
       base: () => ({ max: 1, per: 10 }),
       call: (o) => Job('unknown-probe', { rateLimit: o as never })(class Probe {}),
+    },
+    {
+      where: "@Job('unknown-probe') on class Probe",
+      path: 'unique.',
+      known: UNIQUE,
+      base: () => ({ key: 'probe' }),
+      call: (o) => Job('unknown-probe', { unique: o as never })(class Probe {}),
     },
     {
       where: "@Cron('0 3 * * *') on class Probe",

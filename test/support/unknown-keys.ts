@@ -51,9 +51,7 @@ export function slip(key: string): fc.Arbitrary<string> {
 const NOT_OPTIONS = [
   'encrypted',
   'encryption',
-  'interceptors',
   'rateLimits',
-  'ttl',
   '',
   ' ',
   '__proto__',

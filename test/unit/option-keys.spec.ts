@@ -88,7 +88,7 @@ describe('nearestKey', () => {
   it('suggests nothing for an option this version does not have', () => {
     expect(nearestKey('encrypted', JOB_OPTIONS_SHAPE.keys)).toBeUndefined();
     expect(nearestKey('encryption', MODULE_SHAPE.keys)).toBeUndefined();
-    expect(nearestKey('interceptors', MODULE_SHAPE.keys)).toBeUndefined();
+    expect(nearestKey('middleware', MODULE_SHAPE.keys)).toBeUndefined();
     expect(nearestKey('', JOB_OPTIONS_SHAPE.keys)).toBeUndefined();
   });
 

@@ -59,15 +59,25 @@ export function enqueueStatements(schema: string) {
         FROM unnest($1::uuid[], $2::jsonb[], $12::text[]) AS t(id, payload, key)
       ${uniqueInsertEnd}`,
 
-    // The jobs holding these keys now, in the way each holds it ($2: while, $3: window, per key).
-    uniqueHolders: `SELECT j.id, j.unique_key, j.unique_while, j.unique_window
-      FROM ${s}.job j JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS k(key, while_, window_)
-        ON j.unique_key = k.key
-     WHERE (k.window_ IS NOT NULL AND j.unique_window = k.window_)
-        OR (k.window_ IS NULL AND j.unique_window IS NULL AND j.unique_while = k.while_ AND j.state = ANY(
-              CASE k.while_ WHEN 'queued' THEN ARRAY['waiting', 'queued']
-                            WHEN 'queued-or-active' THEN ARRAY['waiting', 'queued', 'active']
-                            ELSE ARRAY['waiting', 'queued', 'active', 'failed'] END))`,
+    // The jobs holding these keys now, in the way each holds it ($2: while, $3: window, per key). A
+    // holder enqueued longer ago than the key's ttl ($4, of the enqueue that finds it, at $5) gives
+    // the key up and runs on without it: a stuck job does not hold its key for ever.
+    uniqueHolders: `WITH held AS (
+      SELECT j.id, j.unique_key, j.unique_while, j.unique_window,
+             coalesce(j.created_at <= $5::timestamptz - make_interval(secs => k.ttl / 1000.0), false) AS stale
+        FROM ${s}.job j JOIN unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS k(key, while_, window_, ttl)
+          ON j.unique_key = k.key
+       WHERE (k.window_ IS NOT NULL AND j.unique_window = k.window_)
+          OR (k.window_ IS NULL AND j.unique_window IS NULL AND j.unique_while = k.while_ AND j.state = ANY(
+                CASE k.while_ WHEN 'queued' THEN ARRAY['waiting', 'queued']
+                              WHEN 'queued-or-active' THEN ARRAY['waiting', 'queued', 'active']
+                              ELSE ARRAY['waiting', 'queued', 'active', 'failed'] END))
+    ), released AS (
+      UPDATE ${s}.job j SET unique_key = NULL FROM held h
+       WHERE h.stale AND j.id = h.id AND j.unique_key = h.unique_key
+      RETURNING j.id
+    )
+    SELECT h.id, h.unique_key, h.unique_while, h.unique_window FROM held h WHERE NOT h.stale`,
 
     // A debounce: the waiting (or queued) job holding the key takes the new payload and run time.
     replaceUnique: `WITH u AS (

@@ -78,7 +78,7 @@ export async function insertUniqueJobs(
     pending = [];
     pendingKeys = [];
     if (!skipped.length) break;
-    const holders = await holdersOf(run, executor, skipped);
+    const holders = await holdersOf(run, executor, skipped, now);
     skipped.forEach((job, i) => {
       const key = skippedKeys[i]!;
       const holder = holders.get(key);
@@ -108,7 +108,7 @@ async function replaceOne(run: Run, executor: SqlExecutor, job: NewJob, now: Dat
       executor,
     );
     if (written?.id) return job.id;
-    const holder = (await holdersOf(run, executor, [job])).get(holdKey(job));
+    const holder = (await holdersOf(run, executor, [job], now)).get(holdKey(job));
     if (!holder) continue;
     // The holder takes this payload and run time unless it already runs (then it stays as it is).
     await run('replaceUnique', [holder, job.uniqueKey, channel, job.payloadJson, job.runAt, now], executor);
@@ -129,10 +129,22 @@ function keysChangingHands(what: string): StorageFailure {
   );
 }
 
-async function holdersOf(run: Run, executor: SqlExecutor, jobs: readonly NewJob[]): Promise<Map<string, string>> {
+/** The holders of the jobs' keys; one past a job's `uniqueTtl` gives its key up instead (see uniqueHolders). */
+async function holdersOf(
+  run: Run,
+  executor: SqlExecutor,
+  jobs: readonly NewJob[],
+  now: Date,
+): Promise<Map<string, string>> {
   const rows = await run(
     'uniqueHolders',
-    [jobs.map((j) => j.uniqueKey), jobs.map((j) => j.uniqueWhile ?? null), jobs.map((j) => j.uniqueWindow ?? null)],
+    [
+      jobs.map((j) => j.uniqueKey),
+      jobs.map((j) => j.uniqueWhile ?? null),
+      jobs.map((j) => j.uniqueWindow ?? null),
+      jobs.map((j) => j.uniqueTtl ?? null),
+      now,
+    ],
     executor,
   );
   return new Map(
