@@ -124,7 +124,7 @@ export const modulePositions: OptionsPosition[] = [
   {
     where: 'JobsModule.forRoot()',
     path: 'queues.emails.groups.',
-    known: ['minInflight', 'shareThreshold'],
+    known: ['concurrency', 'minInflight', 'shareThreshold'],
     call: (o) => forRootWith('queues', { emails: { groups: o } }),
   },
   {
