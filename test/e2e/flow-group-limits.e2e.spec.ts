@@ -157,6 +157,23 @@ describe('per-group concurrency', () => {
       { group: 'g01', concurrency: 1 },
     ]);
   });
+
+  it("holds one group to its own limit in a queue with no default, the others' claims as before", async () => {
+    const schema = uniqueSchema('gsolo');
+    schemas.push(schema);
+    const app = await boot(schema, { worker: { enabled: false } });
+    await app
+      .get(JobQueue)
+      .enqueueMany(
+        Array.from({ length: 3 }, (_, g) =>
+          Array.from({ length: 6 }, () => ({ job: Work, payload: {}, options: { queue: 'solo', group: key(g) } })),
+        ).flat(),
+      );
+    await app.get(JobQueues).setGroupLimits('solo', 'g01', { concurrency: 1 });
+    const claim = claimer(app, schema, 'solo');
+    expect(tally(await claim('w1', 12))).toEqual({ g00: 4, g01: 1, g02: 4 });
+    expect(tally(await claim('w1', 12))).toEqual({ g00: 2, g02: 2 });
+  });
 });
 
 describe('a returning group', () => {

@@ -248,8 +248,8 @@ BEGIN
     ), ring AS (
       -- With group limits, the room each group has left (NULL: no limit).
       SELECT r.g, r.pos,
-             greatest(0, coalesce((SELECT l.concurrency FROM :SCHEMA.job_group_limit l WHERE v_group_limited
-                                    AND l.queue = p_queue AND l.group_key = r.g), v_q.group_concurrency) - coalesce(gl.n, 0)) AS room
+             coalesce((SELECT l.concurrency FROM :SCHEMA.job_group_limit l WHERE v_group_limited AND l.queue = p_queue
+                        AND l.group_key = r.g), v_q.group_concurrency) - coalesce(gl.n, 0) AS room
         FROM unnest(v_groups) WITH ORDINALITY AS r(g, pos) LEFT JOIN group_load gl ON gl.group_key = r.g
     ), plain AS (
       -- Jobs of no group and no serial key, in claim order.
@@ -263,7 +263,8 @@ BEGIN
         FROM ring CROSS JOIN LATERAL (
           SELECT j.id, j.name, j.priority, j.run_at FROM :SCHEMA.job j
            WHERE ${dueInGroup('ring.g')}
-           ORDER BY ${claimOrder('j')} LIMIT least(v_per_group, ring.room) FOR UPDATE SKIP LOCKED) g
+           ORDER BY ${claimOrder('j')} LIMIT CASE WHEN ring.room < 1 THEN 0 ELSE least(v_per_group, ring.room) END
+           FOR UPDATE SKIP LOCKED) g
     ), pool AS (
       SELECT * FROM plain
       UNION ALL
