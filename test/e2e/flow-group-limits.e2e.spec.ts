@@ -217,6 +217,50 @@ describe('a returning group', () => {
     expect(await claim('w2', 10)).not.toContain(backlogged);
   });
 
+  it("starts within what 3 running instances held and claimed next, not after the rotation's turn", async () => {
+    const schema = uniqueSchema('gbackrun');
+    schemas.push(schema);
+    const options = { worker: { concurrency: 4, pollInterval: 100 } };
+    const instances = [await boot(schema, options), await boot(schema, options), await boot(schema, options)];
+    const jobs = instances[0]!.get(JobQueue);
+    await jobs.enqueueMany(
+      Array.from({ length: 500 }, (_, g) =>
+        Array.from({ length: 4 }, () => ({
+          job: Work,
+          payload: { ms: 5, tag: key(g, 3) },
+          options: { queue: 'tenants', group: key(g, 3) },
+        })),
+      ).flat(),
+    );
+    const started = async () => (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".fc_run`))[0]!.n;
+    await waitFor('the rotation to be under way', async () => (await started()) >= 300, 60_000);
+    const [{ c: cursor }] = (await sql<{ c: string }>(
+      `SELECT group_cursor AS c FROM "${schema}".job_queue WHERE name = 'tenants'`,
+    )) as [{ c: string }];
+    // Right behind the cursor: the rotation would come to it after some 500 groups.
+    const newcomer = `${key(Number(cursor.slice(1)) - 1, 3)}~`;
+    const [{ mark }] = (await sql<{ mark: number }>(
+      `SELECT coalesce(max(id), 0)::int AS mark FROM "${schema}".fc_run`,
+    )) as [{ mark: number }];
+    await jobs.enqueue(Work, { ms: 5, tag: newcomer }, { queue: 'tenants', group: newcomer });
+    const [{ id }] = await waitFor(
+      "the newcomer's job to start",
+      async () => {
+        const rows = await sql<{ id: number }>(`SELECT id::int FROM "${schema}".fc_run WHERE tag = $1`, [newcomer]);
+        return rows.length ? (rows as [{ id: number }]) : null;
+      },
+      60_000,
+    );
+    // Ahead of it started only what the instances held when it arrived (up to about twice their
+    // slots each) and their claims under way then: a few dozen jobs, where the rotation would
+    // have started hundreds.
+    const ahead = await sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM "${schema}".fc_run WHERE id > $1 AND id < $2`,
+      [mark, id],
+    );
+    expect(ahead[0]!.n).toBeLessThan(100);
+  });
+
   it('at its limit, waits like any full group', async () => {
     const schema = uniqueSchema('gbackfull');
     schemas.push(schema);

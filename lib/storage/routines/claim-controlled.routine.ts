@@ -78,7 +78,6 @@ DECLARE
   v_group_limited boolean;
   v_full text[] := '{}';
   v_fresh text[] := '{}';
-  v_arrived int := 0;
   v_last_arrival timestamptz;
   v_seen timestamptz;
   -- The time this claim counts rate windows at and stamps its starts with (see the lock below).
@@ -223,8 +222,9 @@ BEGIN
         UPDATE :SCHEMA.job_queue jq
            SET group_cursor = coalesce((SELECT c.grp FROM chosen c WHERE c.grp IS NOT NULL AND NOT (c.grp = ANY(v_fresh))
                                          ORDER BY c.ord DESC LIMIT 1), jq.group_cursor),
-               group_seen_at = v_seen
-         WHERE jq.name = p_queue AND (v_arrived > 0 OR EXISTS (SELECT 1 FROM chosen c WHERE c.grp IS NOT NULL))
+               group_seen_at = greatest(jq.group_seen_at, v_seen)
+         WHERE jq.name = p_queue
+           AND (v_seen IS DISTINCT FROM v_q.group_seen_at OR EXISTS (SELECT 1 FROM chosen c WHERE c.grp IS NOT NULL))
            AND jq.ctid = (SELECT k.ctid FROM :SCHEMA.job_queue k WHERE k.name = p_queue FOR UPDATE SKIP LOCKED)
       )
       SELECT ${CLAIMED_COLUMNS}
@@ -323,7 +323,7 @@ BEGIN
              group_cursor = coalesce((SELECT g FROM unnest(v_chosen_groups) WITH ORDINALITY AS c(g, o)
                                        WHERE g IS NOT NULL AND NOT (g = ANY(v_fresh)) ORDER BY o DESC LIMIT 1),
                                      jq.group_cursor),
-             group_seen_at = CASE WHEN jq.has_groups THEN v_seen ELSE jq.group_seen_at END
+             group_seen_at = greatest(jq.group_seen_at, v_seen)
        WHERE jq.name = p_queue
          AND jq.ctid = (SELECT k.ctid FROM :SCHEMA.job_queue k WHERE k.name = p_queue FOR UPDATE SKIP LOCKED);
     END IF;

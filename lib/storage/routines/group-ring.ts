@@ -1,7 +1,7 @@
 /**
  * The grouped claim's choice of groups, as PL/pgSQL statements of
  * `claim_controlled` (its variables: p_queue, p_now, v_q, v_walk, v_groups,
- * v_full, v_fresh, v_arrived, v_last_arrival, v_seen): the groups at their
+ * v_full, v_fresh, v_last_arrival, v_seen): the groups at their
  * concurrency limit, the groups returning with new work, and the walk of the
  * rotation that skips both.
  */
@@ -23,21 +23,26 @@ export const FULL_GROUPS = `SELECT coalesce(array_agg(a.g), '{}') INTO v_full
 
 /**
  * Into v_fresh, the groups whose due work all arrived since the last claim
- * looked (group_seen_at), in the order they arrived: their backlog had
- * drained, so they are served at this claim instead of when the rotation
- * reaches them. Reads the arrivals in order from the arrival index, at most
- * ARRIVALS_READ of them; v_seen is where the next claim reads on from.
+ * looked, in the order they arrived: their backlog had drained, so they are
+ * served at this claim instead of when the rotation reaches them. Arrivals
+ * are read in run_at order from the arrival index, at most ARRIVALS_READ
+ * of them, from the latest one a claim read before (group_seen_at); v_seen
+ * is the latest read now. The first claim reads none and starts from the
+ * latest due one.
  *
- * Arrival is by run_at, the enqueuer's clock: a group's first job committed
- * after a claim's snapshot but stamped before that claim's clock (a race of
- * the two, or an enqueuer's clock behind) is not an arrival, and that group
- * waits for the rotation as every group did before it returned.
+ * Read from what was read, not from the claim's clock: a job whose enqueue
+ * commits after a claim's snapshot is still an arrival for the next claim.
+ * Only a job stamped earlier than one already read (two enqueues racing, or
+ * an enqueuer whose clock is behind) is not, and its group waits for the
+ * rotation as every group did before it returned.
  */
-export const FRESH_GROUPS = `IF v_q.group_seen_at IS NOT NULL THEN
-      SELECT coalesce(array_agg(f.g ORDER BY f.first_at, f.g) FILTER (WHERE f.fresh), '{}'), max(f.last_at),
-             coalesce(sum(f.n), 0)
-        INTO v_fresh, v_last_arrival, v_arrived
-        FROM (SELECT a.group_key AS g, min(a.run_at) AS first_at, max(a.run_at) AS last_at, count(*) AS n,
+export const FRESH_GROUPS = `IF v_q.group_seen_at IS NULL THEN
+      SELECT max(j.run_at) INTO v_last_arrival FROM :SCHEMA.job j
+       WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key IS NOT NULL AND j.run_at <= p_now;
+    ELSE
+      SELECT coalesce(array_agg(f.g ORDER BY f.first_at, f.g) FILTER (WHERE f.fresh), '{}'), max(f.last_at)
+        INTO v_fresh, v_last_arrival
+        FROM (SELECT a.group_key AS g, min(a.run_at) AS first_at, max(a.run_at) AS last_at,
                      NOT (a.group_key = ANY(v_full)) AND NOT EXISTS (
                        SELECT 1 FROM :SCHEMA.job o
                         WHERE o.state = 'queued' AND o.queue = p_queue AND o.group_key = a.group_key
@@ -48,8 +53,7 @@ export const FRESH_GROUPS = `IF v_q.group_seen_at IS NOT NULL THEN
                        ORDER BY j.run_at LIMIT ${ARRIVALS_READ}) a
                GROUP BY a.group_key) f;
     END IF;
-    -- A full read leaves the rest of the arrivals for the next claim.
-    v_seen := CASE WHEN v_arrived >= ${ARRIVALS_READ} THEN v_last_arrival ELSE greatest(v_q.group_seen_at, p_now) END;`;
+    v_seen := coalesce(v_last_arrival, v_q.group_seen_at);`;
 
 /** The next group of the queue with queued work after `after` (and up to `upTo`, when given). */
 function nextGroup(after: string, upTo?: string): string {
