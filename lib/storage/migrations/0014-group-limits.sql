@@ -6,7 +6,7 @@
 -- At most this many jobs of one group of the queue run at once (JobsModule's queues.<q>.groups.concurrency).
 ALTER TABLE :SCHEMA.job_queue ADD COLUMN IF NOT EXISTS group_concurrency int CHECK (group_concurrency >= 1);
 
--- Up to when the grouped claim looked for arriving work: later arrivals are what it looks at next.
+-- The latest run_at among the arriving grouped jobs a claim read: the next claim reads on from it.
 ALTER TABLE :SCHEMA.job_queue ADD COLUMN IF NOT EXISTS group_seen_at timestamptz;
 
 -- One group's own limit, set at run time (JobQueues.setGroupLimits): it overrides the queue's default.
