@@ -6,6 +6,8 @@
  * rotation that skips both.
  */
 
+import { activeInQueue } from './sql-fragments.js';
+
 /** The most arriving jobs one claim reads: a flood of them is read over several claims, in order. */
 const ARRIVALS_READ = 64;
 
@@ -16,7 +18,7 @@ const ARRIVALS_READ = 64;
  */
 export const FULL_GROUPS = `SELECT coalesce(array_agg(a.g), '{}') INTO v_full
       FROM (SELECT a.group_key AS g, count(*) AS n FROM :SCHEMA.job a
-             WHERE a.lease_expires_at IS NOT NULL AND a.state = 'active' AND a.queue = p_queue AND a.group_key IS NOT NULL
+             WHERE ${activeInQueue('a', 'p_queue')} AND a.group_key IS NOT NULL
              GROUP BY a.group_key) a
      WHERE a.n >= coalesce((SELECT l.concurrency FROM :SCHEMA.job_group_limit l
                              WHERE l.queue = p_queue AND l.group_key = a.g), v_q.group_concurrency);`;
