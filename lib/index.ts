@@ -12,7 +12,12 @@ export { Job, type JobOptions } from './discovery/job.decorator.js';
 export { OnJobEvent } from './discovery/on-job-event.decorator.js';
 export type { JobDefaults, ExternalJobs } from './discovery/job-registry.js';
 export { JobQueue, type EnqueueItem, type EnqueueResult, type JobRef } from './queue/job-queue.service.js';
-export { JobQueues, type LimitsChange, type SetLimitsOptions } from './queue/job-queues.service.js';
+export {
+  JobQueues,
+  type GroupLimitsChange,
+  type LimitsChange,
+  type SetLimitsOptions,
+} from './queue/job-queues.service.js';
 export type { EnqueueOptions, ParentRef, DependencyOn, GetJobOptions, RetryJobOptions } from './queue/queue-options.js';
 export { BatchBuilder, BatchDraft } from './queue/batch-builder.service.js';
 export { ChainDraft, FlowDraft, type FlowEdge, type FlowStepOptions } from './queue/flow-drafts.js';
@@ -59,6 +64,7 @@ export {
   type RateLimit,
   type QueueInfo,
   type LimitInfo,
+  type GroupLimitsInfo,
   type LimitSource,
   type UniqueOptions,
   type JobUniqueOptions,

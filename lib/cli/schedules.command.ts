@@ -65,6 +65,13 @@ function queuesText(queues: readonly QueueInfo[]): string {
     for (const j of q.jobs) {
       rows.push([`  ${j.name}`, '', limitText(j.concurrency, String), limitText(j.rateLimit, rate), '', '', '', '']);
     }
+    // Its groups' limits: the default for each group, then the groups' own.
+    if (q.groups.concurrency !== null) {
+      rows.push(['  each group', '', `${q.groups.concurrency} (code)`, '', '', '', '', '']);
+    }
+    for (const g of q.groups.overrides) {
+      rows.push([`  group ${g.group}`, '', `${g.concurrency} (runtime)`, '', '', '', '', '']);
+    }
   }
   return table(['QUEUE', 'PAUSED', 'CONCURRENCY', 'RATE LIMIT', 'ACTIVE', 'QUEUED', 'SCHEDULED', 'WAITING'], rows);
 }

@@ -24,6 +24,7 @@ const BACKOFF_SHAPE = optionShape<Exclude<BackoffOptions, BackoffFunction>>({
 export const RATE_LIMIT_SHAPE = optionShape<RateLimit>({ max: true, per: true });
 
 export const QUEUE_GROUPS_SHAPE = optionShape<NonNullable<QueueOptions['groups']>>({
+  concurrency: true,
   minInflight: true,
   shareThreshold: true,
 });

@@ -10,11 +10,21 @@ export interface QueueOptions {
   concurrency?: number;
   rateLimit?: RateLimit;
   /**
-   * Fairness between groups (EnqueueOptions.group): a group holding at least
-   * `minInflight` running jobs (default 2) and more than `shareThreshold` of
-   * the queue's (default 0.5) is served after the others.
+   * Groups (EnqueueOptions.group): at most `concurrency` running jobs per
+   * group, across instances (JobQueues.setGroupLimits overrides it for one
+   * group); and fairness: a group holding at least `minInflight` running
+   * jobs (default 2) and more than `shareThreshold` of the queue's (default
+   * 0.5) is served after the others.
    */
-  groups?: { minInflight?: number; shareThreshold?: number };
+  groups?: { concurrency?: number; minInflight?: number; shareThreshold?: number };
+}
+
+/** What `JobQueues.list()` says of a queue's groups' limits. */
+export interface GroupLimitsInfo {
+  /** At most this many running jobs per group (JobsModule's `queues.<name>.groups.concurrency`), or null. */
+  concurrency: number | null;
+  /** Groups with a limit of their own, set at run time (JobQueues.setGroupLimits), by group. */
+  overrides: Array<{ group: string; concurrency: number }>;
 }
 
 /** Where a limit in force came from: the deployed code, or a change made at run time (JobQueues). */
@@ -34,6 +44,7 @@ export interface QueueInfo {
   rateLimit: LimitInfo<RateLimit>;
   /** Job names with limits of their own in this queue. */
   jobs: Array<{ name: string; concurrency: LimitInfo<number>; rateLimit: LimitInfo<RateLimit> }>;
+  groups: GroupLimitsInfo;
   /** Running now (claimed), across instances. */
   active: number;
   /** Due and waiting for a worker. */

@@ -1,11 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import {
+  checkInteger,
+  checkKey,
   checkLimits,
   checkName,
   checkOptions,
   Clock,
   databaseCall,
+  INT4_MAX,
   JobsError,
   JobsNotFoundError,
   optionShape,
@@ -33,6 +36,11 @@ export interface LimitsChange {
   rateLimit?: RateLimit | null;
 }
 
+/** A change of one group's own limits: null removes the group's own limit, so the queue's default applies. */
+export interface GroupLimitsChange {
+  concurrency: number | null;
+}
+
 /** Whose limits `setLimits()` changes: the queue's, or one job name's in it. */
 export interface SetLimitsOptions {
   job?: string;
@@ -40,6 +48,7 @@ export interface SetLimitsOptions {
 
 const LIMITS_SHAPE = optionShape<LimitsChange>({ concurrency: true, rateLimit: RATE_LIMIT_SHAPE });
 const SET_LIMITS_SHAPE = optionShape<SetLimitsOptions>({ job: true });
+const GROUP_LIMITS_SHAPE = optionShape<GroupLimitsChange>({ concurrency: true });
 
 /**
  * Queues as operators steer them: pause and resume, change limits at run
@@ -70,6 +79,7 @@ export class JobQueues {
       rateLimit: o.rateLimit ?? null,
       groupMinInflight: o.groups?.minInflight,
       groupShare: o.groups?.shareThreshold,
+      groupConcurrency: o.groups?.concurrency,
     }));
     for (const job of this.registry.all()) {
       const { concurrency, rateLimit } = job.declared;
@@ -114,11 +124,31 @@ export class JobQueues {
     await databaseCall(where, () => this.storage.setLimits(name, job ?? null, change, this.clock.now()));
   }
 
+  /**
+   * Sets one group's own concurrency limit in a queue at run time, across
+   * instances: at most that many of the group's jobs run at once, in place
+   * of the queue's default (`groups.concurrency`); `null` removes it.
+   */
+  async setGroupLimits(queue: string, group: string, limits: GroupLimitsChange): Promise<void> {
+    const name = await this.known('setGroupLimits', queue);
+    const where = `JobQueues.setGroupLimits('${name}')`;
+    const key = checkKey(where, 'group', group, 'tenant-42');
+    const change = checkOptions(where, limits, '{ concurrency: 2 }', GROUP_LIMITS_SHAPE);
+    if (change?.concurrency === undefined) {
+      throw new JobsError(
+        `${where}: no "concurrency" for group "${key}". Potential fix: { concurrency: 2 }, or { concurrency: null } to remove the group's own limit.`,
+      );
+    }
+    const concurrency =
+      change.concurrency === null ? null : checkInteger(where, 'concurrency', change.concurrency, 1, INT4_MAX, 2);
+    await databaseCall(where, () => this.storage.setGroupLimit(name, key, concurrency, this.clock.now()));
+  }
+
   /** Every queue known here or in the database, with its settings and live counts. */
   async list(): Promise<QueueInfo[]> {
     const now = this.clock.now();
-    const [configs, counts] = await databaseCall('JobQueues.list()', () =>
-      Promise.all([this.storage.configs(), this.monitoring.counts(now, null)]),
+    const [configs, counts, groupLimits] = await databaseCall('JobQueues.list()', () =>
+      Promise.all([this.storage.configs(), this.monitoring.counts(now, null), this.storage.groupLimits()]),
     );
     const byQueue = new Map(configs.map((c) => [c.queue, c]));
     const names = new Set<string>([...byQueue.keys(), ...this.codeQueues(), ...counts.map((c) => c.queue)]);
@@ -130,6 +160,12 @@ export class JobQueues {
         paused: config?.paused ?? false,
         ...limitInfo(config),
         jobs: (config?.names ?? []).map((n) => ({ name: n.name, ...limitInfo(n) })),
+        groups: {
+          concurrency: config?.groupConcurrency ?? null,
+          overrides: groupLimits
+            .filter((g) => g.queue === name)
+            .map((g) => ({ group: g.group, concurrency: g.concurrency })),
+        },
         active: count('active'),
         queued: count('queued'),
         scheduled: count('scheduled'),

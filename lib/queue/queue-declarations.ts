@@ -3,6 +3,7 @@ import {
   checkLimits,
   checkName,
   checkOptions,
+  INT4_MAX,
   JobsError,
   QUEUE_GROUPS_SHAPE,
   QUEUE_SHAPE,
@@ -25,7 +26,7 @@ export function resolveQueueDeclarations(queues: unknown): Record<string, QueueO
     const groups = checkOptions(
       `${where}.groups`,
       o.groups,
-      '{ minInflight: 2, shareThreshold: 0.5 }',
+      '{ concurrency: 2, minInflight: 2, shareThreshold: 0.5 }',
       QUEUE_GROUPS_SHAPE,
     );
     const share = groups?.shareThreshold;
@@ -38,6 +39,10 @@ export function resolveQueueDeclarations(queues: unknown): Record<string, QueueO
       concurrency: limits.concurrency ?? undefined,
       rateLimit: limits.rateLimit ?? undefined,
       groups: groups && {
+        concurrency:
+          groups.concurrency === undefined
+            ? undefined
+            : checkInteger(where, 'groups.concurrency', groups.concurrency, 1, INT4_MAX, 2),
         minInflight:
           groups.minInflight === undefined
             ? undefined

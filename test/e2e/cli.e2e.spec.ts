@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import type { INestApplication } from '@nestjs/common';
-import { Cron, Job, JobQueue, JobsMonitor, type JobHandler, type JobState } from 'nestjs-durable-jobs';
+import { Cron, Job, JobQueue, JobQueues, JobsMonitor, type JobHandler, type JobState } from 'nestjs-durable-jobs';
 import { AdminWork, adminProviders, behaviour } from '../support/admin.jobs.js';
 import { json, runCli } from '../support/cli-process.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
@@ -229,6 +229,9 @@ describe('the CLI', () => {
     expect(queues.find((q) => q.name === 'adm')).toMatchObject({ paused: true });
     expect((await cli('queues')).stdout).toMatch(/^QUEUE +PAUSED +CONCURRENCY +RATE LIMIT .*\n(.*\n)*adm +yes +- +- /);
     expect(await cli('resume', 'queue', 'adm')).toMatchObject({ code: 0, stdout: 'resumed queue adm\n' });
+    // A group's own limit, under its queue.
+    await app.get(JobQueues).setGroupLimits('adm', 'tenant-1', { concurrency: 2 });
+    expect((await cli('queues')).stdout).toMatch(/\nadm +no .*\n {2}group tenant-1 +2 \(runtime\)/);
     const unknownQueue = await cli('pause', '--queue', 'no-such-queue');
     expect(unknownQueue).toMatchObject({ code: 1, stdout: '' });
     expect(unknownQueue.stderr).toMatch(/JobQueues.pause\(\): no queue "no-such-queue"/);

@@ -256,7 +256,12 @@ describe('the dashboard over HTTP', () => {
     await app.get(JobQueues).setLimits('dash-flow', { concurrency: 3 });
     const queues = (await http.get(api('/queues')).expect(200)).body;
     expect(queues.map((q: { name: string }) => q.name)).toEqual(['dash-flow', 'dash-ops']);
-    expect(queues[0]).toMatchObject({ concurrency: { value: 3, source: 'runtime' }, paused: false, scheduled: 1 });
+    expect(queues[0]).toMatchObject({
+      concurrency: { value: 3, source: 'runtime' },
+      paused: false,
+      scheduled: 1,
+      groups: { concurrency: null, overrides: [] },
+    });
     const throughput = (await http.get(api('/throughput?minutes=5')).expect(200)).body;
     const sum = (q: string, k: 'succeeded' | 'failed') =>
       throughput.queues[q].reduce((a: number, p: Record<string, number>) => a + p[k]!, 0);

@@ -7,6 +7,7 @@ import { JobWorker } from '../../lib/worker/job-worker.service.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, NamedWork, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
+import { maxOverlap, sampler } from '../support/samplers.js';
 import { sleep, waitFor } from '../support/wait.js';
 
 /** Limits that hold across instances: concurrency, rate, pause, and where each value came from. */
@@ -28,38 +29,6 @@ async function fleet(schema: string, n: number, options: Partial<JobsModuleOptio
   const started: INestApplication[] = [];
   for (let i = 0; i < n; i++) started.push(await boot(schema, options));
   return started;
-}
-
-/** Samples `query` every 10 ms until stopped; returns the largest value seen. */
-function sampler(query: string, values: unknown[] = []) {
-  let max = 0;
-  let running = true;
-  const done = (async () => {
-    while (running) {
-      const [row] = await sql<{ n: number }>(query, values);
-      max = Math.max(max, row?.n ?? 0);
-      await sleep(10);
-    }
-  })();
-  return {
-    stop: async () => {
-      running = false;
-      await done;
-      return max;
-    },
-  };
-}
-
-/** The most runs that overlapped in time, from the run table's database timestamps. */
-async function maxOverlap(schema: string, queue: string): Promise<number> {
-  const [row] = await sql<{ n: number }>(
-    `SELECT coalesce(max(n), 0)::int AS n FROM (
-       SELECT sum(d) OVER (ORDER BY at, d) AS n FROM (
-         SELECT started_at AS at, 1 AS d FROM "${schema}".fc_run WHERE queue = $1
-         UNION ALL SELECT ended_at, -1 FROM "${schema}".fc_run WHERE queue = $1) e) s`,
-    [queue],
-  );
-  return row!.n;
 }
 
 // Each test's instances close with it: a file's worth of them open at once (three instances of

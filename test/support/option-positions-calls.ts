@@ -195,6 +195,15 @@ export function queuePositions(app: () => INestApplication): OptionsPosition[] {
           .setLimits('emails', { concurrency: 3 }, o as never),
     },
     {
+      where: "JobQueues.setGroupLimits('emails')",
+      known: ['concurrency'],
+      base: () => ({ concurrency: 3 }),
+      call: (o) =>
+        app()
+          .get(JobQueues)
+          .setGroupLimits('emails', 'tenant-1', o as never),
+    },
+    {
       where: "RecurringSchedules.upsert('unknown-probe')",
       known: ['timeZone', 'payload', 'catchUp', 'overlap'],
       call: (o) =>

@@ -136,7 +136,7 @@ export const modulePositions: OptionsPosition[] = [
   {
     where: 'JobsModule.forRoot()',
     path: 'queues.emails.groups.',
-    known: ['minInflight', 'shareThreshold'],
+    known: ['concurrency', 'minInflight', 'shareThreshold'],
     call: (o) => forRootWith('queues', { emails: { groups: o } }),
   },
   {

@@ -110,6 +110,26 @@ function limitText(limit, rate) {
 
 const COUNTED = ['waiting', 'queued', 'scheduled', 'active'];
 
+/**
+ * A queue's running jobs allowed per group, and the groups with a limit of their own.
+ * @param {{ concurrency: number | null, overrides: Array<{ group: string, concurrency: number }> }} groups
+ */
+function groupLimits(groups) {
+  if (groups.concurrency === null && groups.overrides.length === 0) return h('span', { class: 'muted' }, 'none');
+  return [
+    groups.concurrency === null ? null : h('div', null, 'each ' + groups.concurrency),
+    groups.overrides.map((o) =>
+      h(
+        'div',
+        null,
+        h('code', null, o.group),
+        ': ' + o.concurrency + ' ',
+        h('span', { class: 'source source-runtime', title: 'changed at run time' }, 'runtime'),
+      ),
+    ),
+  ];
+}
+
 /** @returns {import('./router.js').View} */
 export const queues = () => ({
   title: 'Queues',
@@ -117,7 +137,7 @@ export const queues = () => ({
   load: () => api('/queues'),
   render: (/** @type {any[]} */ list) =>
     table(
-      ['queue', 'state', 'concurrency', 'rate limit', 'job limits', ...COUNTED.map(n), ''],
+      ['queue', 'state', 'concurrency', 'rate limit', 'job limits', 'group limits', ...COUNTED.map(n), ''],
       list.map(queueRow),
       'No queues known yet.',
     ),
@@ -146,6 +166,7 @@ function queueRow(q) {
           )
         : h('span', { class: 'muted' }, 'none'),
     ),
+    td(groupLimits(q.groups)),
     COUNTED.map((c) =>
       td(q[c] ? h('a', { href: '#/jobs?queue=' + enc(q.name) + '&state=' + c }, num(q[c])) : '0', 'n'),
     ),

@@ -2,6 +2,7 @@ import type { SqlExecutor } from '../connection/sql-executor.js';
 import type { StorageContext } from '../storage-context.js';
 import type {
   CodeLimits,
+  GroupLimit,
   LimitChange,
   Limits,
   LimitSource,
@@ -35,6 +36,7 @@ export class PostgresQueueStorage implements QueueStorage {
       rate: d.rateLimit,
       min_inflight: d.groupMinInflight ?? null,
       share: d.groupShare ?? null,
+      group_concurrency: d.groupConcurrency ?? null,
     }));
     await this.run('syncCode', [JSON.stringify(rows), now, this.channel]);
   }
@@ -52,6 +54,8 @@ export class PostgresQueueStorage implements QueueStorage {
       hasSerial: r.has_serial as boolean,
       groupMinInflight: r.group_min_inflight as number,
       groupShare: r.group_share as number,
+      groupConcurrency: (r.group_concurrency as number | null) ?? null,
+      groupLimits: r.group_limits as number,
       names: (r.names as Row[]).map((n) => ({ name: n.name as string, ...limitsOf(n) })),
     }));
   }
@@ -73,6 +77,18 @@ export class PostgresQueueStorage implements QueueStorage {
     ];
     if (name === null) await this.run('setQueueLimits', values);
     else await this.run('setNameLimits', [...values, name]);
+  }
+
+  async groupLimits(): Promise<GroupLimit[]> {
+    return (await this.run('groupLimits', [])).map((r) => ({
+      queue: r.queue as string,
+      group: r.group_key as string,
+      concurrency: r.concurrency as number,
+    }));
+  }
+
+  async setGroupLimit(queue: string, group: string, concurrency: number | null, now: Date): Promise<void> {
+    await this.run('setGroupLimit', [queue, group, concurrency, now, this.channel]);
   }
 }
 

@@ -34,18 +34,20 @@ export function queueStatements(schema: string) {
         rate_source = CASE WHEN ${t}.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN 'code' ELSE ${t}.rate_source END,
         rate_code = EXCLUDED.rate_code`;
   return {
-    // $1: [{ queue, name (null for the queue), concurrency, rate: {max, per} | null, min_inflight, share }], $2 now, $3 channel.
+    // $1: [{ queue, name (null for the queue), concurrency, rate: {max, per} | null, min_inflight, share,
+    // group_concurrency }], $2 now, $3 channel. The groups' settings are the code's alone.
     syncCode: `WITH d AS (
       SELECT * FROM jsonb_to_recordset($1::jsonb)
-        AS d(queue text, name text, concurrency int, rate jsonb, min_inflight int, share real)
+        AS d(queue text, name text, concurrency int, rate jsonb, min_inflight int, share real, group_concurrency int)
     ), qrows AS (
       INSERT INTO ${s}.job_queue AS q (name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
-                                        group_min_inflight, group_share, updated_at)
+                                        group_min_inflight, group_share, group_concurrency, updated_at)
       SELECT d.queue, d.concurrency, d.concurrency, (d.rate ->> 'max')::int, (d.rate ->> 'per')::int, d.rate,
-             coalesce(d.min_inflight, 2), coalesce(d.share, 0.5), $2
+             coalesce(d.min_inflight, 2), coalesce(d.share, 0.5), d.group_concurrency, $2
         FROM d WHERE d.name IS NULL
       ON CONFLICT (name) DO UPDATE SET ${fromCode('q')},
-        group_min_inflight = EXCLUDED.group_min_inflight, group_share = EXCLUDED.group_share, updated_at = $2
+        group_min_inflight = EXCLUDED.group_min_inflight, group_share = EXCLUDED.group_share,
+        group_concurrency = EXCLUDED.group_concurrency, updated_at = $2
       RETURNING q.name
     ), nrows AS (
       INSERT INTO ${s}.job_name_limit AS q (queue, name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
@@ -63,8 +65,8 @@ export function queueStatements(schema: string) {
              rate_max = CASE WHEN q.rate_code IS NOT NULL THEN NULL ELSE q.rate_max END,
              rate_per_ms = CASE WHEN q.rate_code IS NOT NULL THEN NULL ELSE q.rate_per_ms END,
              rate_source = CASE WHEN q.rate_code IS NOT NULL THEN 'code' ELSE q.rate_source END,
-             rate_code = NULL, updated_at = $2
-       WHERE (q.concurrency_code IS NOT NULL OR q.rate_code IS NOT NULL)
+             rate_code = NULL, group_concurrency = NULL, updated_at = $2
+       WHERE (q.concurrency_code IS NOT NULL OR q.rate_code IS NOT NULL OR q.group_concurrency IS NOT NULL)
          AND NOT EXISTS (SELECT 1 FROM d WHERE d.name IS NULL AND d.queue = q.name)
       RETURNING q.name
     ), gone_names AS (
@@ -80,7 +82,8 @@ export function queueStatements(schema: string) {
     /** $1 queue. Any job at all, ended ones included: the typo check of pause and setLimits, not a hot path. */
     hasJobs: `SELECT EXISTS (SELECT 1 FROM ${s}.job WHERE queue = $1) AS found`,
     configs: `SELECT q.name AS queue, q.concurrency, q.concurrency_source, q.rate_max, q.rate_per_ms, q.rate_source, q.paused,
-             q.has_groups, q.has_serial, q.group_min_inflight, q.group_share,
+             q.has_groups, q.has_serial, q.group_min_inflight, q.group_share, q.group_concurrency,
+             (SELECT count(*)::int FROM ${s}.job_group_limit g WHERE g.queue = q.name) AS group_limits,
              coalesce((SELECT jsonb_agg(jsonb_build_object('name', l.name, 'concurrency', l.concurrency,
                          'concurrency_source', l.concurrency_source, 'rate_max', l.rate_max, 'rate_per_ms', l.rate_per_ms,
                          'rate_source', l.rate_source) ORDER BY l.name)
@@ -116,6 +119,24 @@ export function queueStatements(schema: string) {
       RETURNING q.queue
     )
     SELECT ${notifySql('queues', '$4', 'u.queue')} FROM u`,
+
+    /** The groups with limits of their own, by queue and group. */
+    groupLimits: `SELECT queue, group_key, concurrency FROM ${s}.job_group_limit ORDER BY queue, group_key`,
+
+    // $1 queue, $2 group, $3 concurrency (null removes the group's own limit), $4 now, $5 channel. The queue
+    // gets a row too: the claim reads a group's limit through its queue's row.
+    setGroupLimit: `WITH qr AS (
+      INSERT INTO ${s}.job_queue (name, updated_at) VALUES ($1, $4) ON CONFLICT (name) DO NOTHING
+    ), gone AS (
+      DELETE FROM ${s}.job_group_limit g WHERE $3::int IS NULL AND g.queue = $1 AND g.group_key = $2
+      RETURNING g.queue
+    ), u AS (
+      INSERT INTO ${s}.job_group_limit AS g (queue, group_key, concurrency, updated_at)
+      SELECT $1, $2, $3::int, $4 WHERE $3::int IS NOT NULL
+      ON CONFLICT (queue, group_key) DO UPDATE SET concurrency = EXCLUDED.concurrency, updated_at = EXCLUDED.updated_at
+      RETURNING g.queue
+    )
+    SELECT ${notifySql('queues', '$5', '$1::text')}`,
   };
 }
 

@@ -17,7 +17,18 @@ export interface QueueConfig extends Limits {
   hasSerial: boolean;
   groupMinInflight: number;
   groupShare: number;
+  /** At most this many running jobs per group, unless the group has a limit of its own. */
+  groupConcurrency: number | null;
+  /** How many of the queue's groups have a limit of their own (groupLimits lists them). */
+  groupLimits: number;
   names: Array<Limits & { name: string }>;
+}
+
+/** A group's own concurrency limit in its queue, set at run time. */
+export interface GroupLimit {
+  queue: string;
+  group: string;
+  concurrency: number;
 }
 
 /** What the code declares for a queue (JobsModule's `queues`) or a job name (@Job). */
@@ -29,6 +40,7 @@ export interface CodeLimits {
   rateLimit: RateLimit | null;
   groupMinInflight?: number;
   groupShare?: number;
+  groupConcurrency?: number;
 }
 
 /** A change made at run time; a field left out keeps its value, null removes the limit. */
@@ -51,6 +63,10 @@ export interface QueueStorage {
   /** Creates the queue's row when missing. */
   setPaused(queue: string, paused: boolean, now: Date): Promise<void>;
   setLimits(queue: string, name: string | null, change: LimitChange, now: Date): Promise<void>;
+  /** Every group's own limit, by queue and group. */
+  groupLimits(): Promise<GroupLimit[]>;
+  /** Sets one group's own limit (null removes it: the queue's default applies). Creates the queue's row when missing. */
+  setGroupLimit(queue: string, group: string, concurrency: number | null, now: Date): Promise<void>;
 }
 
 export const QUEUE_STORAGE = Symbol('QUEUE_STORAGE');

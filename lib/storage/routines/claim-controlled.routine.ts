@@ -1,3 +1,4 @@
+import { FRESH_GROUPS, FULL_GROUPS, GROUP_WALK } from './group-ring.js';
 import { defineRoutine } from './routine.js';
 import {
   activeInQueue,
@@ -34,14 +35,14 @@ const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j
 /**
  * Claims up to p_limit due jobs of a controlled queue for p_worker. Where
  * something must be counted (a concurrency or rate limit, the queue's or a
- * job name's, or serial keys), the queue's row lock makes the claims of this
- * queue take turns across instances, and each statement below reads a fresh
- * snapshot, so the counts it enforces limits with include every claim
- * committed before it. A queue with groups alone needs no count to be exact:
- * its claims run side by side, skipping each other's rows, and the
- * rotation's cursor moves when its row is free. Returns the claimed jobs;
- * when a rate limit held jobs back, also a row with id NULL whose wait_ms
- * says when the next start is allowed.
+ * job name's, a group's, or serial keys), the queue's row lock makes the
+ * claims of this queue take turns across instances, and each statement below
+ * reads a fresh snapshot, so the counts it enforces limits with include every
+ * claim committed before it. A queue with unlimited groups alone needs no
+ * count to be exact: its claims run side by side, skipping each other's
+ * rows, and the rotation's cursor moves when its row is free. Returns the
+ * claimed jobs; when a rate limit held jobs back, also a row with id NULL
+ * whose wait_ms says when the next start is allowed.
  *
  * Its statements are planned once per connection (force_generic_plan): the
  * generic plans use the same indexes as the custom ones, and spare planning
@@ -74,6 +75,11 @@ DECLARE
   v_named boolean;
   v_counted boolean;
   v_walk int;
+  v_group_limited boolean;
+  v_full text[] := '{}';
+  v_fresh text[] := '{}';
+  v_last_arrival timestamptz;
+  v_seen timestamptz;
   -- The time this claim counts rate windows at and stamps its starts with (see the lock below).
   v_turn timestamptz := p_now;
 BEGIN
@@ -82,7 +88,9 @@ BEGIN
     RETURN;
   END IF;
   v_named := EXISTS (SELECT 1 FROM :SCHEMA.job_name_limit l WHERE l.queue = p_queue);
-  v_counted := v_q.concurrency IS NOT NULL OR v_q.rate_max IS NOT NULL OR v_q.has_serial OR v_named;
+  v_group_limited := v_q.has_groups AND (v_q.group_concurrency IS NOT NULL
+    OR EXISTS (SELECT 1 FROM :SCHEMA.job_group_limit l WHERE l.queue = p_queue));
+  v_counted := v_q.concurrency IS NOT NULL OR v_q.rate_max IS NOT NULL OR v_q.has_serial OR v_named OR v_group_limited;
   IF v_counted THEN
     -- Re-read under the lock: the settings as the claim before this one left them.
     SELECT * INTO v_q FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue FOR UPDATE;
@@ -156,41 +164,19 @@ BEGIN
       END IF;
     END IF;
 
-    -- Groups with queued work, in rotation order from the one after the last served: one index probe
-    -- each, so a queue with thousands of tenants costs what its claim needs. A claim of up to 20 jobs
-    -- walks as many groups and takes one job from each; a larger one takes up to four a group (a
-    -- quarter as many groups): each group costs an index descent, each further job of it a step.
-    -- The walk goes on from the cursor to the end, then from the start up to the cursor itself (the
-    -- group served last comes last). Group keys are never empty, so '' stands for "from the start".
+    -- Groups with queued work: first those returning with new work, then in rotation order from the one
+    -- after the last served, passing over groups at their limit. One index probe each, so a queue with
+    -- thousands of tenants costs what its claim needs. A claim of up to 20 jobs walks as many groups and
+    -- takes one job from each; a larger one takes up to four a group (a quarter as many groups): each
+    -- group costs an index descent, each further job of it a step.
     v_walk := greatest(least(v_room, 20), ceil(v_room / 4.0)::int);
     IF v_q.has_groups THEN
-      WITH RECURSIVE walk(g, n) AS (
-        SELECT (SELECT j.group_key FROM :SCHEMA.job j
-                 WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key IS NOT NULL
-                   AND j.group_key > coalesce(v_q.group_cursor, '')
-                 ORDER BY j.group_key LIMIT 1), 1
-        UNION ALL
-        SELECT (SELECT j.group_key FROM :SCHEMA.job j
-                 WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key IS NOT NULL AND j.group_key > w.g
-                 ORDER BY j.group_key LIMIT 1), w.n + 1
-          FROM walk w WHERE w.g IS NOT NULL AND w.n < v_walk
-      )
-      SELECT coalesce(array_agg(w.g ORDER BY w.n), '{}') INTO v_groups FROM walk w WHERE w.g IS NOT NULL;
-      IF cardinality(v_groups) < v_walk AND v_q.group_cursor IS NOT NULL THEN
-        WITH RECURSIVE walk(g, n) AS (
-          SELECT (SELECT j.group_key FROM :SCHEMA.job j
-                   WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key IS NOT NULL
-                     AND j.group_key > '' AND j.group_key <= v_q.group_cursor
-                   ORDER BY j.group_key LIMIT 1), cardinality(v_groups) + 1
-          UNION ALL
-          SELECT (SELECT j.group_key FROM :SCHEMA.job j
-                   WHERE j.state = 'queued' AND j.queue = p_queue AND j.group_key IS NOT NULL
-                     AND j.group_key > w.g AND j.group_key <= v_q.group_cursor
-                   ORDER BY j.group_key LIMIT 1), w.n + 1
-            FROM walk w WHERE w.g IS NOT NULL AND w.n < v_walk
-        )
-        SELECT v_groups || coalesce(array_agg(w.g ORDER BY w.n), '{}') INTO v_groups FROM walk w WHERE w.g IS NOT NULL;
+      IF v_group_limited THEN
+        ${FULL_GROUPS}
       END IF;
+      ${FRESH_GROUPS}
+      ${GROUP_WALK}
+      v_groups := v_fresh || v_groups;
     END IF;
     v_per_group := greatest(1, ceil(v_room::float8 / greatest(1, cardinality(v_groups))))::int;
 
@@ -232,9 +218,13 @@ BEGIN
         RETURNING ${RETURNED}
       ), turned AS (
         -- Where the rotation stands, when no other claim holds the row: a cursor a step behind costs nothing.
+        -- Returning groups were served ahead of the rotation: they do not move it.
         UPDATE :SCHEMA.job_queue jq
-           SET group_cursor = (SELECT c.grp FROM chosen c WHERE c.grp IS NOT NULL ORDER BY c.ord DESC LIMIT 1)
-         WHERE jq.name = p_queue AND EXISTS (SELECT 1 FROM chosen c WHERE c.grp IS NOT NULL)
+           SET group_cursor = coalesce((SELECT c.grp FROM chosen c WHERE c.grp IS NOT NULL AND NOT (c.grp = ANY(v_fresh))
+                                         ORDER BY c.ord DESC LIMIT 1), jq.group_cursor),
+               group_seen_at = greatest(jq.group_seen_at, v_seen)
+         WHERE jq.name = p_queue
+           AND (v_seen IS DISTINCT FROM v_q.group_seen_at OR EXISTS (SELECT 1 FROM chosen c WHERE c.grp IS NOT NULL))
            AND jq.ctid = (SELECT k.ctid FROM :SCHEMA.job_queue k WHERE k.name = p_queue FOR UPDATE SKIP LOCKED)
       )
       SELECT ${CLAIMED_COLUMNS}
@@ -256,7 +246,11 @@ BEGIN
                                      WHERE ${inRateWindow('x', 'l', 'v_turn')}), 0) AS room_r
         FROM :SCHEMA.job_name_limit l WHERE v_named AND l.queue = p_queue
     ), ring AS (
-      SELECT r.g, r.pos FROM unnest(v_groups) WITH ORDINALITY AS r(g, pos)
+      -- With group limits, the room each group has left (NULL: no limit).
+      SELECT r.g, r.pos,
+             coalesce((SELECT l.concurrency FROM :SCHEMA.job_group_limit l WHERE v_group_limited AND l.queue = p_queue
+                        AND l.group_key = r.g), v_q.group_concurrency) - coalesce(gl.n, 0) AS room
+        FROM unnest(v_groups) WITH ORDINALITY AS r(g, pos) LEFT JOIN group_load gl ON gl.group_key = r.g
     ), plain AS (
       -- Jobs of no group and no serial key, in claim order.
       SELECT j.id, j.name, j.priority, j.run_at, NULL::text AS grp, 0::bigint AS pos
@@ -269,7 +263,8 @@ BEGIN
         FROM ring CROSS JOIN LATERAL (
           SELECT j.id, j.name, j.priority, j.run_at FROM :SCHEMA.job j
            WHERE ${dueInGroup('ring.g')}
-           ORDER BY ${claimOrder('j')} LIMIT v_per_group FOR UPDATE SKIP LOCKED) g
+           ORDER BY ${claimOrder('j')} LIMIT CASE WHEN ring.room < 1 THEN 0 ELSE least(v_per_group, ring.room) END
+           FOR UPDATE SKIP LOCKED) g
     ), pool AS (
       SELECT * FROM plain
       UNION ALL
@@ -326,7 +321,9 @@ BEGIN
          SET rate_log_at = CASE WHEN jq.rate_max IS NULL THEN '{}' ELSE ${queueLog.at} END,
              rate_log_n = CASE WHEN jq.rate_max IS NULL THEN '{}' ELSE ${queueLog.n} END,
              group_cursor = coalesce((SELECT g FROM unnest(v_chosen_groups) WITH ORDINALITY AS c(g, o)
-                                       WHERE g IS NOT NULL ORDER BY o DESC LIMIT 1), jq.group_cursor)
+                                       WHERE g IS NOT NULL AND NOT (g = ANY(v_fresh)) ORDER BY o DESC LIMIT 1),
+                                     jq.group_cursor),
+             group_seen_at = greatest(jq.group_seen_at, v_seen)
        WHERE jq.name = p_queue
          AND jq.ctid = (SELECT k.ctid FROM :SCHEMA.job_queue k WHERE k.name = p_queue FOR UPDATE SKIP LOCKED);
     END IF;

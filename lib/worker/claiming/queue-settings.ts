@@ -56,10 +56,15 @@ export class QueueSettings {
     return this.byQueue.get(queue)?.paused ?? false;
   }
 
-  /** Whether a concurrency limit counts the queue's claimed jobs (its own, or a job name's in it). */
+  /** Whether a concurrency limit counts the queue's claimed jobs (its own, a job name's or a group's in it). */
   limited(queue: string): boolean {
     const c = this.byQueue.get(queue);
-    return !!c && (c.concurrency !== null || c.names.some((n) => n.concurrency !== null));
+    return (
+      !!c &&
+      (c.concurrency !== null ||
+        c.names.some((n) => n.concurrency !== null) ||
+        (c.hasGroups && (c.groupConcurrency !== null || c.groupLimits > 0)))
+    );
   }
 
   /** Whether the queue needs the controlled claim. */
