@@ -1,4 +1,4 @@
--- Version 14: per-group concurrency, and a returning group served first. A queue's groups may be
+-- Version 12: per-group concurrency, and a returning group served first. A queue's groups may be
 -- held to a number of running jobs each (the queue's default, and per-group limits set at run
 -- time), counted by the controlled claim under the queue's row lock; and the claim finds the groups
 -- whose due work all arrived since it last looked, so it can serve them ahead of the rotation.
