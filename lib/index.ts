@@ -57,6 +57,7 @@ export {
   SnoozeJob,
   type QueueOptions,
   type RateLimit,
+  type RateLimitInfo,
   type QueueInfo,
   type LimitInfo,
   type LimitSource,

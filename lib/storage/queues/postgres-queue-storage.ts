@@ -7,6 +7,8 @@ import type {
   LimitSource,
   QueueConfig,
   QueueStorage,
+  RateLimit,
+  RateLimitConfig,
 } from './queue-storage.interface.js';
 import { queueStatements, type QueueStatements } from './queue-statements.js';
 
@@ -27,7 +29,7 @@ export class PostgresQueueStorage implements QueueStorage {
     return this.pool.query<Row>(this.sql[key], values);
   }
 
-  async syncCode(declared: readonly CodeLimits[], now: Date): Promise<void> {
+  async syncCode(declared: readonly CodeLimits[], keys: Readonly<Record<string, RateLimit>>, now: Date): Promise<void> {
     const rows = declared.map((d) => ({
       queue: d.queue,
       name: d.name ?? null,
@@ -35,8 +37,10 @@ export class PostgresQueueStorage implements QueueStorage {
       rate: d.rateLimit,
       min_inflight: d.groupMinInflight ?? null,
       share: d.groupShare ?? null,
+      rate_key: d.rateKey ?? null,
     }));
-    await this.run('syncCode', [JSON.stringify(rows), now, this.channel]);
+    const keyed = Object.entries(keys).map(([key, rate]) => ({ key, rate }));
+    await this.run('syncCode', [JSON.stringify(rows), now, this.channel, JSON.stringify(keyed)]);
   }
 
   async hasJobs(queue: string): Promise<boolean> {
@@ -52,7 +56,11 @@ export class PostgresQueueStorage implements QueueStorage {
       hasSerial: r.has_serial as boolean,
       groupMinInflight: r.group_min_inflight as number,
       groupShare: r.group_share as number,
-      names: (r.names as Row[]).map((n) => ({ name: n.name as string, ...limitsOf(n) })),
+      names: (r.names as Row[]).map((n) => ({
+        name: n.name as string,
+        ...limitsOf(n),
+        rateKey: (n.rate_key as string | null) ?? null,
+      })),
     }));
   }
 
@@ -73,6 +81,17 @@ export class PostgresQueueStorage implements QueueStorage {
     ];
     if (name === null) await this.run('setQueueLimits', values);
     else await this.run('setNameLimits', [...values, name]);
+  }
+
+  async rateLimits(): Promise<RateLimitConfig[]> {
+    return (await this.run('rateLimits', [])).map((r) => {
+      const { rateLimit, rateSource } = limitsOf(r);
+      return { key: r.key as string, rateLimit, rateSource, jobs: r.jobs as RateLimitConfig['jobs'] };
+    });
+  }
+
+  async setRateLimit(key: string, limit: RateLimit | null, now: Date): Promise<void> {
+    await this.run('setRateLimit', [key, limit?.max ?? null, limit?.per ?? null, now, this.channel]);
   }
 }
 
