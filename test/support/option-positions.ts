@@ -37,6 +37,7 @@ export const MODULE = [
   'worker',
   'retention',
   'queues',
+  'rateLimits',
   'defaults',
   'externalJobs',
   'unregisteredJobs',
@@ -126,6 +127,13 @@ export const modulePositions: OptionsPosition[] = [
     path: 'queues.emails.groups.',
     known: ['minInflight', 'shareThreshold'],
     call: (o) => forRootWith('queues', { emails: { groups: o } }),
+  },
+  {
+    where: 'JobsModule.forRoot()',
+    path: 'rateLimits.partner-api.',
+    known: RATE_LIMIT,
+    base: () => ({ max: 10, per: 1_000 }),
+    call: (o) => forRootWith('rateLimits', { 'partner-api': o }),
   },
   {
     where: 'JobsModule.forRoot()',

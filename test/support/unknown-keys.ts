@@ -52,7 +52,6 @@ const NOT_OPTIONS = [
   'encrypted',
   'encryption',
   'interceptors',
-  'rateLimits',
   'ttl',
   '',
   ' ',
