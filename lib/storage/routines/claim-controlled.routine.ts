@@ -5,6 +5,7 @@ import {
   QUEUE_RATE_ROOM,
   RATE_TURN,
   WRITE_KEY_LOGS,
+  WRITE_NAME_LOGS,
 } from './rate-fragments.js';
 import { defineRoutine } from './routine.js';
 import {
@@ -29,11 +30,6 @@ const dueInGroup = (
 ) => `j.state = 'queued' AND j.queue = p_queue AND j.group_key = ${group} AND j.run_at <= p_now
                  AND j.name = ANY(p_names) AND (j.deadline IS NULL OR j.deadline > p_now)`;
 const queueLog = rateLogWrite('jq', 'v_turn', 'v_claimed');
-const nameLog = rateLogWrite(
-  'l',
-  'v_turn',
-  '(SELECT count(*)::int FROM unnest(v_chosen_names) AS c(n) WHERE c.n = l.name)',
-);
 const CLAIMED_COLUMNS = `u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts, u.timeout_ms, u.batch_id, u.trace_context,
              u.deadline, NULL::float8`;
 const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id,
@@ -324,12 +320,7 @@ BEGIN
          AND jq.ctid = (SELECT k.ctid FROM :SCHEMA.job_queue k WHERE k.name = p_queue FOR UPDATE SKIP LOCKED);
     END IF;
 
-    IF v_named THEN
-      UPDATE :SCHEMA.job_name_limit l
-         SET rate_log_at = ${nameLog.at},
-             rate_log_n = ${nameLog.n}
-       WHERE l.queue = p_queue AND l.rate_max IS NOT NULL AND l.name = ANY(v_chosen_names);
-    END IF;
+    ${WRITE_NAME_LOGS}
     ${WRITE_KEY_LOGS}
   END claim;
 

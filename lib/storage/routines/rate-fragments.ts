@@ -3,7 +3,7 @@
  * claim counts its windows at, the queue's window, and the keyed limits
  * (JobsModule's `rateLimits`) that the job names of several queues share.
  * They read the routine's variables (v_q, v_named, v_keys, v_turn, v_room,
- * v_wait, p_queue, p_now) and are spliced into its body.
+ * v_wait, v_chosen_names, p_queue, p_now) and are spliced into its body.
  */
 
 import { inRateWindow, rateLogWrite, rateWindow } from './sql-fragments.js';
@@ -61,6 +61,20 @@ export const QUEUE_RATE_ROOM = `IF v_q.rate_max IS NOT NULL THEN
 export const KEY_ROOM = `SELECT k.key, k.rate_max - coalesce((SELECT sum(x.n) FROM unnest(k.rate_log_at, k.rate_log_n) AS x(at, n)
                                    WHERE ${inRateWindow('x', 'k', 'v_turn')}), 0) AS room
         FROM :SCHEMA.job_rate_limit k WHERE k.key = ANY(v_keys)`;
+
+const nameLog = rateLogWrite(
+  'l',
+  'v_turn',
+  '(SELECT count(*)::int FROM unnest(v_chosen_names) AS c(n) WHERE c.n = l.name)',
+);
+
+/** Records the chosen jobs of each job name with a rate limit of its own in its log, at the turn. */
+export const WRITE_NAME_LOGS = `IF v_named THEN
+      UPDATE :SCHEMA.job_name_limit l
+         SET rate_log_at = ${nameLog.at},
+             rate_log_n = ${nameLog.n}
+       WHERE l.queue = p_queue AND l.rate_max IS NOT NULL AND l.name = ANY(v_chosen_names);
+    END IF;`;
 
 const keyLog = rateLogWrite('k', 'v_turn', 'used.started');
 
