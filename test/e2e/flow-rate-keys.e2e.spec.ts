@@ -168,6 +168,50 @@ describe('a claimed rate-limited job that cannot start within the lag its window
   });
 });
 
+describe("a keyed limit's window across queues", () => {
+  it('counts a claim of one queue stamped earlier but served later at the time of the turn before it, in another queue', async () => {
+    const schema = uniqueSchema('fcratekeyturn');
+    schemas.push(schema);
+    const app = await boot(schema, {
+      worker: { enabled: false },
+      rateLimits: { 'partner-api': { max: 5, per: 1_000 } },
+    });
+    await app
+      .get(JobQueue)
+      .enqueueMany([
+        ...Array.from({ length: 10 }, () => ({ job: PartnerA, payload: {} })),
+        ...Array.from({ length: 10 }, () => ({ job: PartnerB, payload: {} })),
+      ]);
+    const { claims } = workerStorage(app);
+    const t0 = Date.now();
+    const claim = async (queue: string, name: string, offsetMs: number, limit: number) =>
+      (
+        await claims.claimControlled({
+          workerId: 'w',
+          queue,
+          names: [name],
+          limit,
+          now: new Date(t0 + offsetMs),
+          leaseMs: 60_000,
+        })
+      ).jobs.length;
+    const L = RATE_START_LAG_MS;
+    // Five of queue rk-a at t0 + 8 fill the key's window until t0 + L + 1008.
+    expect(await claim('rk-a', 'rk-partner-a', 8, 5)).toBe(5);
+    // A claim of queue rk-b stamped t0 + L + 1010: the five have left the window; it starts one.
+    expect(await claim('rk-b', 'rk-partner-b', L + 1_010, 1)).toBe(1);
+    // Then one of rk-a stamped t0 + L + 1007, after it in turn: counted at t0 + L + 1010, four start.
+    expect(await claim('rk-a', 'rk-partner-a', L + 1_007, 5)).toBe(4);
+    const started = await sql<{ t: Date; n: number }>(
+      `SELECT started_at AS t, count(*)::int AS n FROM "${schema}".job WHERE started_at IS NOT NULL GROUP BY 1 ORDER BY 1`,
+    );
+    expect(started.map((r) => [r.t.getTime() - t0, r.n])).toEqual([
+      [8, 5],
+      [L + 1_010, 5],
+    ]);
+  });
+});
+
 describe('keyed rate limits declared in code and changed at run time', () => {
   it('are listed with their source and jobs, changed on every claim, and kept across restarts of the same code', async () => {
     const schema = uniqueSchema('fcratekeyrt');
