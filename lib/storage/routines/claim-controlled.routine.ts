@@ -39,7 +39,9 @@ const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j
  * Claims up to p_limit due jobs of a controlled queue for p_worker. Where
  * something must be counted (a concurrency or rate limit, the queue's or a
  * job name's, or serial keys), the queue's row lock makes the claims of this
- * queue take turns across instances, and each statement below reads a fresh
+ * queue take turns across instances (a keyed rate limit's row lock, taken
+ * after it, those of every queue sharing the key: LOCK_RATE_KEYS), and each
+ * statement below reads a fresh
  * snapshot, so the counts it enforces limits with include every claim
  * committed before it. A queue with groups alone needs no count to be exact:
  * its claims run side by side, skipping each other's rows, and the
