@@ -62,6 +62,7 @@ export {
   SnoozeJob,
   type QueueOptions,
   type RateLimit,
+  type RateLimitInfo,
   type QueueInfo,
   type LimitInfo,
   type GroupLimitsInfo,

@@ -1,7 +1,7 @@
 import type { ModuleMetadata, Type, InjectionToken, OptionalFactoryDependency } from '@nestjs/common';
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import type { ExternalJobs, JobDefaults } from './discovery/job-registry.js';
-import type { Clock, JobInterceptorClass, QueueOptions } from './model/index.js';
+import type { Clock, JobInterceptorClass, QueueOptions, RateLimit } from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
 import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
 import type { DatabaseTimeouts } from './storage/connection/timeouts.js';
@@ -36,6 +36,13 @@ export interface JobsModuleOptions {
    * the same field.
    */
   queues?: Record<string, QueueOptions>;
+  /**
+   * Rate limits by key, shared across job types and queues: `{ 'partner-api':
+   * { max: 10, per: 1_000 } }`, referred to by `@Job(name, { rateLimit:
+   * 'partner-api' })`. One window counts every job referring to the key.
+   * Changeable at run time through JobQueues.setRateLimit().
+   */
+  rateLimits?: Record<string, RateLimit>;
   /** Defaults for jobs whose `@Job` options leave them out. */
   defaults?: JobDefaults;
   /**

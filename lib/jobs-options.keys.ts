@@ -9,6 +9,7 @@ import {
   JOB_OPTIONS_SHAPE,
   optionShape,
   QUEUE_SHAPE,
+  RATE_LIMIT_SHAPE,
   recordOf,
   withFixes,
   type OptionField,
@@ -122,6 +123,7 @@ export const MODULE_FIELDS = {
   worker: WORKER_SHAPE,
   retention: RETENTION_SHAPE,
   queues: recordOf(QUEUE_SHAPE),
+  rateLimits: recordOf(RATE_LIMIT_SHAPE),
   defaults: JOB_DEFAULTS_SHAPE,
   interceptors: true,
   // A list of names is a value; a record maps each name to its @Job options.

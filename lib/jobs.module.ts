@@ -40,6 +40,7 @@ import { JobFactory } from './queue/job-factory.js';
 import { JobQueue } from './queue/job-queue.service.js';
 import { JobQueues, QUEUE_DECLARATIONS } from './queue/job-queues.service.js';
 import { resolveQueueDeclarations } from './queue/queue-declarations.js';
+import { RATE_LIMIT_DECLARATIONS, resolveRateLimitDeclarations } from './queue/rate-limit-declarations.js';
 import { WorkflowWriter } from './queue/workflow-writer.js';
 import { RecurringSchedules } from './scheduler/recurring-schedules.service.js';
 import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
@@ -85,6 +86,11 @@ function coreProviders(): Provider[] {
       provide: QUEUE_DECLARATIONS,
       inject: [JOBS_MODULE_OPTIONS],
       useFactory: (o: JobsModuleOptions) => resolveQueueDeclarations(o.queues),
+    },
+    {
+      provide: RATE_LIMIT_DECLARATIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => resolveRateLimitDeclarations(o.rateLimits),
     },
     {
       provide: CODE_QUEUES,

@@ -64,7 +64,12 @@ export function validateJobOptions(where: string, o: JobOptions): void {
   if (o.timeout !== undefined) checkInteger(where, 'timeout', o.timeout, 1, INT4_MAX, 30_000);
   if (o.priority !== undefined) checkInteger(where, 'priority', o.priority, -INT4_MAX, INT4_MAX, 10);
   if (o.queue !== undefined) checkName(where, 'queue', o.queue, 'emails');
-  checkLimits(where, { concurrency: o.concurrency, rateLimit: o.rateLimit });
+  // A string names a keyed limit of JobsModule's "rateLimits"; the start checks that it is declared.
+  if (typeof o.rateLimit === 'string') checkName(where, 'rateLimit', o.rateLimit, 'partner-api');
+  checkLimits(where, {
+    concurrency: o.concurrency,
+    rateLimit: typeof o.rateLimit === 'string' ? undefined : o.rateLimit,
+  });
   const b = o.backoff;
   if (b !== undefined && typeof b !== 'function') {
     const ok =

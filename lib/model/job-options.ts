@@ -19,8 +19,12 @@ export interface JobOptions {
   priority?: number;
   /** At most this many jobs of this name run at once in its queue, across instances. */
   concurrency?: number;
-  /** At most `max` jobs of this name start in any `per` ms, across instances. */
-  rateLimit?: RateLimit;
+  /**
+   * At most `max` jobs of this name start in any `per` ms, across instances;
+   * or the key of a limit JobsModule's `rateLimits` declares, whose one
+   * window every job type referring to it shares, whatever its queue.
+   */
+  rateLimit?: RateLimit | string;
   /**
    * A unique key for every `enqueue()` and `enqueueMany()` of this job, so
    * call sites need not pass one; a call's own `unique` replaces it.

@@ -17,6 +17,7 @@ import {
   type QueueInfo,
   type QueueOptions,
   type RateLimit,
+  type RateLimitInfo,
 } from '../model/index.js';
 import { MONITORING_STORAGE, type MonitoringStorage } from '../storage/monitoring/monitoring-storage.interface.js';
 import {
@@ -26,6 +27,7 @@ import {
   type QueueConfig,
   type QueueStorage,
 } from '../storage/queues/queue-storage.interface.js';
+import { RATE_LIMIT_DECLARATIONS, rateKeyOf } from './rate-limit-declarations.js';
 
 /** JobsModule's `queues`, validated. */
 export const QUEUE_DECLARATIONS = Symbol('QUEUE_DECLARATIONS');
@@ -65,12 +67,15 @@ export class JobQueues {
     private readonly registry: JobRegistry,
     private readonly clock: Clock,
     @Inject(QUEUE_DECLARATIONS) private readonly declared: Readonly<Record<string, QueueOptions>>,
+    @Inject(RATE_LIMIT_DECLARATIONS) private readonly keyed: Readonly<Record<string, RateLimit>>,
   ) {}
 
   /**
-   * Writes what the code declares (JobsModule's `queues`, @Job's limits):
-   * at start, before the worker claims. A limit the code changed takes the
-   * code's value; one changed at run time under the same code keeps it.
+   * Writes what the code declares (JobsModule's `queues` and `rateLimits`,
+   * @Job's limits): at start, before the worker claims. A limit the code
+   * changed takes the code's value; one changed at run time under the same
+   * code keeps it. A @Job whose `rateLimit` names an undeclared key fails
+   * the start.
    */
   async syncCode(): Promise<void> {
     const declared: CodeLimits[] = Object.entries(this.declared).map(([queue, o]) => ({
@@ -84,14 +89,16 @@ export class JobQueues {
     for (const job of this.registry.all()) {
       const { concurrency, rateLimit } = job.declared;
       if (concurrency === undefined && rateLimit === undefined) continue;
+      const rateKey = rateKeyOf(job, this.keyed);
       const queue = job.options.queue;
       // The claim reads a name's limits through its queue's row.
       if (!declared.some((d) => d.queue === queue && !d.name)) {
         declared.push({ queue, concurrency: null, rateLimit: null });
       }
-      declared.push({ queue, name: job.name, concurrency: concurrency ?? null, rateLimit: rateLimit ?? null });
+      const own = rateKey === undefined ? (rateLimit as RateLimit | undefined) : undefined;
+      declared.push({ queue, name: job.name, concurrency: concurrency ?? null, rateLimit: own ?? null, rateKey });
     }
-    await databaseCall('JobQueues.syncCode()', () => this.storage.syncCode(declared, this.clock.now()));
+    await databaseCall('JobQueues.syncCode()', () => this.storage.syncCode(declared, this.keyed, this.clock.now()));
   }
 
   /** Running jobs finish; queued ones stay queued until resume(); enqueue goes on working. */
@@ -172,6 +179,49 @@ export class JobQueues {
         waiting: count('waiting'),
       };
     });
+  }
+
+  /** The keyed rate limits (JobsModule's `rateLimits`), each with where its value came from and the jobs sharing it. */
+  async rateLimits(): Promise<RateLimitInfo[]> {
+    const stored = await databaseCall('JobQueues.rateLimits()', () => this.storage.rateLimits());
+    const byKey = new Map(stored.map((k) => [k.key, k]));
+    const keys = new Set([...byKey.keys(), ...Object.keys(this.keyed)]);
+    return [...keys].sort().map((key) => {
+      const k = byKey.get(key);
+      return {
+        key,
+        rateLimit: { value: k ? k.rateLimit : this.keyed[key]!, source: k?.rateSource ?? 'code' },
+        jobs: k?.jobs ?? [],
+      };
+    });
+  }
+
+  /**
+   * Changes a keyed rate limit at run time on every instance; `null`
+   * removes it (the jobs referring to it start unlimited by it). The change
+   * holds until the code declares a different value for the key.
+   */
+  async setRateLimit(key: string, limit: RateLimit | null): Promise<void> {
+    const where = 'JobQueues.setRateLimit()';
+    const name = checkName(where, 'key', key, 'partner-api');
+    if (limit === undefined) {
+      throw new JobsError(
+        `${where}: no limit given for '${name}'. Potential fix: setRateLimit('${name}', { max: 10, per: 1_000 }), or null to remove it.`,
+      );
+    }
+    const checked = checkLimits(`JobQueues.setRateLimit('${name}')`, { rateLimit: limit }).rateLimit ?? null;
+    if (!Object.hasOwn(this.keyed, name)) {
+      const stored = await databaseCall(where, () => this.storage.rateLimits());
+      if (!stored.some((k) => k.key === name)) {
+        throw new JobsNotFoundError(
+          `${where}: no rate limit key '${name}' is known (JobsModule's "rateLimits" does not declare it, and no instance stored it). ` +
+            `Potential fix: check the key against JobQueues.rateLimits(), or declare it in JobsModule's "rateLimits".`,
+        );
+      }
+    }
+    await databaseCall(`JobQueues.setRateLimit('${name}')`, () =>
+      this.storage.setRateLimit(name, checked, this.clock.now()),
+    );
   }
 
   private codeQueues(): string[] {

@@ -48,6 +48,7 @@ export const MODULE = [
   'worker',
   'retention',
   'queues',
+  'rateLimits',
   'defaults',
   'interceptors',
   'externalJobs',
@@ -138,6 +139,13 @@ export const modulePositions: OptionsPosition[] = [
     path: 'queues.emails.groups.',
     known: ['concurrency', 'minInflight', 'shareThreshold'],
     call: (o) => forRootWith('queues', { emails: { groups: o } }),
+  },
+  {
+    where: 'JobsModule.forRoot()',
+    path: 'rateLimits.partner-api.',
+    known: RATE_LIMIT,
+    base: () => ({ max: 10, per: 1_000 }),
+    call: (o) => forRootWith('rateLimits', { 'partner-api': o }),
   },
   {
     where: 'JobsModule.forRoot()',

@@ -51,7 +51,6 @@ export function slip(key: string): fc.Arbitrary<string> {
 const NOT_OPTIONS = [
   'encrypted',
   'encryption',
-  'rateLimits',
   '',
   ' ',
   '__proto__',

@@ -1,4 +1,4 @@
--- Undoes version 14 (TypeORM migrations' down).
+-- Undoes version 12 (TypeORM migrations' down).
 
 DROP INDEX IF EXISTS :SCHEMA.job_group_arrival_idx;
 

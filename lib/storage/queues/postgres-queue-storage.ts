@@ -8,6 +8,8 @@ import type {
   LimitSource,
   QueueConfig,
   QueueStorage,
+  RateLimit,
+  RateLimitConfig,
 } from './queue-storage.interface.js';
 import { queueStatements, type QueueStatements } from './queue-statements.js';
 
@@ -28,7 +30,7 @@ export class PostgresQueueStorage implements QueueStorage {
     return this.pool.query<Row>(this.sql[key], values);
   }
 
-  async syncCode(declared: readonly CodeLimits[], now: Date): Promise<void> {
+  async syncCode(declared: readonly CodeLimits[], keys: Readonly<Record<string, RateLimit>>, now: Date): Promise<void> {
     const rows = declared.map((d) => ({
       queue: d.queue,
       name: d.name ?? null,
@@ -37,8 +39,10 @@ export class PostgresQueueStorage implements QueueStorage {
       min_inflight: d.groupMinInflight ?? null,
       share: d.groupShare ?? null,
       group_concurrency: d.groupConcurrency ?? null,
+      rate_key: d.rateKey ?? null,
     }));
-    await this.run('syncCode', [JSON.stringify(rows), now, this.channel]);
+    const keyed = Object.entries(keys).map(([key, rate]) => ({ key, rate }));
+    await this.run('syncCode', [JSON.stringify(rows), now, this.channel, JSON.stringify(keyed)]);
   }
 
   async hasJobs(queue: string): Promise<boolean> {
@@ -56,7 +60,11 @@ export class PostgresQueueStorage implements QueueStorage {
       groupShare: r.group_share as number,
       groupConcurrency: (r.group_concurrency as number | null) ?? null,
       groupLimits: r.group_limits as number,
-      names: (r.names as Row[]).map((n) => ({ name: n.name as string, ...limitsOf(n) })),
+      names: (r.names as Row[]).map((n) => ({
+        name: n.name as string,
+        ...limitsOf(n),
+        rateKey: (n.rate_key as string | null) ?? null,
+      })),
     }));
   }
 
@@ -89,6 +97,17 @@ export class PostgresQueueStorage implements QueueStorage {
 
   async setGroupLimit(queue: string, group: string, concurrency: number | null, now: Date): Promise<void> {
     await this.run('setGroupLimit', [queue, group, concurrency, now, this.channel]);
+  }
+
+  async rateLimits(): Promise<RateLimitConfig[]> {
+    return (await this.run('rateLimits', [])).map((r) => {
+      const { rateLimit, rateSource } = limitsOf(r);
+      return { key: r.key as string, rateLimit, rateSource, jobs: r.jobs as RateLimitConfig['jobs'] };
+    });
+  }
+
+  async setRateLimit(key: string, limit: RateLimit | null, now: Date): Promise<void> {
+    await this.run('setRateLimit', [key, limit?.max ?? null, limit?.per ?? null, now, this.channel]);
   }
 }
 

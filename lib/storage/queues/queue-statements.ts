@@ -35,10 +35,27 @@ export function queueStatements(schema: string) {
         rate_code = EXCLUDED.rate_code`;
   return {
     // $1: [{ queue, name (null for the queue), concurrency, rate: {max, per} | null, min_inflight, share,
-    // group_concurrency }], $2 now, $3 channel. The groups' settings are the code's alone.
+    // group_concurrency, rate_key }], $2 now, $3 channel, $4: [{ key, rate: {max, per} }], the keyed rate limits.
+    // The groups' settings are the code's alone.
     syncCode: `WITH d AS (
       SELECT * FROM jsonb_to_recordset($1::jsonb)
-        AS d(queue text, name text, concurrency int, rate jsonb, min_inflight int, share real, group_concurrency int)
+        AS d(queue text, name text, concurrency int, rate jsonb, min_inflight int, share real, group_concurrency int,
+             rate_key text)
+    ), k AS (
+      SELECT * FROM jsonb_to_recordset($4::jsonb) AS k(key text, rate jsonb)
+    ), krows AS (
+      -- In key order: the order the controlled claim locks keys in.
+      INSERT INTO ${s}.job_rate_limit AS q (key, rate_max, rate_per_ms, rate_code, updated_at)
+      SELECT k.key, (k.rate ->> 'max')::int, (k.rate ->> 'per')::int, k.rate, $2 FROM k ORDER BY k.key
+      ON CONFLICT (key) DO UPDATE SET
+        rate_max = CASE WHEN q.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN EXCLUDED.rate_max ELSE q.rate_max END,
+        rate_per_ms = CASE WHEN q.rate_code IS DISTINCT FROM EXCLUDED.rate_code
+                           THEN EXCLUDED.rate_per_ms ELSE q.rate_per_ms END,
+        rate_source = CASE WHEN q.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN 'code' ELSE q.rate_source END,
+        rate_code = EXCLUDED.rate_code, updated_at = $2
+    ), gone_keys AS (
+      DELETE FROM ${s}.job_rate_limit q
+       WHERE q.rate_source = 'code' AND NOT EXISTS (SELECT 1 FROM k WHERE k.key = q.key)
     ), qrows AS (
       INSERT INTO ${s}.job_queue AS q (name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
                                         group_min_inflight, group_share, group_concurrency, updated_at)
@@ -51,10 +68,11 @@ export function queueStatements(schema: string) {
       RETURNING q.name
     ), nrows AS (
       INSERT INTO ${s}.job_name_limit AS q (queue, name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
-                                            updated_at)
-      SELECT d.queue, d.name, d.concurrency, d.concurrency, (d.rate ->> 'max')::int, (d.rate ->> 'per')::int, d.rate, $2
+                                            rate_key, updated_at)
+      SELECT d.queue, d.name, d.concurrency, d.concurrency, (d.rate ->> 'max')::int, (d.rate ->> 'per')::int, d.rate,
+             d.rate_key, $2
         FROM d WHERE d.name IS NOT NULL
-      ON CONFLICT (queue, name) DO UPDATE SET ${fromCode('q')}, updated_at = $2
+      ON CONFLICT (queue, name) DO UPDATE SET ${fromCode('q')}, rate_key = EXCLUDED.rate_key, updated_at = $2
       RETURNING q.queue
     ), gone AS (
       -- Declared before, not any more: the code changed each such limit to "none".
@@ -86,7 +104,7 @@ export function queueStatements(schema: string) {
              (SELECT count(*)::int FROM ${s}.job_group_limit g WHERE g.queue = q.name) AS group_limits,
              coalesce((SELECT jsonb_agg(jsonb_build_object('name', l.name, 'concurrency', l.concurrency,
                          'concurrency_source', l.concurrency_source, 'rate_max', l.rate_max, 'rate_per_ms', l.rate_per_ms,
-                         'rate_source', l.rate_source) ORDER BY l.name)
+                         'rate_source', l.rate_source, 'rate_key', l.rate_key) ORDER BY l.name)
                          FROM ${s}.job_name_limit l WHERE l.queue = q.name), '[]') AS names
         FROM ${s}.job_queue q ORDER BY q.name`,
 
@@ -137,6 +155,22 @@ export function queueStatements(schema: string) {
       RETURNING g.queue
     )
     SELECT ${notifySql('queues', '$5', '$1::text')}`,
+
+    rateLimits: `SELECT k.key, k.rate_max, k.rate_per_ms, k.rate_source,
+             coalesce((SELECT jsonb_agg(jsonb_build_object('queue', l.queue, 'name', l.name) ORDER BY l.queue, l.name)
+                         FROM ${s}.job_name_limit l WHERE l.rate_key = k.key), '[]') AS jobs
+        FROM ${s}.job_rate_limit k ORDER BY k.key`,
+
+    // $1 key, $2 max, $3 per (both null: no limit), $4 now, $5 channel; announced on each queue referring to the key.
+    setRateLimit: `WITH u AS (
+      INSERT INTO ${s}.job_rate_limit AS k (key, rate_max, rate_per_ms, rate_source, updated_at)
+      VALUES ($1, $2, $3, 'runtime', $4)
+      ON CONFLICT (key) DO UPDATE
+        SET rate_max = EXCLUDED.rate_max, rate_per_ms = EXCLUDED.rate_per_ms, rate_source = 'runtime', updated_at = $4
+      RETURNING k.key
+    )
+    SELECT ${notifySql('queues', '$5', 'q.queue')}
+      FROM (SELECT DISTINCT l.queue FROM ${s}.job_name_limit l JOIN u ON l.rate_key = u.key) q`,
   };
 }
 

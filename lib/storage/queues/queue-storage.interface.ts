@@ -21,7 +21,15 @@ export interface QueueConfig extends Limits {
   groupConcurrency: number | null;
   /** How many of the queue's groups have a limit of their own (groupLimits lists them). */
   groupLimits: number;
-  names: Array<Limits & { name: string }>;
+  names: Array<Limits & { name: string; rateKey: string | null }>;
+}
+
+/** One keyed rate limit as stored, and the job names (each in its queue) whose code refers to it. */
+export interface RateLimitConfig {
+  key: string;
+  rateLimit: RateLimit | null;
+  rateSource: LimitSource;
+  jobs: Array<{ queue: string; name: string }>;
 }
 
 /** A group's own concurrency limit in its queue, set at run time. */
@@ -38,6 +46,8 @@ export interface CodeLimits {
   name?: string;
   concurrency: number | null;
   rateLimit: RateLimit | null;
+  /** The keyed rate limit a job name's @Job refers to. */
+  rateKey?: string;
   groupMinInflight?: number;
   groupShare?: number;
   groupConcurrency?: number;
@@ -56,7 +66,7 @@ export interface QueueStorage {
    * value; a field the same code declared before keeps a run-time change.
    * Declarations gone from the code count as changed to "no limit".
    */
-  syncCode(declared: readonly CodeLimits[], now: Date): Promise<void>;
+  syncCode(declared: readonly CodeLimits[], keys: Readonly<Record<string, RateLimit>>, now: Date): Promise<void>;
   configs(): Promise<QueueConfig[]>;
   /** Whether any job, ended or not, was ever in the queue (until pruned). */
   hasJobs(queue: string): Promise<boolean>;
@@ -67,6 +77,10 @@ export interface QueueStorage {
   groupLimits(): Promise<GroupLimit[]>;
   /** Sets one group's own limit (null removes it: the queue's default applies). Creates the queue's row when missing. */
   setGroupLimit(queue: string, group: string, concurrency: number | null, now: Date): Promise<void>;
+  /** The keyed rate limits, by key. */
+  rateLimits(): Promise<RateLimitConfig[]>;
+  /** Changes a keyed limit at run time (null removes it); creates the key's row when missing. */
+  setRateLimit(key: string, limit: RateLimit | null, now: Date): Promise<void>;
 }
 
 export const QUEUE_STORAGE = Symbol('QUEUE_STORAGE');

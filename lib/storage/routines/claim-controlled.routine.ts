@@ -1,4 +1,13 @@
 import { FRESH_GROUPS, FULL_GROUPS, GROUP_WALK } from './group-ring.js';
+import {
+  KEY_ROOM,
+  KEYED_RATE_WAIT,
+  LOCK_RATE_KEYS,
+  QUEUE_RATE_ROOM,
+  RATE_TURN,
+  WRITE_KEY_LOGS,
+  WRITE_NAME_LOGS,
+} from './rate-fragments.js';
 import { defineRoutine } from './routine.js';
 import {
   activeInQueue,
@@ -13,7 +22,7 @@ import {
 } from './sql-fragments.js';
 
 const DUE: ClaimInputs = { queue: 'p_queue', now: 'p_now', names: 'p_names' };
-/** Starts are stamped with the claim's turn (see the lock below); leases run from the caller's clock. */
+/** Starts are stamped with the claim's turn (RATE_TURN); leases run from the caller's clock. */
 const WRITE: ClaimWrite = { worker: 'p_worker', startedAt: 'v_turn', now: 'p_now', leaseMs: 'p_lease_ms' };
 const ACTIVE = activeInQueue('a', 'p_queue');
 /** A job of group `group` (alias `j`) the claimer may take now. */
@@ -22,11 +31,6 @@ const dueInGroup = (
 ) => `j.state = 'queued' AND j.queue = p_queue AND j.group_key = ${group} AND j.run_at <= p_now
                  AND j.name = ANY(p_names) AND (j.deadline IS NULL OR j.deadline > p_now)`;
 const queueLog = rateLogWrite('jq', 'v_turn', 'v_claimed');
-const nameLog = rateLogWrite(
-  'l',
-  'v_turn',
-  '(SELECT count(*)::int FROM unnest(v_chosen_names) AS c(n) WHERE c.n = l.name)',
-);
 const CLAIMED_COLUMNS = `u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts, u.timeout_ms, u.batch_id, u.trace_context,
              u.deadline, NULL::float8`;
 const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id,
@@ -36,13 +40,15 @@ const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j
  * Claims up to p_limit due jobs of a controlled queue for p_worker. Where
  * something must be counted (a concurrency or rate limit, the queue's or a
  * job name's, a group's, or serial keys), the queue's row lock makes the
- * claims of this queue take turns across instances, and each statement below
- * reads a fresh snapshot, so the counts it enforces limits with include every
- * claim committed before it. A queue with unlimited groups alone needs no
- * count to be exact: its claims run side by side, skipping each other's
- * rows, and the rotation's cursor moves when its row is free. Returns the
- * claimed jobs; when a rate limit held jobs back, also a row with id NULL
- * whose wait_ms says when the next start is allowed.
+ * claims of this queue take turns across instances (a keyed rate limit's row
+ * lock, taken after it, those of every queue sharing the key:
+ * LOCK_RATE_KEYS), and each statement below reads a fresh snapshot, so the
+ * counts it enforces limits with include every claim committed before it. A
+ * queue with unlimited groups alone needs no count to be exact: its claims
+ * run side by side, skipping each other's rows, and the rotation's cursor
+ * moves when its row is free. Returns the claimed jobs; when a rate limit
+ * held jobs back, also a row with id NULL whose wait_ms says when the next
+ * start is allowed.
  *
  * Its statements are planned once per connection (force_generic_plan): the
  * generic plans use the same indexes as the custom ones, and spare planning
@@ -80,7 +86,9 @@ DECLARE
   v_fresh text[] := '{}';
   v_last_arrival timestamptz;
   v_seen timestamptz;
-  -- The time this claim counts rate windows at and stamps its starts with (see the lock below).
+  -- The keyed rate limits this queue's job names refer to, locked in key order.
+  v_keys text[] := '{}';
+  -- The time this claim counts rate windows at and stamps its starts with (RATE_TURN).
   v_turn timestamptz := p_now;
 BEGIN
   SELECT * INTO v_q FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue;
@@ -97,37 +105,15 @@ BEGIN
     IF v_q.paused THEN
       RETURN;
     END IF;
-    -- A claim is stamped with its caller's clock before it waits for the lock, so one stamped earlier
-    -- can take its turn after one stamped later, which already dropped from the rate logs the starts
-    -- it no longer needed. Starts therefore count no earlier than the latest one a rate log holds:
-    -- the starts a claim counts, those it records and its jobs' started_at follow the order of the
-    -- turns, across instances whose clocks differ too. Which jobs are due (run_at, deadline), the
-    -- lease and the wait still go by the caller's clock.
-    IF v_q.rate_max IS NOT NULL OR v_named THEN
-      v_turn := greatest(p_now,
-        (SELECT max(l.at) FROM unnest(v_q.rate_log_at) AS l(at) WHERE v_q.rate_max IS NOT NULL),
-        (SELECT max(x.at) FROM :SCHEMA.job_name_limit n CROSS JOIN LATERAL unnest(n.rate_log_at) AS x(at)
-          WHERE v_named AND n.queue = p_queue AND n.rate_max IS NOT NULL));
-    END IF;
+    ${LOCK_RATE_KEYS}
+    ${RATE_TURN}
   END IF;
 
   -- Every way out of this block that held jobs back for a rate limit ends below it, with the row
   -- that says when the next start is allowed.
   <<claim>>
   BEGIN
-    IF v_q.rate_max IS NOT NULL THEN
-      SELECT coalesce(sum(l.n), 0), min(l.at) INTO v_in_window, v_oldest
-        FROM unnest(v_q.rate_log_at, v_q.rate_log_n) AS l(at, n)
-       WHERE ${inRateWindow('l', 'v_q', 'v_turn')};
-      IF v_q.rate_max - v_in_window < v_room THEN
-        v_room := v_q.rate_max - v_in_window;
-        -- Waited by the caller's own clock: one behind the log's waits the longer.
-        v_wait := greatest(1, extract(epoch FROM v_oldest + make_interval(secs => v_q.rate_per_ms / 1000.0) - p_now) * 1000);
-      END IF;
-      IF v_room <= 0 THEN
-        EXIT claim;
-      END IF;
-    END IF;
+    ${QUEUE_RATE_ROOM}
 
     -- A queue limited as a whole and nothing else: its plain jobs in claim order, no more than its
     -- concurrency leaves room for, counted in the claiming statement itself (it runs after the lock,
@@ -240,11 +226,13 @@ BEGIN
     ), group_load AS (
       SELECT act.group_key, count(*) AS n FROM act WHERE act.group_key IS NOT NULL GROUP BY act.group_key
     ), names AS (
-      SELECT l.name,
+      SELECT l.name, l.rate_key,
              l.concurrency - (SELECT count(*) FROM act WHERE act.name = l.name) AS room_c,
              l.rate_max - coalesce((SELECT sum(x.n) FROM unnest(l.rate_log_at, l.rate_log_n) AS x(at, n)
                                      WHERE ${inRateWindow('x', 'l', 'v_turn')}), 0) AS room_r
         FROM :SCHEMA.job_name_limit l WHERE v_named AND l.queue = p_queue
+    ), key_room AS (
+      ${KEY_ROOM}
     ), ring AS (
       -- With group limits, the room each group has left (NULL: no limit).
       SELECT r.g, r.pos,
@@ -282,14 +270,17 @@ BEGIN
       SELECT p.*,
              row_number() OVER (PARTITION BY p.name ORDER BY ${claimOrder('p')}) AS name_rank,
              row_number() OVER (PARTITION BY p.grp ORDER BY ${claimOrder('p')}) AS group_rank,
+             -- A key's jobs in claim order, across the job names sharing it.
+             row_number() OVER (PARTITION BY kn.rate_key ORDER BY ${claimOrder('p')}) AS key_rank, kn.rate_key,
              -- Noisy: at least group_min_inflight in flight and more than group_share of the queue's.
              (p.grp IS NOT NULL AND coalesce(gl.n, 0) >= v_q.group_min_inflight
                 AND coalesce(gl.n, 0) > v_q.group_share * (SELECT total FROM inflight)) AS noisy
-        FROM pool p LEFT JOIN group_load gl ON gl.group_key = p.grp
+        FROM pool p LEFT JOIN group_load gl ON gl.group_key = p.grp LEFT JOIN names kn ON kn.name = p.name
     ), chosen AS (
       SELECT r.id, r.grp, r.name, row_number() OVER (ORDER BY r.noisy, r.group_rank, r.pos, ${claimOrder('r')}) AS ord
-        FROM ranked r LEFT JOIN names n ON n.name = r.name
+        FROM ranked r LEFT JOIN names n ON n.name = r.name LEFT JOIN key_room k ON k.key = r.rate_key
        WHERE (n.room_c IS NULL OR r.name_rank <= n.room_c) AND (n.room_r IS NULL OR r.name_rank <= n.room_r)
+         AND (k.room IS NULL OR r.key_rank <= k.room)
        ORDER BY r.noisy, r.group_rank, r.pos, ${claimOrder('r')}
        LIMIT v_room
     )
@@ -297,7 +288,7 @@ BEGIN
       INTO v_ids, v_chosen_groups, v_chosen_names FROM chosen c;
 
     IF v_ids IS NULL THEN
-      RETURN;
+      EXIT claim;
     END IF;
 
     -- The claim, rechecking each row: a job cancelled or claimed by the plain path meanwhile is skipped.
@@ -328,13 +319,11 @@ BEGIN
          AND jq.ctid = (SELECT k.ctid FROM :SCHEMA.job_queue k WHERE k.name = p_queue FOR UPDATE SKIP LOCKED);
     END IF;
 
-    IF v_named THEN
-      UPDATE :SCHEMA.job_name_limit l
-         SET rate_log_at = ${nameLog.at},
-             rate_log_n = ${nameLog.n}
-       WHERE l.queue = p_queue AND l.rate_max IS NOT NULL AND l.name = ANY(v_chosen_names);
-    END IF;
+    ${WRITE_NAME_LOGS}
+    ${WRITE_KEY_LOGS}
   END claim;
+
+  ${KEYED_RATE_WAIT}
 
   IF v_wait IS NOT NULL THEN
     RETURN QUERY SELECT NULL::uuid, NULL::text, NULL::text, NULL::jsonb, NULL::int, NULL::int, NULL::int,

@@ -7,7 +7,7 @@
  * name) changes with it.
  */
 
-import { DEPENDENCY_NOT_MET } from '../../model/index.js';
+import { DEPENDENCY_NOT_MET, RATE_START_LAG_MS } from '../../model/index.js';
 
 /** The last error of a job skipped because a parent did not end the way it waited for, as a jsonb literal. */
 export const DEPENDENCY_NOT_MET_JSON = `'${JSON.stringify(DEPENDENCY_NOT_MET).replace(/'/g, "''")}'::jsonb`;
@@ -104,11 +104,20 @@ export function outcomeFence(a: string, ids: string, worker: string, attempt: st
 }
 
 /**
+ * How long a start counts in the rate window of row `row` (its rate_per_ms):
+ * its `per`, plus the lag within which a claimed job's handler starts (or the
+ * job is handed back), so the limit holds at the handlers' starts.
+ */
+export function rateWindow(row: string): string {
+  return `make_interval(secs => (${row}.rate_per_ms + ${RATE_START_LAG_MS}) / 1000.0)`;
+}
+
+/**
  * A rate log entry (alias `x`, columns at and n) still inside the window of
- * row `row` (its rate_per_ms) at `turn`.
+ * row `row` at `turn`.
  */
 export function inRateWindow(x: string, row: string, turn: string): string {
-  return `${x}.at > ${turn} - make_interval(secs => ${row}.rate_per_ms / 1000.0)`;
+  return `${x}.at > ${turn} - ${rateWindow(row)}`;
 }
 
 /**

@@ -10,6 +10,7 @@ import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { ControlledLedger } from './controlled-ledger.js';
 import { QueueSettings } from './queue-settings.js';
 import { ServedQueues } from './served-queues.js';
+import { StartDeadlines } from './start-deadlines.js';
 
 /** What a Claimer claims with and for. */
 interface ClaimerDeps {
@@ -41,6 +42,9 @@ export class Claimer implements ClaimOnOutcomeWrite {
   private readonly served: ServedQueues;
   private readonly prefetch: AdaptivePrefetch;
   private readonly controlled: ControlledLedger;
+  private readonly deadlines: StartDeadlines;
+  /** Hand-backs of jobs that missed their start deadline, still under way. */
+  private readonly lateHandBacks = new Set<Promise<void>>();
   private readonly concurrency: number;
   /** Claimed jobs not started yet, in claim order. */
   private readonly unstartedJobs: ClaimedJob[] = [];
@@ -62,6 +66,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.settings = new QueueSettings(deps.queueStorage, deps.logger);
     this.prefetch = new AdaptivePrefetch(this.concurrency);
     this.controlled = new ControlledLedger(this.settings, this.prefetch);
+    this.deadlines = new StartDeadlines(deps.clock);
   }
 
   /** Starts taking work: the queues of the registered handlers are served from now on. */
@@ -130,6 +135,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
     const index = this.unstartedJobs.findIndex((j) => j.id === id);
     if (index < 0) return undefined;
     const [job] = this.unstartedJobs.splice(index, 1);
+    this.deadlines.forget(id);
     return { job: job!, freesSlot: this.controlled.released(id, false) };
   }
 
@@ -141,6 +147,8 @@ export class Claimer implements ClaimOnOutcomeWrite {
   /** Gives back every claimed job that has not started, for another worker to take at once. */
   async handBackUnstarted(): Promise<void> {
     const unstarted = this.unstartedJobs.splice(0);
+    this.deadlines.clear();
+    await Promise.all(this.lateHandBacks);
     await this.deps.outcomes
       .handBack(this.deps.workerId, unstarted, this.deps.clock.now(), null)
       .catch((e: Error) =>
@@ -176,6 +184,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.controlled.writeAnswered(request.queue, attempts, result?.jobs ?? null);
     if (!result) return;
     if (result.waitMs !== null) this.lookAgainIn(result.waitMs);
+    if (this.settings.rated(request.queue)) this.deadlines.claimed(result.jobs, request.now);
     this.unstartedJobs.push(...result.jobs);
     this.startUnstarted();
   }
@@ -197,10 +206,30 @@ export class Claimer implements ClaimOnOutcomeWrite {
   }
 
   private startUnstarted(): void {
+    let late: ClaimedJob[] | null = null;
     while (this.active && this.running < this.concurrency && this.unstartedJobs.length) {
+      const job = this.unstartedJobs.shift()!;
+      if (!this.deadlines.mayStart(job.id)) {
+        (late ??= []).push(job);
+        continue;
+      }
       this.running++;
-      this.deps.runAttempt(this.unstartedJobs.shift()!);
+      this.deps.runAttempt(job);
     }
+    if (late) this.handBackLate(late);
+  }
+
+  /** Rate-limited jobs that cannot start within the lag their window counted: given back unspent, for a claim to take again. */
+  private handBackLate(jobs: ClaimedJob[]): void {
+    const { outcomes, workerId, clock, logger } = this.deps;
+    const done = outcomes
+      .handBack(workerId, jobs, clock.now(), null)
+      .catch((e: Error) => logger.error(`Handing back ${jobs.length} job(s) that missed their start: ${e.message}`))
+      .finally(() => {
+        this.lateHandBacks.delete(done);
+        for (const job of jobs) this.jobReleased(job, false);
+      });
+    this.lateHandBacks.add(done);
   }
 
   private prefetchNow(): number {
@@ -243,8 +272,9 @@ export class Claimer implements ClaimOnOutcomeWrite {
       if (!this.active) break;
       if (this.settings.paused(queue) || this.dry.has(queue)) continue;
       let jobs: ClaimedJob[];
+      const request = this.request(queue, limit - got);
       try {
-        jobs = await this.claim(this.request(queue, limit - got));
+        jobs = await this.claim(request);
       } catch (error) {
         failed.push(queue);
         reason = (error as Error).message;
@@ -255,6 +285,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
         return;
       }
       got += jobs.length;
+      if (this.settings.rated(queue)) this.deadlines.claimed(jobs, request.now);
       this.unstartedJobs.push(...jobs);
       this.startUnstarted();
       if (got >= limit) break;

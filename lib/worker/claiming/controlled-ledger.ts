@@ -51,6 +51,10 @@ export class ControlledLedger {
    * notification is even read, and the chain (enqueue, NOTIFY, claim) still
    * let 80-200 of the other tenant's jobs through.
    *
+   * A rate-limited queue's jobs must start within RATE_START_LAG_MS of
+   * their claim (StartDeadlines), so it gets no depth either: a job waiting
+   * here for a slot would be handed back.
+   *
    * While a job of a limited queue has ended here but its outcome is not
    * written, its slot is still taken in the database: a claim now would
    * hold the queue's lock only to find no room. The write claims for the
@@ -59,7 +63,8 @@ export class ControlledLedger {
   room(queue: string, concurrency: number, local: number): number {
     const limited = this.settings.limited(queue);
     if (limited && (this.unwritten.get(queue) ?? 0) > 0) return 0;
-    const depth = limited ? 0 : Math.max(concurrency, this.prefetch.jobsWithin(GROUPED_HORIZON_MS));
+    const shallow = limited || this.settings.rated(queue);
+    const depth = shallow ? 0 : Math.max(concurrency, this.prefetch.jobsWithin(GROUPED_HORIZON_MS));
     return concurrency + depth - local;
   }
 

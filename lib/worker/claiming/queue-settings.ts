@@ -77,7 +77,13 @@ export class QueueSettings {
         c.rateLimit !== null ||
         c.hasGroups ||
         c.hasSerial ||
-        c.names.some((n) => n.concurrency !== null || n.rateLimit !== null))
+        c.names.some((n) => n.concurrency !== null || n.rateLimit !== null || n.rateKey !== null))
     );
+  }
+
+  /** Whether a rate limit counts the queue's starts: its own, a job name's in it, or a key one of its names refers to. */
+  rated(queue: string): boolean {
+    const c = this.byQueue.get(queue);
+    return !!c && (c.rateLimit !== null || c.names.some((n) => n.rateLimit !== null || n.rateKey !== null));
   }
 }
