@@ -61,6 +61,11 @@ export function validateJobOptions(where: string, o: JobOptions): void {
   if (o.priority !== undefined) checkInteger(where, 'priority', o.priority, -INT4_MAX, INT4_MAX, 10);
   if (o.queue !== undefined) checkName(where, 'queue', o.queue, 'emails');
   checkLimits(where, { concurrency: o.concurrency, rateLimit: o.rateLimit });
+  if (o.encrypted !== undefined && typeof o.encrypted !== 'boolean') {
+    throw new JobsError(
+      `${where}: "encrypted" must be true or false, got ${describeValue(o.encrypted)}. Potential fix: encrypted: true.`,
+    );
+  }
   const b = o.backoff;
   if (b !== undefined && typeof b !== 'function') {
     const ok =

@@ -18,3 +18,4 @@ export * from './deadline.js';
 export * from './queue-settings.js';
 export * from './admin.js';
 export * from './job-steps.js';
+export * from './job-cipher.js';

@@ -19,6 +19,11 @@ export interface JobOptions {
   concurrency?: number;
   /** At most `max` jobs of this name start in any `per` ms, across instances. */
   rateLimit?: RateLimit;
+  /**
+   * Encrypt its payload, result, step results, errors and progress messages
+   * with JobsModule's `encryption` keys; default false (see `encryption.all`).
+   */
+  encrypted?: boolean;
 }
 
 /** JobsModule's `defaults`: for job types whose declaration leaves these out. */
@@ -35,6 +40,7 @@ export interface ResolvedJobOptions {
   backoff: BackoffOptions;
   timeout: number | null;
   priority: number;
+  encrypted: boolean;
 }
 
 /** The library's own defaults: the one place they are spelled. */
@@ -44,6 +50,7 @@ export const JOB_DEFAULTS: Readonly<ResolvedJobOptions> = Object.freeze({
   backoff: DEFAULT_BACKOFF,
   timeout: null,
   priority: 0,
+  encrypted: false,
 });
 
 /** Per field: the declaration, else the module's defaults, else the library's. */
@@ -54,5 +61,6 @@ export function resolveJobOptions(declared: JobOptions = {}, defaults: JobDefaul
     backoff: declared.backoff ?? defaults.backoff ?? JOB_DEFAULTS.backoff,
     timeout: declared.timeout ?? defaults.timeout ?? JOB_DEFAULTS.timeout,
     priority: declared.priority ?? JOB_DEFAULTS.priority,
+    encrypted: declared.encrypted ?? JOB_DEFAULTS.encrypted,
   };
 }

@@ -43,6 +43,7 @@ export const JOB_OPTIONS_SHAPE = optionShape<JobOptions>({
   priority: true,
   concurrency: true,
   rateLimit: RATE_LIMIT_SHAPE,
+  encrypted: true,
 });
 
 export const JOB_DEFAULTS_SHAPE = optionShape<JobDefaults>({

@@ -3,6 +3,7 @@ import type { RegisteredJob } from '../discovery/job-registry.js';
 import {
   computeBackoff,
   DeadlineExceededError,
+  EncryptedValueError,
   JobCancelledError,
   JobsError,
   JobTimeoutError,
@@ -162,6 +163,10 @@ export class RunningJob {
   async execute(): Promise<RunResult> {
     const { job } = this;
     const ctx = this.context();
+    // A sealed payload that does not authenticate: no attempt can trust it (a missing key never gets here: JobWorker).
+    if (job.unreadable) {
+      return this.failedForGood(new EncryptedValueError(`Job "${job.name}" (${job.id})`, job.unreadable.keyId));
+    }
     // Claimed before its deadline but about to start after it (it waited in the buffer): it does not start.
     if (job.deadline && new Date(job.deadline) <= this.deps.clock.now()) {
       return this.failedForGood(this.deadlineError('start'));
