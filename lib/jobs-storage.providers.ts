@@ -47,7 +47,8 @@ export function storageProviders(): Provider[] {
     {
       provide: StorageContext,
       inject: [JobsConnection, JobCipher],
-      useFactory: (c: JobsConnection, cipher: JobCipher) => new StorageContext(c.dataSource, c.schema, c.timeouts, cipher),
+      useFactory: (c: JobsConnection, cipher: JobCipher) =>
+        new StorageContext(c.dataSource, c.schema, c.timeouts, cipher),
     },
     {
       provide: WorkerConnections,

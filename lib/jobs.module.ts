@@ -81,7 +81,11 @@ function coreProviders(): Provider[] {
         }),
     },
     // Built at start, so a bad key refuses the boot before any job is read or written.
-    { provide: JobCipher, inject: [JOBS_MODULE_OPTIONS], useFactory: (o: JobsModuleOptions) => new JobCipher(o.encryption) },
+    {
+      provide: JobCipher,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => new JobCipher(o.encryption),
+    },
     ...storageProviders(),
     { provide: JOBS_DATA_SOURCE, inject: [StorageContext], useFactory: (c: StorageContext) => c.dataSource },
     {

@@ -21,7 +21,11 @@ export function cliTarget(options: OptionValues, env: NodeJS.ProcessEnv): CliTar
     throw new UsageError('no database: set DATABASE_URL or pass --database-url postgres://user@host/db');
   }
   const encryption = encryptionFromEnv(env);
-  return { databaseUrl, schema: stringOption(options, 'schema') ?? DEFAULT_SCHEMA, ...(encryption ? { encryption } : {}) };
+  return {
+    databaseUrl,
+    schema: stringOption(options, 'schema') ?? DEFAULT_SCHEMA,
+    ...(encryption ? { encryption } : {}),
+  };
 }
 
 /**

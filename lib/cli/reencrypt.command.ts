@@ -16,7 +16,9 @@ export const reencryptCommand: CliCommand = {
         await admin.reencrypt(),
         (r) =>
           `re-sealed ${plural(r.values, 'value')} of ${plural(r.jobs, 'encrypted job')} with key '${r.current}' in ${plural(r.rounds, 'round')}` +
-          (r.unreadable ? `; ${plural(r.unreadable, 'value')} left as they are (sealed with a key not in JOBS_ENCRYPTION_KEYS)` : ''),
+          (r.unreadable
+            ? `; ${plural(r.unreadable, 'value')} left as they are (sealed with a key not in JOBS_ENCRYPTION_KEYS)`
+            : ''),
       );
     });
   },

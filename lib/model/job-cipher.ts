@@ -122,7 +122,9 @@ export class JobCipher {
   sealText(plain: string): string {
     const id = this.current;
     if (id === null) {
-      throw new JobsError(`An encrypted job's value cannot be sealed: no keys. Potential fix: JobsModule.forRoot({ ${EXAMPLE} }).`);
+      throw new JobsError(
+        `An encrypted job's value cannot be sealed: no keys. Potential fix: JobsModule.forRoot({ ${EXAMPLE} }).`,
+      );
     }
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.keys.get(id)!, iv);
@@ -148,7 +150,10 @@ export class JobCipher {
       const decipher = createDecipheriv('aes-256-gcm', key, body.subarray(0, IV_BYTES));
       decipher.setAAD(Buffer.from(id!));
       decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
-      return Buffer.concat([decipher.update(body.subarray(IV_BYTES, body.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+      return Buffer.concat([
+        decipher.update(body.subarray(IV_BYTES, body.length - TAG_BYTES)),
+        decipher.final(),
+      ]).toString('utf8');
     } catch {
       throw new EncryptedValueError(what, id!);
     }
@@ -217,7 +222,9 @@ function decodeKey(id: string, material: string | undefined): Buffer {
   const trimmed = material.trim();
   const bytes = Buffer.from(trimmed, 'base64');
   if (!BASE64.test(trimmed) || trimmed.length % 4 !== 0 || bytes.toString('base64') !== trimmed) {
-    throw new JobsError(`${WHERE}: key '${id}' is not base64. Potential fix: generate one with \`openssl rand -base64 32\`.`);
+    throw new JobsError(
+      `${WHERE}: key '${id}' is not base64. Potential fix: generate one with \`openssl rand -base64 32\`.`,
+    );
   }
   if (bytes.length !== KEY_BYTES) {
     throw new JobsError(

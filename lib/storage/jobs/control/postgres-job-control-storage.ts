@@ -1,4 +1,11 @@
-import { isUuid, RETRYABLE_STATES, type JobCipher, type JobInfo, type JobState, type JobStep } from '../../../model/index.js';
+import {
+  isUuid,
+  RETRYABLE_STATES,
+  type JobCipher,
+  type JobInfo,
+  type JobState,
+  type JobStep,
+} from '../../../model/index.js';
 import type { PoolExecutor } from '../../connection/sql-executor.js';
 import type { StorageContext } from '../../storage-context.js';
 import { jobInfoFromRows } from '../job-rows.js';

@@ -78,7 +78,13 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       ),
     ]);
     for (const row of rows) if (row.done) applied.add(row.id);
-    return { applied, claimed: claimResult(this.cipher, rows.filter((row) => !row.done)) };
+    return {
+      applied,
+      claimed: claimResult(
+        this.cipher,
+        rows.filter((row) => !row.done),
+      ),
+    };
   }
 
   /** The outcome writes, on `tx` when they must commit with something else (continuations). */
