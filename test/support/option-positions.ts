@@ -24,7 +24,7 @@ export const STEP = [
   'deadline',
 ];
 export const ENQUEUE = [...STEP, 'manager', 'after'];
-export const JOB = ['queue', 'maxAttempts', 'backoff', 'timeout', 'priority', 'concurrency', 'rateLimit'];
+export const JOB = ['queue', 'maxAttempts', 'backoff', 'timeout', 'priority', 'concurrency', 'rateLimit', 'encrypted'];
 export const BACKOFF = ['type', 'delay', 'maxDelay', 'jitter'];
 export const RATE_LIMIT = ['max', 'per'];
 export const MODULE = [
@@ -44,6 +44,7 @@ export const MODULE = [
   'maxResultBytes',
   'scheduler',
   'tracing',
+  'encryption',
   'clock',
 ];
 export const WORKER = [
@@ -126,6 +127,13 @@ export const modulePositions: OptionsPosition[] = [
     path: 'queues.emails.groups.',
     known: ['minInflight', 'shareThreshold'],
     call: (o) => forRootWith('queues', { emails: { groups: o } }),
+  },
+  {
+    where: 'JobsModule.forRoot()',
+    path: 'encryption.',
+    known: ['keys', 'current', 'all'],
+    base: () => ({ keys: { k: 'x' }, current: 'k' }),
+    call: (o) => forRootWith('encryption', o),
   },
   {
     where: 'JobsModule.forRoot()',
