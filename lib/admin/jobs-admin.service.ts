@@ -245,8 +245,8 @@ export class JobsAdmin {
 
   /**
    * Re-seals every encrypted job's values (payload, result, errors,
-   * progress message, step results) that use an older key with the current
-   * one, in rounds of `BULK_CHUNK` jobs, each its own short transaction;
+   * progress message, step results) and schedule's payload that use an
+   * older key with the current one, in rounds of `BULK_CHUNK` jobs, each its own short transaction;
    * rows locked at that moment (a claim or an outcome in flight) are passed
    * over, so run it again until `values` is 0. Values under a key this
    * process lacks are counted in `unreadable` and left as they are.
@@ -260,7 +260,8 @@ export class JobsAdmin {
           `Potential fix: JobsModule.forRoot({ encryption: { keys: { new: newKey, old: oldKey }, current: 'new' } }).`,
       );
     }
-    const result: ReencryptResult = { current, jobs: 0, values: 0, unreadable: 0, rounds: 0 };
+    const schedules = await databaseCall(where, () => this.storage.reencryptSchedules());
+    const result: ReencryptResult = { current, jobs: 0, rounds: 1, ...schedules };
     let after: string | null = null;
     do {
       const round = await databaseCall(where, () => this.storage.reencryptChunk(after, BULK_CHUNK));

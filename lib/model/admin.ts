@@ -133,7 +133,7 @@ export interface ReencryptResult {
   current: string;
   /** Encrypted jobs read. */
   jobs: number;
-  /** Values re-sealed: payloads, results, errors (message and stack), progress messages, step results. */
+  /** Values re-sealed: payloads (schedules' too), results, errors (message and stack), progress messages, step results. */
   values: number;
   /** Values left as they are: sealed with a key this process lacks, or not authenticating. */
   unreadable: number;

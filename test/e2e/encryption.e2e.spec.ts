@@ -8,6 +8,7 @@ import {
   JobsAdmin,
   JobsError,
   JobsMonitor,
+  RecurringSchedules,
   type JobContext,
   type JobHandler,
   type JobsModuleOptions,
@@ -136,6 +137,23 @@ describe('encryption at rest', () => {
     expect((await jobs.get(plain.id))!.result).toEqual({ sentTo: MARKER });
   });
 
+  it("a schedule of an encrypted job keeps its payload sealed, and so do its ticks' jobs", async () => {
+    const schema = uniqueSchema('enc_sched');
+    schemas.push(schema);
+    const app = await boot(schema, { encryption: ONLY_K1 });
+    const schedules = app.get(RecurringSchedules);
+    const info = await schedules.upsert('nightly-secret', SecretJob, '0 3 * * *', { payload: { email: MARKER } });
+    expect(info.payload).toEqual({ email: MARKER });
+    const [row] = await sql<{ t: string }>(`SELECT r::text AS t FROM ${schema}.recurring_schedule r`);
+    expect(row!.t).toContain('$enc1:k1:');
+    expect(row!.t).not.toContain(MARKER);
+    const { jobId } = await schedules.runNow('nightly-secret');
+    const jobs = app.get(JobQueue);
+    await waitFor('the tick to succeed', async () => (await jobs.get(jobId))?.state === 'succeeded');
+    expect(await rawRows(schema, jobId)).not.toContain(MARKER);
+    expect((await jobs.get(jobId))!.result).toEqual({ sentTo: MARKER });
+  });
+
   it('rotation: reencrypt re-seals older rows with the current key, and a keyring without the old key runs them', async () => {
     const schema = uniqueSchema('enc_rotate');
     schemas.push(schema);
@@ -143,13 +161,16 @@ describe('encryption at rest', () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await old.get(JobQueue).enqueue(SecretJob, { email: `${MARKER}-${i}` })).id);
     const plain = await old.get(JobQueue).enqueue(PlainJob, { email: MARKER });
+    await old.get(RecurringSchedules).upsert('rotated', SecretJob, '0 3 * * *', { payload: { email: MARKER } });
     for (const id of ids) expect(await storedPayload(schema, id)).toMatch(/^\$enc1:k1:/);
     await old.close();
 
     const both = await producer(schema, BOTH_K2);
     const result = await both.get(JobsAdmin).reencrypt();
-    expect(result).toEqual({ current: 'k2', jobs: 3, values: 3, unreadable: 0, rounds: 1 });
+    expect(result).toEqual({ current: 'k2', jobs: 3, values: 4, unreadable: 0, rounds: 2 });
     for (const id of ids) expect(await storedPayload(schema, id)).toMatch(/^\$enc1:k2:/);
+    const [schedule] = await sql<{ p: string }>(`SELECT payload #>> '{}' AS p FROM ${schema}.recurring_schedule`);
+    expect(schedule!.p).toMatch(/^\$enc1:k2:/);
     // A plain job stays plain; a second run finds nothing left to do.
     expect(JSON.parse(await storedPayload(schema, plain.id))).toEqual({ email: MARKER });
     expect((await both.get(JobsAdmin).reencrypt()).values).toBe(0);

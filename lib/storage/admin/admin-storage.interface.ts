@@ -122,6 +122,8 @@ export interface AdminStorage {
    * keys re-sealed with the current one, in one short transaction.
    */
   reencryptChunk(after: string | null, limit: number): Promise<ReencryptChunkResult>;
+  /** The payloads of schedules of encrypted jobs under older keys, re-sealed with the current one. */
+  reencryptSchedules(): Promise<Omit<ReencryptChunkResult, 'jobs' | 'last'>>;
   /** Jobs ended in [since, until) per queue and minute, read among the jobs created since `createdSince`. */
   throughput(since: Date, until: Date, createdSince: Date, queue: string | null): Promise<ThroughputRow[]>;
 }

@@ -28,7 +28,7 @@ import type {
 } from './admin-storage.interface.js';
 import { filterConditions, SqlParams } from './admin-filter.js';
 import { adminStatements, type AdminStatements } from './admin-statements.js';
-import { reencryptChunk, reencryptStatements } from './reencrypt-chunk.js';
+import { reencryptChunk, reencryptSchedules, reencryptStatements } from './reencrypt-chunk.js';
 
 type Row = Record<string, unknown>;
 
@@ -162,6 +162,10 @@ export class PostgresAdminStorage implements AdminStorage {
 
   reencryptChunk(after: string | null, limit: number): Promise<ReencryptChunkResult> {
     return this.pool.transaction((tx) => reencryptChunk(tx, this.reencryptSql, this.cipher, after ?? FIRST, limit));
+  }
+
+  reencryptSchedules(): Promise<Omit<ReencryptChunkResult, 'jobs' | 'last'>> {
+    return this.pool.transaction((tx) => reencryptSchedules(tx, this.reencryptSql, this.cipher));
   }
 
   purgeBatches(

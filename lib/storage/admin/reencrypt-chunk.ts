@@ -22,6 +22,10 @@ export function reencryptStatements(s: string) {
        WHERE j.id = v.id`,
     updateExecutions: `UPDATE ${s}.job_execution e SET error = v.error
         FROM unnest($1::bigint[], $2::jsonb[]) AS v(id, error) WHERE e.id = v.id`,
+    schedules: `SELECT name, payload FROM ${s}.recurring_schedule
+      WHERE jsonb_typeof(payload) = 'string' AND left(payload #>> '{}', 6) = '$enc1:' FOR UPDATE SKIP LOCKED`,
+    updateSchedules: `UPDATE ${s}.recurring_schedule r SET payload = v.payload
+        FROM unnest($1::text[], $2::jsonb[]) AS v(name, payload) WHERE r.name = v.name`,
     updateSteps: `UPDATE ${s}.job_step t SET result = v.result
         FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) AS v(job_id, name, result)
        WHERE t.job_id = v.job_id AND t.name = v.name`,
@@ -82,6 +86,28 @@ export async function reencryptChunk(
   if (jobUpdates.length) await tx.query(sql.updateJobs, columns(jobUpdates, 5));
   if (executionUpdates.length) await tx.query(sql.updateExecutions, columns(executionUpdates, 2));
   if (stepUpdates.length) await tx.query(sql.updateSteps, columns(stepUpdates, 3));
+  return result;
+}
+
+/** Re-seals the payloads of schedules of encrypted jobs (few rows: one round). */
+export async function reencryptSchedules(
+  tx: SqlExecutor,
+  sql: Statements,
+  cipher: JobCipher,
+): Promise<Omit<ReencryptChunkResult, 'jobs' | 'last'>> {
+  const rows = await tx.query<Row>(sql.schedules, []);
+  const result = { values: 0, unreadable: 0 };
+  const updates: Array<[string, string]> = [];
+  for (const r of rows) {
+    try {
+      const sealed = cipher.reseal(r.payload, true);
+      if (sealed !== null) updates.push([r.name as string, sealed]);
+    } catch {
+      result.unreadable++;
+    }
+  }
+  if (updates.length) await tx.query(sql.updateSchedules, columns(updates, 2));
+  result.values = updates.length;
   return result;
 }
 
