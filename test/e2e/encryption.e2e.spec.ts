@@ -15,6 +15,7 @@ import {
 } from 'nestjs-durable-jobs';
 import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import { JobsHealthIndicator } from 'nestjs-durable-jobs/health';
+import { json, runCli } from '../support/cli-process.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { KitLog } from '../support/kit.jobs.js';
@@ -183,6 +184,36 @@ describe('encryption at rest', () => {
       return true;
     });
     expect((await jobs.get(ids[1]!))!.result).toEqual({ sentTo: `${MARKER}-1` });
+  });
+
+  it('the CLI: show decrypts with JOBS_ENCRYPTION_KEYS, and reencrypt re-seals; bad key material is refused', async () => {
+    const schema = uniqueSchema('enc_cli');
+    schemas.push(schema);
+    const app = await producer(schema);
+    const { id } = await app.get(JobQueue).enqueue(SecretJob, { email: MARKER });
+    await app.close();
+    const withK1 = { JOBS_ENCRYPTION_KEYS: `k1:${K1}` };
+    const shown = json<{ payload: unknown }>(await runCli(['show', id, '--json', '--schema', schema], withK1));
+    expect(shown.payload).toEqual({ email: MARKER });
+    const blind = await runCli(['show', id, '--schema', schema], { JOBS_ENCRYPTION_KEYS: undefined });
+    expect(blind.stdout).toContain("[encrypted: key 'k1']");
+    expect(blind.stdout).not.toContain(MARKER);
+
+    const rotate = { JOBS_ENCRYPTION_KEYS: `k2:${K2},k1:${K1}` };
+    const done = json<{ values: number; current: string }>(
+      await runCli(['reencrypt', '--json', '--schema', schema], rotate),
+    );
+    expect(done).toMatchObject({ current: 'k2', values: 1 });
+    expect(await storedPayload(schema, id)).toMatch(/^\$enc1:k2:/);
+    const bad = await runCli(['show', id, '--schema', schema], { JOBS_ENCRYPTION_KEYS: 'k1:short' });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("key 'k1' is not base64");
+    const unlisted = await runCli(['reencrypt', '--schema', schema], { ...withK1, JOBS_ENCRYPTION_CURRENT: 'k3' });
+    expect(unlisted.code).toBe(1);
+    expect(unlisted.stderr).toContain('"current" ("k3") is not one of the ids in "keys" (k1)');
+    const none = await runCli(['reencrypt', '--schema', schema], { JOBS_ENCRYPTION_KEYS: undefined });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain('JobsAdmin.reencrypt(): JobsModule has no "encryption" keys');
   });
 
   it('a tampered byte fails the attempt for good with a JobsError naming the job and the key id', async () => {
