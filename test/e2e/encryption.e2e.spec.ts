@@ -318,6 +318,21 @@ describe('encryption at rest', () => {
       );
     });
 
+    it('at the call site: an external job declared encrypted, enqueued without keys', async () => {
+      const schema = uniqueSchema('enc_ext');
+      schemas.push(schema);
+      const app = await startJobsApp(
+        schema,
+        { worker: { enabled: false }, externalJobs: { 'ext-secret': { queue: 'x', encrypted: true } } },
+        {},
+      );
+      apps.push(app);
+      await expect(app.get(JobQueue).enqueue('ext-secret', { email: MARKER })).rejects.toThrow(
+        /enqueue\('ext-secret'\): the job is declared \{ encrypted: true \}, but JobsModule has no "encryption" keys.*Potential fix/,
+      );
+      expect(await sql(`SELECT 1 FROM ${schema}.job`)).toHaveLength(0);
+    });
+
     it('an unknown key in "encryption", and a non-boolean "encrypted"', async () => {
       await expect(
         startJobsApp('unused', { encryption: { ...ONLY_K1, al: true } as JobsModuleOptions['encryption'] }, {}),
