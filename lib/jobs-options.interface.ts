@@ -1,7 +1,7 @@
 import type { ModuleMetadata, Type, InjectionToken, OptionalFactoryDependency } from '@nestjs/common';
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import type { ExternalJobs, JobDefaults } from './discovery/job-registry.js';
-import type { Clock, JobInterceptorClass, QueueOptions, RateLimit } from './model/index.js';
+import type { Clock, EncryptionOptions, JobInterceptorClass, QueueOptions, RateLimit } from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
 import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
 import type { DatabaseTimeouts } from './storage/connection/timeouts.js';
@@ -78,6 +78,13 @@ export interface JobsModuleOptions {
    * default false.
    */
   tracing?: boolean;
+  /**
+   * Encryption at rest of payloads, results, step results, errors and
+   * progress messages (AES-256-GCM): `{ keys: { '2026-12': base64Key },
+   * current: '2026-12' }`, for jobs declared `encrypted: true`, or every job
+   * with `all: true`. Any listed key decrypts; new values use `current`.
+   */
+  encryption?: EncryptionOptions;
   /** Replaces the system clock (tests). */
   clock?: Clock;
 }

@@ -12,6 +12,7 @@ import {
   RATE_LIMIT_SHAPE,
   recordOf,
   withFixes,
+  type EncryptionOptions,
   type OptionField,
 } from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
@@ -105,6 +106,9 @@ const WORKER_SHAPE = optionShape<WorkerOptions>({
 
 const RETENTION_SHAPE = optionShape<RetentionOptions>({ succeeded: true, failed: true, workers: true, interval: true });
 
+/** The keyring is a record of the app's own key ids: a value, never looked into. */
+const ENCRYPTION_SHAPE = optionShape<EncryptionOptions>({ keys: true, current: true, all: true });
+
 const SCHEDULER_SHAPE = optionShape<SchedulerOptions>({
   enabled: true,
   syncCodeSchedules: true,
@@ -133,6 +137,7 @@ export const MODULE_FIELDS = {
   maxResultBytes: true,
   scheduler: SCHEDULER_SHAPE,
   tracing: true,
+  encryption: ENCRYPTION_SHAPE,
   clock: true,
 } as const satisfies Record<keyof JobsModuleOptions, OptionField>;
 

@@ -22,6 +22,7 @@ import {
   Clock,
   CODE_QUEUES,
   JOB_ROW_BUILDER,
+  JobCipher,
   JobEvents,
   JobsError,
   JobTracing,
@@ -79,6 +80,12 @@ function coreProviders(): Provider[] {
           // A breaking version waits for older workers; one silent for a lease stopped (as JobsMonitor judges).
           workerStaleAfter: resolveWorkerOptions(o.worker).lease,
         }),
+    },
+    // Built at start, so a bad key refuses the boot before any job is read or written.
+    {
+      provide: JobCipher,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => new JobCipher(o.encryption),
     },
     ...storageProviders(),
     { provide: JOBS_DATA_SOURCE, inject: [StorageContext], useFactory: (c: StorageContext) => c.dataSource },

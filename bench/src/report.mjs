@@ -41,6 +41,10 @@ function rowsFor(titles) {
     { derived: 'stepsRatio', title: '3 durable steps per job ÷ plain drain at concurrency 10', unit: 'pct' },
     { scenario: 'txdrain', field: 'jobsPerSec', title: t('txdrain'), unit: 'rate' },
     { derived: 'txRatio', title: 'ctx.transaction per job ÷ plain drain at concurrency 10', unit: 'pct' },
+    { scenario: 'encbulk', field: 'jobsPerSec', title: t('encbulk'), unit: 'rate' },
+    { derived: 'encBulkRatio', title: 'encrypted bulk enqueue ÷ plain bulk enqueue', unit: 'pct' },
+    { scenario: 'encdrain', field: 'jobsPerSec', title: t('encdrain'), unit: 'rate' },
+    { derived: 'encDrainRatio', title: 'encrypted drain ÷ plain drain at concurrency 10', unit: 'pct' },
   ];
 }
 
@@ -82,6 +86,8 @@ const DERIVED = {
   uniqueRatio: ['unique', 'bulk'],
   stepsRatio: ['steps3', 'drain10'],
   txRatio: ['txdrain', 'drain10'],
+  encBulkRatio: ['encbulk', 'bulk'],
+  encDrainRatio: ['encdrain', 'drain10'],
 };
 
 // results[scenario][lib] = { runs: [...metrics], errors: [...] }

@@ -155,6 +155,28 @@ export function buildScenarios(scale) {
         return timedDrain(adapter, lib, { jobs: drainN, concurrency: 10 });
       },
     },
+    // Encryption at rest (this library only), each beside the plain figure it is reported against:
+    // every payload sealed at enqueue, opened at claim, and the job's outcome sealed too.
+    {
+      id: 'encbulk',
+      title: `encrypted: bulk enqueue ${k(bulkN)}, one call (jobs/s)`,
+      supports: (adapter) => adapter.encryption === true,
+      async run(adapter) {
+        const t = now();
+        await adapter.enqueueBulkEncrypted(bulkN);
+        return { jobsPerSec: bulkN / (ms(t, now()) / 1000) };
+      },
+    },
+    {
+      id: 'encdrain',
+      title: `encrypted: drain ${k(drainN)}, 1 process, concurrency 10 (jobs/s)`,
+      supports: (adapter) => adapter.encryption === true,
+      async run(adapter, lib) {
+        await adapter.enqueueBulkEncrypted(drainN);
+        await settle(adapter);
+        return timedDrain(adapter, lib, { jobs: drainN, concurrency: 10 });
+      },
+    },
     {
       id: 'latency',
       title: `enqueue→start latency, idle worker, ${latencyN} jobs 20 ms apart (ms)`,

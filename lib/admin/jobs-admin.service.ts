@@ -11,6 +11,7 @@ import {
   optionShape,
   PURGE_OPTIONS_SHAPE,
   Clock,
+  JobCipher,
   databaseCall,
   JOB_LIST_STATES,
   toDatabaseError,
@@ -27,6 +28,7 @@ import {
   type JobSearchPage,
   type PurgeOptions,
   type PurgeResult,
+  type ReencryptResult,
   type QueueInfo,
   type RetryAllFilter,
   type RetryAllResult,
@@ -74,6 +76,7 @@ export class JobsAdmin {
     private readonly clock: Clock,
     @Inject(SCHEDULE_CONTROL) private readonly schedules: ScheduleControl,
     private readonly queues: JobQueues,
+    private readonly cipher: JobCipher,
   ) {
     this.bulk = new BulkActions(storage, clock);
   }
@@ -238,6 +241,37 @@ export class JobsAdmin {
       const at = deleted || batches ? `${where} (after deleting ${deleted} job(s) and ${batches} batch(es))` : where;
       throw toDatabaseError(at, error);
     }
+  }
+
+  /**
+   * Re-seals every encrypted job's values (payload, result, errors,
+   * progress message, step results) and schedule's payload that use an
+   * older key with the current one, in rounds of `BULK_CHUNK` jobs, each its own short transaction;
+   * rows locked at that moment (a claim or an outcome in flight) are passed
+   * over, so run it again until `values` is 0. Values under a key this
+   * process lacks are counted in `unreadable` and left as they are.
+   */
+  async reencrypt(): Promise<ReencryptResult> {
+    const where = 'JobsAdmin.reencrypt()';
+    const current = this.cipher.current;
+    if (current === null) {
+      throw new JobsError(
+        `${where}: JobsModule has no "encryption" keys, so there is no current key to re-seal with. ` +
+          `Potential fix: JobsModule.forRoot({ encryption: { keys: { new: newKey, old: oldKey }, current: 'new' } }).`,
+      );
+    }
+    const schedules = await databaseCall(where, () => this.storage.reencryptSchedules());
+    const result: ReencryptResult = { current, jobs: 0, rounds: 1, ...schedules };
+    let after: string | null = null;
+    do {
+      const round = await databaseCall(where, () => this.storage.reencryptChunk(after, BULK_CHUNK));
+      result.rounds++;
+      result.jobs += round.jobs;
+      result.values += round.values;
+      result.unreadable += round.unreadable;
+      after = round.jobs < BULK_CHUNK ? null : round.last;
+    } while (after !== null);
+    return result;
   }
 
   /** Batches newest first, with their counts; members through `search({ batchId })` or `JobQueue.batchMembers()`. */

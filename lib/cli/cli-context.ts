@@ -1,16 +1,18 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import type { JobsAdmin } from '../admin/jobs-admin.service.js';
 import { DEFAULT_SCHEMA } from '../jobs-options.interface.js';
-import { JobsError } from '../model/index.js';
+import { JobsError, type EncryptionOptions } from '../model/index.js';
 import type { JobsMonitor } from '../monitoring/jobs-monitor.service.js';
 import type { JobQueue } from '../queue/job-queue.service.js';
 import { stringOption, UsageError, type OptionValues } from './cli-args.js';
 import type { CliOutput } from './cli-output.js';
 
-/** Where the CLI works: the database and schema from the options or the environment. */
+/** Where the CLI works: the database and schema from the options or the environment, and the keyring. */
 export interface CliTarget {
   databaseUrl: string;
   schema: string;
+  /** From JOBS_ENCRYPTION_KEYS and JOBS_ENCRYPTION_CURRENT: keys stay out of the command line and its history. */
+  encryption?: EncryptionOptions;
 }
 
 export function cliTarget(options: OptionValues, env: NodeJS.ProcessEnv): CliTarget {
@@ -18,7 +20,33 @@ export function cliTarget(options: OptionValues, env: NodeJS.ProcessEnv): CliTar
   if (!databaseUrl) {
     throw new UsageError('no database: set DATABASE_URL or pass --database-url postgres://user@host/db');
   }
-  return { databaseUrl, schema: stringOption(options, 'schema') ?? DEFAULT_SCHEMA };
+  const encryption = encryptionFromEnv(env);
+  return {
+    databaseUrl,
+    schema: stringOption(options, 'schema') ?? DEFAULT_SCHEMA,
+    ...(encryption ? { encryption } : {}),
+  };
+}
+
+/**
+ * `JOBS_ENCRYPTION_KEYS="2026-12:<base64>,2026-06:<base64>"`, and
+ * `JOBS_ENCRYPTION_CURRENT` (default: the first key listed). The keys
+ * themselves are checked as JobsModule checks them, at boot.
+ */
+function encryptionFromEnv(env: NodeJS.ProcessEnv): EncryptionOptions | undefined {
+  const listed = env.JOBS_ENCRYPTION_KEYS?.trim();
+  if (!listed) return undefined;
+  const keys: Record<string, string> = {};
+  for (const entry of listed.split(',')) {
+    const colon = entry.indexOf(':');
+    if (colon <= 0) {
+      throw new JobsError(
+        `JOBS_ENCRYPTION_KEYS: an entry is not "<key id>:<base64 key>". Potential fix: JOBS_ENCRYPTION_KEYS="2026-12:$(openssl rand -base64 32)".`,
+      );
+    }
+    keys[entry.slice(0, colon).trim()] = entry.slice(colon + 1).trim();
+  }
+  return { keys, current: env.JOBS_ENCRYPTION_CURRENT?.trim() || Object.keys(keys)[0]! };
 }
 
 /** The services a command uses, from an application context booted for this one call. */
@@ -56,6 +84,7 @@ export async function withServices<T>(
         migrationsRun: false,
         worker: { enabled: false },
         scheduler: { enabled: false, syncCodeSchedules: false },
+        ...(target.encryption ? { encryption: target.encryption } : {}),
       }),
       { logger: false, abortOnError: false },
     );

@@ -8,6 +8,7 @@ import { jobCommands } from './jobs.command.js';
 import { migrateCommand } from './migrate.command.js';
 import { overviewCommands } from './overview.command.js';
 import { purgeCommand } from './purge.command.js';
+import { reencryptCommand } from './reencrypt.command.js';
 import { scheduleCommands } from './schedules.command.js';
 
 const BIN = 'nestjs-durable-jobs';
@@ -16,6 +17,7 @@ const COMMANDS: readonly CliCommand[] = [
   ...overviewCommands,
   ...jobCommands,
   purgeCommand,
+  reencryptCommand,
   ...scheduleCommands,
   migrateCommand,
 ];
@@ -38,6 +40,8 @@ function help(): string {
     '  --schema <name>       the schema of the job tables (default: jobs)',
     '  --json                the result as JSON on stdout',
     '  -h, --help            this help, or a command\'s with "<command> --help"',
+    '',
+    'Encrypted jobs: JOBS_ENCRYPTION_KEYS="<id>:<base64 key>,…" (and JOBS_ENCRYPTION_CURRENT) decrypt what commands show.',
     '',
     'Ages: 45s, 30m, 12h, 7d, 2w, or a date (2026-01-31). Exit codes: 0 done, 1 refused (the message says why), 2 bad usage.',
   ].join('\n');

@@ -70,6 +70,11 @@ export function validateJobOptions(where: string, o: JobOptions): void {
     concurrency: o.concurrency,
     rateLimit: typeof o.rateLimit === 'string' ? undefined : o.rateLimit,
   });
+  if (o.encrypted !== undefined && typeof o.encrypted !== 'boolean') {
+    throw new JobsError(
+      `${where}: "encrypted" must be true or false, got ${describeValue(o.encrypted)}. Potential fix: encrypted: true.`,
+    );
+  }
   const b = o.backoff;
   if (b !== undefined && typeof b !== 'function') {
     const ok =

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
-import { JobsError, type JobHandler } from '../model/index.js';
+import { JobCipher, JobsError, type JobHandler } from '../model/index.js';
 import { checkInterceptorClasses, interceptorProviders } from './job-interceptors.js';
 import { DECORATED_JOB_CLASSES, getJobMetadata } from './job.decorator.js';
 import { JobRegistry } from './job-registry.js';
@@ -20,6 +20,7 @@ export class JobsExplorer implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly registry: JobRegistry,
     @Inject(JOBS_DISCOVERY_OPTIONS) private readonly options: JobsDiscoveryOptions,
+    private readonly cipher: JobCipher,
   ) {}
 
   onModuleInit(): void {
@@ -60,6 +61,14 @@ export class JobsExplorer implements OnModuleInit {
         ` (in a test module that registers only some handlers: unregisteredJobs: 'warn').`;
       if (mode === 'warn') this.logger.warn(message);
       else throw new JobsError(message);
+    }
+    const encrypted = this.registry.all().filter((j) => j.options.encrypted);
+    if (encrypted.length && !this.cipher.enabled) {
+      const j = encrypted[0]!;
+      throw new JobsError(
+        `@Job('${j.name}') on class ${j.metatype.name} is { encrypted: true }, but JobsModule has no "encryption" keys, so its payloads would be stored in plain text. ` +
+          `Potential fix: JobsModule.forRoot({ encryption: { keys: { '2026-12': process.env.JOBS_KEY }, current: '2026-12' } }).`,
+      );
     }
     this.logger.log(`Found ${found.size} job handler(s): ${this.registry.names().join(', ') || '(none)'}`);
   }

@@ -127,6 +127,20 @@ export interface PurgeOptions {
   skippedBefore?: Date;
 }
 
+/** What `JobsAdmin.reencrypt()` did: every encrypted job's values under older keys re-sealed with the current key. */
+export interface ReencryptResult {
+  /** The key id the values now use. */
+  current: string;
+  /** Encrypted jobs read. */
+  jobs: number;
+  /** Values re-sealed: payloads (schedules' too), results, errors (message and stack), progress messages, step results. */
+  values: number;
+  /** Values left as they are: sealed with a key this process lacks, or not authenticating. */
+  unreadable: number;
+  /** Rounds run, each its own short transaction. */
+  rounds: number;
+}
+
 /** What `purge()` deleted: jobs by state, batches, and the rounds it took. */
 export interface PurgeResult {
   /** Jobs deleted, by state (batch members are counted in `batches`, not here). */

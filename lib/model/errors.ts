@@ -100,6 +100,42 @@ export class WorkerShutdownError extends Error {
   }
 }
 
+/**
+ * A stored value is sealed with a key this process's keyring lacks. A
+ * worker meeting it on a job gives the job back unspent for an instance
+ * that has the key; readers show a placeholder instead.
+ */
+export class EncryptionKeyMissingError extends JobsError {
+  constructor(
+    what: string,
+    readonly keyId: string,
+  ) {
+    super(
+      `${what} is encrypted with key '${keyId}', which this process's keyring lacks. ` +
+        `Potential fix: add key '${keyId}' to JobsModule's "encryption.keys", or run reencrypt where it is present.`,
+    );
+    this.name = 'EncryptionKeyMissingError';
+  }
+}
+
+/**
+ * A sealed value does not authenticate under the key it names: it was
+ * changed (or corrupted) after it was written. The job it belongs to fails
+ * for good: no attempt can trust it.
+ */
+export class EncryptedValueError extends JobsError {
+  constructor(
+    what: string,
+    readonly keyId: string,
+  ) {
+    super(
+      `${what}: the value encrypted with key '${keyId}' does not authenticate, so it was altered or corrupted after it was written. ` +
+        `Potential fix: enqueue the job again; check who can write to the job tables.`,
+    );
+    this.name = 'EncryptedValueError';
+  }
+}
+
 /** An error as the job's record keeps it: name, message and stack. */
 export interface SerializedError {
   name: string;

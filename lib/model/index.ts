@@ -20,3 +20,4 @@ export * from './queue-settings.js';
 export * from './admin.js';
 export * from './job-steps.js';
 export * from './unique-keys.js';
+export * from './job-cipher.js';

@@ -35,6 +35,11 @@ export interface JobOptions {
    * the module's own (`JobsModule.forRoot({ interceptors })`).
    */
   interceptors?: readonly JobInterceptorClass[];
+  /**
+   * Encrypt its payload, result, step results, errors and progress messages
+   * with JobsModule's `encryption` keys; default false (see `encryption.all`).
+   */
+  encrypted?: boolean;
 }
 
 /**
@@ -61,6 +66,7 @@ export interface ResolvedJobOptions {
   backoff: BackoffOptions;
   timeout: number | null;
   priority: number;
+  encrypted: boolean;
 }
 
 /** The library's own defaults: the one place they are spelled. */
@@ -70,6 +76,7 @@ export const JOB_DEFAULTS: Readonly<ResolvedJobOptions> = Object.freeze({
   backoff: DEFAULT_BACKOFF,
   timeout: null,
   priority: 0,
+  encrypted: false,
 });
 
 /** Per field: the declaration, else the module's defaults, else the library's. */
@@ -80,5 +87,6 @@ export function resolveJobOptions(declared: JobOptions = {}, defaults: JobDefaul
     backoff: declared.backoff ?? defaults.backoff ?? JOB_DEFAULTS.backoff,
     timeout: declared.timeout ?? defaults.timeout ?? JOB_DEFAULTS.timeout,
     priority: declared.priority ?? JOB_DEFAULTS.priority,
+    encrypted: declared.encrypted ?? JOB_DEFAULTS.encrypted,
   };
 }

@@ -58,6 +58,7 @@ export const JOB_OPTIONS_SHAPE = optionShape<JobOptions>({
   rateLimit: RATE_LIMIT_SHAPE,
   unique: JOB_UNIQUE_SHAPE,
   interceptors: true,
+  encrypted: true,
 });
 
 export const JOB_DEFAULTS_SHAPE = optionShape<JobDefaults>({

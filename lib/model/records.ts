@@ -20,6 +20,10 @@ export interface ClaimedJob {
   traceContext?: Record<string, string> | null;
   /** Past this, the job does not start or retry: it fails with a DeadlineExceededError. */
   deadline?: Date | null;
+  /** Its payload was sealed: what the attempt writes (result, errors, steps, progress) is sealed too. */
+  encrypted?: boolean;
+  /** Its payload could not be opened: the key id, and whether the key is missing or the value does not authenticate. */
+  unreadable?: { keyId: string; missing: boolean };
 }
 
 /** What the worker decided about one finished attempt. */

@@ -34,6 +34,8 @@ export interface ScheduleDefinition {
   jobOptions: ScheduledJobOptions;
   /** The first tick after the definition was written; kept when cron and time zone did not change. */
   nextRunAt: Date;
+  /** Its job is encrypted: the payload is stored sealed, and each tick's job carries it so. */
+  encrypted?: boolean;
 }
 
 /** What `RecurringSchedules.list()` returns for one schedule. */

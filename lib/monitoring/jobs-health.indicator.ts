@@ -23,7 +23,9 @@ const HEALTH_SHAPE = optionShape<JobsHealthOptions>({ maxQueued: true, timeout: 
  *
  * - `down`: the database did not answer in time, or jobs are due in a queue
  *   that no alive worker serves (they would wait forever).
- * - `degraded`: more jobs are due than `maxQueued`.
+ * - `degraded`: more jobs are due than `maxQueued`, or this instance's
+ *   worker met jobs sealed with an encryption key its keyring lacks
+ *   (`missingKeys`: it hands them back for an instance that has the key).
  * - `up` otherwise. Each result carries the live counts and the number of
  *   alive workers.
  */
@@ -69,6 +71,14 @@ export class JobsHealthIndicator {
         ...data,
         stranded,
         message: `Jobs are due in ${stranded.map((q) => `"${q}"`).join(', ')} and no alive worker serves ${stranded.length > 1 ? 'them' : 'it'}`,
+      });
+    }
+    const { missingKeys } = this.monitor.encryption();
+    if (missingKeys.length) {
+      return indicator.degraded({
+        ...data,
+        missingKeys,
+        message: `This instance lacks encryption key(s) ${missingKeys.map((k) => `'${k}'`).join(', ')} that jobs are encrypted with; it hands those jobs back for an instance that has them`,
       });
     }
     if (options.maxQueued !== undefined && queued > options.maxQueued) {

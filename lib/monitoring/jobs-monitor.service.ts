@@ -8,9 +8,11 @@ import {
   EARLIEST_TIME,
   JOB_STATES,
   isUuid,
+  JobCipher,
   JobsError,
   JOB_LIST_FILTER_SHAPE,
   optionShape,
+  type EncryptionStatus,
   type JobCounts,
   type JobListFilter,
   type JobPage,
@@ -61,7 +63,13 @@ export class JobsMonitor {
     @Inject(MONITORING_STORAGE) private readonly storage: MonitoringStorage,
     @Inject(MONITORING_OPTIONS) private readonly options: MonitoringOptions,
     private readonly clock: Clock,
+    private readonly cipher: JobCipher,
   ) {}
+
+  /** This process's encryption: its key ids, the current one, and the key ids its worker met on jobs and lacks. */
+  encryption(): EncryptionStatus {
+    return this.cipher.status();
+  }
 
   /**
    * Jobs by queue and state. Waiting, queued, scheduled and active are exact

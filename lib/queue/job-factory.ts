@@ -13,6 +13,7 @@ import {
   type UniqueColumns,
   type UniqueOptions,
   JobsError,
+  JobCipher,
   JobTracing,
   LATEST_TIME,
   uuidv7,
@@ -37,6 +38,7 @@ export class JobFactory {
     readonly clock: Clock,
     @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,
     private readonly tracing: JobTracing,
+    private readonly cipher: JobCipher,
   ) {}
 
   /**
@@ -90,7 +92,7 @@ export class JobFactory {
       id: uuidv7(now.getTime()),
       name,
       queue: options.queue ?? defaults.queue,
-      payloadJson: serializePayload(name, payload, this.settings.maxPayloadBytes),
+      payloadJson: this.payloadJson(name, payload, defaults.encrypted),
       state: 'queued',
       priority: options.priority ?? defaults.priority,
       runAt,
@@ -103,6 +105,19 @@ export class JobFactory {
   /** Knows the name of every job this app may start, or says why not. */
   resolveName(job: JobRef): string {
     return this.registry.resolveName(job);
+  }
+
+  /** The payload as stored: its JSON, checked against the size limit, and sealed for an encrypted job. */
+  private payloadJson(name: string, payload: unknown, encrypted: boolean): string {
+    const json = serializePayload(name, payload, this.settings.maxPayloadBytes);
+    if (!encrypted && !this.cipher.all) return json;
+    if (!this.cipher.enabled) {
+      throw new JobsError(
+        `enqueue('${name}'): the job is declared { encrypted: true }, but JobsModule has no "encryption" keys, so its payload would be stored in plain text. ` +
+          `Potential fix: JobsModule.forRoot({ encryption: { keys: { '2026-12': process.env.JOBS_KEY }, current: '2026-12' } }).`,
+      );
+    }
+    return this.cipher.sealJson(json);
   }
 }
 

@@ -91,6 +91,7 @@ export class RecurringSchedules implements ScheduleControl {
       this.settings.maxPayloadBytes,
       now,
     );
+    definition.encrypted = this.registry.optionsOf(jobName).encrypted;
     if (!(await databaseCall(where, () => this.storage.upsertDynamic(definition, now)))) {
       throw new JobsError(
         `${where}: a code-defined schedule (@Cron) has this name, and a dynamic schedule cannot replace it. ` +

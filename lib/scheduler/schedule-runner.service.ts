@@ -96,8 +96,9 @@ export class ScheduleRunner {
   /** Writes this app's @Cron declarations, and removes code-defined rows it no longer declares. */
   private async writeCodeSchedules(): Promise<void> {
     const now = this.clock.now();
-    const definitions = this.explorer.schedules.map((s) =>
-      defineSchedule(
+    const definitions = this.explorer.schedules.map((s) => ({
+      encrypted: this.registry.optionsOf(s.jobName).encrypted,
+      ...defineSchedule(
         `@Cron('${s.metadata.expression}') on ${s.className}`,
         {
           ...s.metadata.options,
@@ -109,7 +110,7 @@ export class ScheduleRunner {
         this.queueSettings.maxPayloadBytes,
         now,
       ),
-    );
+    }));
     const { removed } = await this.storage.syncCodeSchedules(definitions, this.registry.externalNames(), now);
     if (removed.length)
       this.logger.log(`Removed code-defined schedule(s) no longer in the code: ${removed.join(', ')}`);

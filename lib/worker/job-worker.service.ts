@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
-import { Clock, serializeError, WorkerShutdownError, type ClaimedJob } from '../model/index.js';
+import { Clock, JobCipher, serializeError, WorkerShutdownError, type ClaimedJob } from '../model/index.js';
 import { CLAIM_STORAGE, type ClaimStorage } from '../storage/jobs/claim/claim-storage.interface.js';
 import {
   OUTCOME_STORAGE,
@@ -21,6 +21,13 @@ import { LeaseKeeper, type LeaseHolder } from './lease-keeper.service.js';
 import { logOutcome } from './outcome-log.js';
 import type { RunningJob } from './running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
+
+/**
+ * How long a job sealed with a key this instance lacks stays out of every
+ * claim once handed back: long enough that this instance does not spin on
+ * it, short enough that one with the key takes it soon.
+ */
+const MISSING_KEY_WAIT_MS = 1_000;
 
 /**
  * Runs the jobs its Claimer claims, up to the concurrency limit, and records
@@ -55,6 +62,7 @@ export class JobWorker implements LeaseHolder {
     private readonly attempts: AttemptRunner,
     private readonly hooks: FailureHooks,
     @Inject(QUEUE_STORAGE) queueStorage: QueueStorage,
+    private readonly cipher: JobCipher,
   ) {
     this.claimer = new Claimer({
       workerId: this.id,
@@ -135,6 +143,10 @@ export class JobWorker implements LeaseHolder {
   }
 
   private startJob(job: ClaimedJob): void {
+    if (job.unreadable?.missing) {
+      void this.handBackSealed(job, job.unreadable.keyId);
+      return;
+    }
     const run = this.attempts.create(job);
     this.running.set(job.id, run);
     void this.attempts.run(run).then(async (result) => {
@@ -166,6 +178,22 @@ export class JobWorker implements LeaseHolder {
       this.claimer.jobReleased(job, !!result.outcome);
       if (this.running.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     });
+  }
+
+  /** A job sealed with a key this instance lacks: back to the queue, its attempt unspent, for an instance with the key. */
+  private async handBackSealed(job: ClaimedJob, keyId: string): Promise<void> {
+    if (this.cipher.noteMissing(keyId)) {
+      this.logger.warn(
+        `Job ${job.name} ${job.id} is encrypted with key '${keyId}', which this instance's keyring lacks: such jobs are handed back unspent for an instance that has it. ` +
+          `Potential fix: add key '${keyId}' to JobsModule's "encryption.keys" here.`,
+      );
+    }
+    const runAt = new Date(this.clock.now().getTime() + MISSING_KEY_WAIT_MS);
+    await this.outcomes
+      .handBack(this.id, [job], runAt, null)
+      .catch((e: Error) => this.logger.error(`Handing back job ${job.id} failed: ${e.message}`));
+    this.claimer.attemptEnded(job.id, false);
+    this.claimer.jobReleased(job, false);
   }
 
   private cancelLocal(id: string): void {

@@ -6,20 +6,25 @@ export function logOutcome(logger: Logger, job: ClaimedJob, outcome: AttemptOutc
   // Successes are logged at debug level only: skip building their line when nobody reads it.
   if (outcome.kind === 'succeeded' && !Logger.isLevelEnabled('debug')) return;
   const label = `Job ${job.name} ${job.id} attempt ${job.attempt}/${job.maxAttempts}`;
+  // An encrypted job's messages may hold what its encryption keeps out of the database: logs get the error's name only.
+  const said = (error: { name: string; message: string }) =>
+    job.encrypted ? `${error.name} (message encrypted; JobQueue.get() shows it)` : error.message;
   switch (outcome.kind) {
     case 'succeeded':
       logger.debug(`${label} succeeded`);
       break;
     case 'retry':
       logger.warn(
-        `${label} failed: ${outcome.error.message}; retrying in ${Math.max(0, outcome.retryAt.getTime() - clock.now().getTime())} ms`,
+        `${label} failed: ${said(outcome.error)}; retrying in ${Math.max(0, outcome.retryAt.getTime() - clock.now().getTime())} ms`,
       );
       break;
     case 'failed':
-      logger.error(`${label} failed for good: ${outcome.error.message}`);
+      logger.error(`${label} failed for good: ${said(outcome.error)}`);
       break;
     case 'snoozed':
-      logger.log(`${label} snoozed until ${outcome.until.toISOString()}${outcome.reason ? `: ${outcome.reason}` : ''}`);
+      logger.log(
+        `${label} snoozed until ${outcome.until.toISOString()}${outcome.reason && !job.encrypted ? `: ${outcome.reason}` : ''}`,
+      );
       break;
     case 'cancelled':
       logger.log(`${label} was cancelled`);

@@ -3,6 +3,7 @@ import type { RegisteredJob } from '../discovery/job-registry.js';
 import {
   computeBackoff,
   DeadlineExceededError,
+  EncryptedValueError,
   JobCancelledError,
   JobsError,
   JobTimeoutError,
@@ -165,6 +166,14 @@ export class RunningJob {
   async execute(): Promise<RunResult> {
     const { job } = this;
     const ctx = this.context();
+    // A sealed payload that does not authenticate: no attempt can trust it. One whose key is missing
+    // is handed back by JobWorker before it gets here; elsewhere (the testing kit) it waits, unspent.
+    if (job.unreadable) {
+      const { keyId, missing } = job.unreadable;
+      if (!missing) return this.failedForGood(new EncryptedValueError(`Job "${job.name}" (${job.id})`, keyId));
+      const until = new Date(this.deps.clock.now().getTime() + 1_000);
+      return { outcome: { kind: 'snoozed', until, reason: `this instance lacks encryption key '${keyId}'` } };
+    }
     // Claimed before its deadline but about to start after it (it waited in the buffer): it does not start.
     if (job.deadline && new Date(job.deadline) <= this.deps.clock.now()) {
       return this.failedForGood(this.deadlineError('start'));

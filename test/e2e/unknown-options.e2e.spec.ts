@@ -22,7 +22,7 @@ import { startTestingApp, type TestingApp } from '../support/testing-app.js';
 import { anyValue, expectUnknownKeyRefused, unknownKey, type OptionsPosition } from '../support/unknown-keys.js';
 
 // Issue 23, item 7: a typo in an option (`maxAtempts`), or an option this
-// version does not have (`encrypted`), used to be dropped without a word,
+// version does not have (`sandboxed`), used to be dropped without a word,
 // and the job quietly ran with the default it was meant to override. Every
 // options object of the public API now refuses a key it does not know, at
 // the call (or the decorator, or the start), naming it and the key meant.
@@ -181,11 +181,11 @@ describe('the reports of issue 23', () => {
     expect(() => JobsModule.forRoot({ retension: { succeeded: 1 } } as never)).toThrow(
       /^JobsModule\.forRoot\(\): unknown option "retension"\. Did you mean "retention"\?/,
     );
-    expect(() => Job('x', { encrypted: true } as never)(class X {})).toThrow(
-      /unknown option "encrypted"\. Known options: queue, .*Potential fix: remove it; this version of nestjs-durable-jobs has no such option\./,
+    expect(() => Job('x', { sandboxed: true } as never)(class X {})).toThrow(
+      /unknown option "sandboxed"\. Known options: queue, .*Potential fix: remove it; this version of nestjs-durable-jobs has no such option\./,
     );
-    expect(() => JobsModule.forRoot({ encryption: { keys: {}, current: 'k' } } as never)).toThrow(
-      /unknown option "encryption"\. Known options: dataSource, connection/,
+    expect(() => JobsModule.forRoot({ redisUrl: 'redis://localhost' } as never)).toThrow(
+      /unknown option "redisUrl"\. Known options: dataSource, connection/,
     );
   });
 

@@ -34,6 +34,7 @@ export const JOB = [
   'rateLimit',
   'unique',
   'interceptors',
+  'encrypted',
 ];
 export const UNIQUE = ['key', 'while', 'for', 'ttl', 'replace'];
 export const BACKOFF = ['type', 'delay', 'maxDelay', 'jitter'];
@@ -57,6 +58,7 @@ export const MODULE = [
   'maxResultBytes',
   'scheduler',
   'tracing',
+  'encryption',
   'clock',
 ];
 export const WORKER = [
@@ -146,6 +148,13 @@ export const modulePositions: OptionsPosition[] = [
     known: RATE_LIMIT,
     base: () => ({ max: 10, per: 1_000 }),
     call: (o) => forRootWith('rateLimits', { 'partner-api': o }),
+  },
+  {
+    where: 'JobsModule.forRoot()',
+    path: 'encryption.',
+    known: ['keys', 'current', 'all'],
+    base: () => ({ keys: { k: 'x' }, current: 'k' }),
+    call: (o) => forRootWith('encryption', o),
   },
   {
     where: 'JobsModule.forRoot()',

@@ -49,8 +49,8 @@ export function slip(key: string): fc.Arbitrary<string> {
 
 /** Options of features this version does not have, and keys every object inherits. */
 const NOT_OPTIONS = [
-  'encrypted',
-  'encryption',
+  'sandboxed',
+  'redisUrl',
   '',
   ' ',
   '__proto__',

@@ -86,8 +86,8 @@ describe('nearestKey', () => {
   });
 
   it('suggests nothing for an option this version does not have', () => {
-    expect(nearestKey('encrypted', JOB_OPTIONS_SHAPE.keys)).toBeUndefined();
-    expect(nearestKey('encryption', MODULE_SHAPE.keys)).toBeUndefined();
+    expect(nearestKey('sandboxed', JOB_OPTIONS_SHAPE.keys)).toBeUndefined();
+    expect(nearestKey('redisUrl', MODULE_SHAPE.keys)).toBeUndefined();
     expect(nearestKey('middleware', MODULE_SHAPE.keys)).toBeUndefined();
     expect(nearestKey('', JOB_OPTIONS_SHAPE.keys)).toBeUndefined();
   });

@@ -22,6 +22,10 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
   const flowControl = typeof lib.JobQueues === 'function';
   // Builds with durable steps and ctx.transaction take the scenarios that measure them.
   const durableSteps = typeof lib.MAX_STEP_NAME_LENGTH === 'number';
+  // Builds with encryption at rest take the scenarios that measure it.
+  const encryption = typeof lib.EncryptedValueError === 'function';
+  // A fixed key: the bench measures the sealing, not the key's secrecy.
+  const keyring = encryption ? { keys: { bench: Buffer.alloc(32, 7).toString('base64') }, current: 'bench' } : undefined;
   // The 'limit' scenario's queue: at most 10 of its jobs run at once, across the worker processes.
   const queues = flowControl ? { limited: { concurrency: 10 } } : undefined;
 
@@ -49,6 +53,11 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
     }
   }
   const NoopJob = Reflect.decorate([Job(JOB, { queue: 'default' })], Noop);
+  // The same handler for jobs whose payload, result and errors are sealed.
+  class SecretNoop extends Noop {}
+  const SecretJob = encryption
+    ? Reflect.decorate([Job(`${JOB}-secret`, { queue: 'default', encrypted: true })], SecretNoop)
+    : null;
 
   // Builds the app: a producer (worker disabled) or a worker running onJob.
   async function boot({ worker, onJob }) {
@@ -59,15 +68,22 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
         Module({
           // 'ignore': ours and ours-sync load one build in one process, each with a Noop class of its own.
           imports: [
-            JobsModule.forRoot({ connection: DATABASE_URL, schema: SCHEMA, worker, queues, unregisteredJobs: 'ignore' }),
+            JobsModule.forRoot({
+              connection: DATABASE_URL,
+              schema: SCHEMA,
+              worker,
+              queues,
+              unregisteredJobs: 'ignore',
+              ...(keyring ? { encryption: keyring } : {}),
+            }),
           ],
-          providers: [NoopJob],
+          providers: SecretJob ? [NoopJob, SecretJob] : [NoopJob],
         }),
       ],
       BenchModule,
     );
     const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
-    return { app, queue: app.get(JobQueue), Noop: NoopJob };
+    return { app, queue: app.get(JobQueue), Noop: NoopJob, Secret: SecretJob };
   }
 
   function create() {
@@ -82,6 +98,7 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
       storage: 'postgres',
       flowControl,
       durableSteps,
+      encryption,
 
       async open() {
         await client();
@@ -111,6 +128,14 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
         const { queue, Noop } = await client();
         const items = new Array(n);
         for (let k = 0; k < n; k++) items[k] = { job: Noop, payload: { i: k, ...extra } };
+        await queue.enqueueMany(items);
+      },
+
+      // The encryption scenarios: as enqueueBulk, of the job type declared { encrypted: true }.
+      async enqueueBulkEncrypted(n) {
+        const { queue, Secret } = await client();
+        const items = new Array(n);
+        for (let k = 0; k < n; k++) items[k] = { job: Secret, payload: { i: k } };
         await queue.enqueueMany(items);
       },
 

@@ -29,6 +29,13 @@ export function queuesController(config: DashboardConfig) {
       return (await this.monitor.workers()).map(workerView);
     }
 
+    /** This instance's encryption: key ids (never keys), the current one, and those its worker met on jobs and lacks. */
+    @Get('api/encryption')
+    encryption(@Query() query: Q) {
+      onlyKnown(query, []);
+      return this.monitor.encryption();
+    }
+
     /** Each queue's limits (with where each came from), paused flag and live counts, by name. */
     @Get('api/queues')
     queues(@Query() query: Q) {

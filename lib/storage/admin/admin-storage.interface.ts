@@ -116,8 +116,28 @@ export interface AdminStorage {
     maxMembers: number,
   ): Promise<BatchPurgeResult>;
   listBatches(query: BatchQuery): Promise<BatchSummary[]>;
+  /**
+   * One reencrypt round: up to `limit` encrypted jobs after the job id
+   * `after` (rows locked elsewhere are skipped), their values under older
+   * keys re-sealed with the current one, in one short transaction.
+   */
+  reencryptChunk(after: string | null, limit: number): Promise<ReencryptChunkResult>;
+  /** The payloads of schedules of encrypted jobs under older keys, re-sealed with the current one. */
+  reencryptSchedules(): Promise<Omit<ReencryptChunkResult, 'jobs' | 'last'>>;
   /** Jobs ended in [since, until) per queue and minute, read among the jobs created since `createdSince`. */
   throughput(since: Date, until: Date, createdSince: Date, queue: string | null): Promise<ThroughputRow[]>;
+}
+
+/** What one reencrypt round did: the encrypted jobs it read, the values it re-sealed, and its cursor. */
+export interface ReencryptChunkResult {
+  /** Encrypted jobs read (and locked) this round. */
+  jobs: number;
+  /** Values re-sealed with the current key: payloads, results, errors, progress messages, step results. */
+  values: number;
+  /** Values sealed with a key this process lacks (or that do not authenticate), left as they are. */
+  unreadable: number;
+  /** The last job id read: the next round starts after it; null when nothing was left. */
+  last: string | null;
 }
 
 export const ADMIN_STORAGE = Symbol('ADMIN_STORAGE');

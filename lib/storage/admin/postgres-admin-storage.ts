@@ -4,6 +4,7 @@ import {
   type BatchSummary,
   type DependencyEdge,
   type DependencyOn,
+  type JobCipher,
   type JobState,
   type JobSummary,
 } from '../../model/index.js';
@@ -21,11 +22,13 @@ import type {
   DeleteJobResult,
   JobSearchQuery,
   PurgeChunk,
+  ReencryptChunkResult,
   RunNowOutcome,
   ThroughputRow,
 } from './admin-storage.interface.js';
 import { filterConditions, SqlParams } from './admin-filter.js';
 import { adminStatements, type AdminStatements } from './admin-statements.js';
+import { reencryptChunk, reencryptSchedules, reencryptStatements } from './reencrypt-chunk.js';
 
 type Row = Record<string, unknown>;
 
@@ -36,14 +39,18 @@ const FIRST = '00000000-0000-0000-0000-000000000000';
 const BATCH_CANDIDATES = 100;
 
 export class PostgresAdminStorage implements AdminStorage {
+  private readonly cipher: JobCipher;
   private readonly sql: AdminStatements;
   private readonly pool: PoolExecutor;
   private readonly channel: string;
+  private readonly reencryptSql: ReturnType<typeof reencryptStatements>;
 
   constructor(context: StorageContext) {
     this.sql = adminStatements(context.schema);
+    this.reencryptSql = reencryptStatements(context.schema);
     this.pool = context.executor;
     this.channel = context.channel;
+    this.cipher = context.cipher;
   }
 
   async searchJobs(q: JobSearchQuery): Promise<JobSummary[]> {
@@ -51,7 +58,7 @@ export class PostgresAdminStorage implements AdminStorage {
     const where = filterConditions(q, params);
     if (q.before !== null) where.push(`id < ${params.add(q.before, '::uuid')}`);
     const text = this.sql.search(where.join(' AND ') || 'TRUE', params.add(q.limit, '::int'));
-    return (await this.pool.query<Row>(text, params.values)).map(jobSummaryFromRow);
+    return (await this.pool.query<Row>(text, params.values)).map((r) => jobSummaryFromRow(r, this.cipher));
   }
 
   async jobEdges(id: string, childLimit: number) {
@@ -151,6 +158,14 @@ export class PostgresAdminStorage implements AdminStorage {
       const deleted = await tx.query<{ id: string }>(this.sql.purgeJobs, [ids]);
       return { ids: deleted.map((r) => r.id), last: ids[ids.length - 1]!, seen: ids.length };
     });
+  }
+
+  reencryptChunk(after: string | null, limit: number): Promise<ReencryptChunkResult> {
+    return this.pool.transaction((tx) => reencryptChunk(tx, this.reencryptSql, this.cipher, after ?? FIRST, limit));
+  }
+
+  reencryptSchedules(): Promise<Omit<ReencryptChunkResult, 'jobs' | 'last'>> {
+    return this.pool.transaction((tx) => reencryptSchedules(tx, this.reencryptSql, this.cipher));
   }
 
   purgeBatches(

@@ -1,4 +1,5 @@
-import type { FinishedAttempt, NewJob } from '../../model/index.js';
+import type { FinishedAttempt, JobCipher, NewJob } from '../../model/index.js';
+import { sealErrorFor, sealValueFor } from './job-sealing.js';
 
 /**
  * The columns a new job is written with, in the order of the insert
@@ -193,9 +194,10 @@ export function uuidv7Floor(at: Date): string {
 
 /**
  * Outcomes as the success and failure writes take them: ids, and per-row
- * values as JSON objects keyed by job id (see jobStatements).
+ * values as JSON objects keyed by job id (see jobStatements); an encrypted
+ * job's result and error sealed.
  */
-export function encodeOutcomes(attempts: readonly FinishedAttempt[]) {
+export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: JobCipher) {
   const succeededIds: string[] = [];
   const succeededAttempts: Record<string, number> = {};
   const results: Record<string, unknown> = {};
@@ -205,7 +207,9 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[]) {
     if (outcome.kind === 'succeeded') {
       succeededIds.push(job.id);
       succeededAttempts[job.id] = job.attempt;
-      if (outcome.result !== undefined && outcome.result !== null) results[job.id] = outcome.result;
+      if (outcome.result !== undefined && outcome.result !== null) {
+        results[job.id] = sealValueFor(cipher, job, outcome.result);
+      }
     } else if (outcome.kind === 'snoozed') {
       // Back to the queue like a retry, with its own history row, and the attempt given back.
       failedIds.push(job.id);
@@ -213,7 +217,10 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[]) {
         attempt: job.attempt,
         state: 'queued',
         exec_state: 'snoozed',
-        error: { name: 'SnoozeJob', message: outcome.reason ?? `snoozed until ${outcome.until.toISOString()}` },
+        error: sealErrorFor(cipher, job, {
+          name: 'SnoozeJob',
+          message: outcome.reason ?? `snoozed until ${outcome.until.toISOString()}`,
+        }),
         run_at: outcome.until.toISOString(),
         hook: null,
         extra: true,
@@ -224,7 +231,7 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[]) {
         attempt: job.attempt,
         state: outcome.kind === 'retry' ? 'queued' : outcome.kind,
         exec_state: outcome.kind === 'retry' ? 'failed' : outcome.kind,
-        error: outcome.error,
+        error: sealErrorFor(cipher, job, outcome.error),
         run_at: outcome.kind === 'retry' ? outcome.retryAt.toISOString() : null,
         // The worker runs the hook itself right after this write, holding it like a lease.
         hook: outcome.kind === 'failed' ? (outcome.hook ? 'running' : 'done') : null,

@@ -1,18 +1,23 @@
-import type {
-  ClaimedJob,
-  JobExecution,
-  JobInfo,
-  JobState,
-  JobStep,
-  JobSummary,
-  SerializedError,
+import {
+  JobCipher,
+  type ClaimedJob,
+  type JobExecution,
+  type JobInfo,
+  type JobState,
+  type JobStep,
+  type JobSummary,
+  type SerializedError,
 } from '../../model/index.js';
 import type { ClaimResult } from './claim/claim-storage.interface.js';
+import { openClaimed } from './job-sealing.js';
 
 type Row = Record<string, unknown>;
 
-/** A `job` row as the public summary: the columns every read of a job shares. */
-export function jobSummaryFromRow(r: Row): JobSummary {
+/** Reads without encryption options: sealed values show as placeholders. */
+const NO_KEYS = new JobCipher();
+
+/** A `job` row as the public summary: the columns every read of a job shares (sealed ones opened where `cipher` can). */
+export function jobSummaryFromRow(r: Row, cipher: JobCipher): JobSummary {
   return {
     id: r.id as string,
     name: r.name as string,
@@ -29,7 +34,7 @@ export function jobSummaryFromRow(r: Row): JobSummary {
     // The row keeps the error of the last failed attempt; once a later attempt succeeded it is that
     // attempt's story (in the execution history), not the job's. Hidden here rather than cleared on
     // success, so rows written before read the same and the success write stays as lean as it is.
-    lastError: r.state === 'succeeded' ? null : ((r.last_error as SerializedError | null) ?? null),
+    lastError: r.state === 'succeeded' ? null : cipher.revealError((r.last_error as SerializedError | null) ?? null),
     workerId: (r.worker_id as string | null) ?? null,
     batchId: (r.batch_id as string | null) ?? null,
   };
@@ -41,6 +46,7 @@ export function jobInfoFromRows(
   executionRows: readonly Row[],
   stepRows: readonly JobStep[] = [],
   withResults = false,
+  cipher: JobCipher = NO_KEYS,
 ): JobInfo {
   const executions: JobExecution[] = executionRows.map((e) => ({
     attempt: e.attempt as number,
@@ -48,7 +54,7 @@ export function jobInfoFromRows(
     state: e.state as JobExecution['state'],
     startedAt: (e.started_at as Date | null) ?? null,
     endedAt: (e.ended_at as Date | null) ?? null,
-    error: (e.error as SerializedError | null) ?? null,
+    error: cipher.revealError((e.error as SerializedError | null) ?? null),
   }));
   const state = row.state as JobState;
   const attempt = row.attempt as number;
@@ -68,18 +74,18 @@ export function jobInfoFromRows(
     });
   }
   return {
-    ...jobSummaryFromRow(row),
-    payload: row.payload,
-    progressMessage: (row.progress_message as string | null) ?? null,
-    result: row.result ?? null,
+    ...jobSummaryFromRow(row, cipher),
+    payload: cipher.revealValue(row.payload),
+    progressMessage: cipher.revealText((row.progress_message as string | null) ?? null),
+    result: cipher.revealValue(row.result ?? null),
     cancelRequested: row.cancel_requested as boolean,
     executions,
-    steps: stepRows.map((r) => jobStepFromRow(r, withResults)),
+    steps: stepRows.map((r) => jobStepFromRow(r, withResults, cipher)),
   };
 }
 
 /** A `job_step` row (as the list statement names its columns) as `JobQueue.get()` shows it. */
-export function jobStepFromRow(r: JobStep, withResult: boolean): JobStep {
+export function jobStepFromRow(r: JobStep, withResult: boolean, cipher: JobCipher): JobStep {
   const step: JobStep = {
     name: r.name,
     kind: r.kind,
@@ -87,19 +93,20 @@ export function jobStepFromRow(r: JobStep, withResult: boolean): JobStep {
     completedAt: r.completedAt,
     wakeAt: r.wakeAt ?? null,
   };
-  if (withResult) step.result = r.result ?? null;
+  if (withResult) step.result = cipher.revealValue(r.result ?? null);
   return step;
 }
 
 /** A row of claim_controlled: a claimed job, or (id null) the wait a rate limit asks for. */
 export type ClaimRow = ClaimedJob & { waitMs: number | null };
 
-export function claimResult(rows: readonly ClaimRow[]): ClaimResult {
+/** Claimed rows as the claim returns them: the jobs (payloads opened, see openClaimed) and the wait. */
+export function claimResult(cipher: JobCipher, rows: readonly ClaimRow[]): ClaimResult {
   let waitMs: number | null = null;
   const jobs: ClaimedJob[] = [];
   for (const { waitMs: wait, ...job } of rows) {
     if (job.id) jobs.push(job);
     else waitMs = wait;
   }
-  return { jobs, waitMs };
+  return { jobs: openClaimed(cipher, jobs), waitMs };
 }

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { JobStep, NewStep, StoredStep } from '../../model/index.js';
+import type { JobCipher, JobStep, NewStep, StoredStep } from '../../model/index.js';
 import { executorFor, ignoreError, type PoolExecutor } from '../connection/sql-executor.js';
 import { WorkerPool } from '../connection/worker-pool.js';
 import type { StorageContext } from '../storage-context.js';
 import type { TxScope } from '../storage-tx.interface.js';
 import type { HeldJob } from './outcomes/outcome-storage.interface.js';
 import { jobStepFromRow } from './job-rows.js';
+import { sealJsonFor } from './job-sealing.js';
 import { stepStatements, type StepStatements } from './step-statements.js';
 import type { HandlerTransactionSource, StepStorage } from './step-storage.interface.js';
 
@@ -28,6 +29,7 @@ export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
   private readonly sql: StepStatements;
   private readonly pool: PoolExecutor;
   private readonly dataSource: DataSource;
+  private readonly cipher: JobCipher;
   private stepPool: WorkerPool | null = null;
   private readonly names: { record: string; load: string };
 
@@ -49,6 +51,7 @@ export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
     this.names = { record: named('record'), load: named('load') };
     this.pool = context.executor;
     this.dataSource = context.dataSource;
+    this.cipher = context.cipher;
   }
 
   /**
@@ -69,7 +72,12 @@ export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
 
   async loadSteps(jobId: string): Promise<StoredStep[]> {
     const rows = await this.steps().query<StoredStep>(this.sql.load, [jobId], this.names.load);
-    return rows.map((r) => ({ ...r, result: r.result ?? null, wakeAt: r.wakeAt ?? null }));
+    // A step sealed with a key this process lacks (or altered) fails the load: the attempt cannot answer from it.
+    return rows.map((r) => ({
+      ...r,
+      result: this.cipher.openValue(r.result ?? null, `The result of step "${r.name}" of job ${jobId}`),
+      wakeAt: r.wakeAt ?? null,
+    }));
   }
 
   async recordStep(workerId: string, job: HeldJob, step: NewStep, tx?: TxScope, withSuccess = false): Promise<boolean> {
@@ -78,7 +86,16 @@ export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
     const name = tx ? undefined : this.names.record;
     const rows = await (tx ? executorFor(tx, this.pool) : this.steps()).query<Row>(
       statement,
-      [job.id, job.attempt, workerId, step.name, step.kind, step.resultJson, step.completedAt, step.wakeAt],
+      [
+        job.id,
+        job.attempt,
+        workerId,
+        step.name,
+        step.kind,
+        sealJsonFor(this.cipher, job, step.resultJson),
+        step.completedAt,
+        step.wakeAt,
+      ],
       name,
     );
     return rows.length > 0;
@@ -86,7 +103,7 @@ export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
 
   async listSteps(jobId: string, withResults: boolean): Promise<JobStep[]> {
     const rows = await this.pool.query<JobStep>(this.sql.list, [jobId, withResults]);
-    return rows.map((r) => jobStepFromRow(r, withResults));
+    return rows.map((r) => jobStepFromRow(r, withResults, this.cipher));
   }
 
   /**

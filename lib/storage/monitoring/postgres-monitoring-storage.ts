@@ -1,4 +1,4 @@
-import type { JobSummary } from '../../model/index.js';
+import type { JobCipher, JobSummary } from '../../model/index.js';
 import { uuidv7Floor } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { CountRow, JobQuery, MonitoringStorage, WorkerRow } from './monitoring-storage.interface.js';
@@ -9,12 +9,14 @@ import type { StorageContext } from '../storage-context.js';
 type Row = Record<string, unknown>;
 
 export class PostgresMonitoringStorage implements MonitoringStorage {
+  private readonly cipher: JobCipher;
   private readonly sql: MonitoringStatements;
   private readonly pool: PoolExecutor;
 
   constructor(context: StorageContext) {
     this.sql = monitoringStatements(context.schema);
     this.pool = context.executor;
+    this.cipher = context.cipher;
   }
 
   async counts(now: Date, finishedSince: Date | null): Promise<CountRow[]> {
@@ -38,6 +40,6 @@ export class PostgresMonitoringStorage implements MonitoringStorage {
 
   async jobs(q: JobQuery): Promise<JobSummary[]> {
     const rows = await this.pool.query<Row>(this.sql.jobs, [q.states, q.queue, q.name, q.before, q.limit]);
-    return rows.map(jobSummaryFromRow);
+    return rows.map((r) => jobSummaryFromRow(r, this.cipher));
   }
 }

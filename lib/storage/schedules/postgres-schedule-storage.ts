@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type {
   CatchUpMode,
+  JobCipher,
   JobState,
   OverlapMode,
   ScheduleDefinition,
@@ -23,6 +24,7 @@ import type { StorageContext } from '../storage-context.js';
 type Row = Record<string, unknown>;
 
 export class PostgresScheduleStorage implements ScheduleStorage {
+  private readonly cipher: JobCipher;
   private readonly sql: ScheduleStatements;
   private readonly pool: SqlExecutor;
   /** Named prepared statements, distinct from the job storage's names. */
@@ -33,6 +35,7 @@ export class PostgresScheduleStorage implements ScheduleStorage {
     this.sql = scheduleStatements(context.schema);
     this.pool = context.executor;
     this.channel = context.channel;
+    this.cipher = context.cipher;
     this.prefix = `djs_${createHash('sha1').update(context.schema).digest('hex').slice(0, 8)}_`;
   }
 
@@ -45,12 +48,17 @@ export class PostgresScheduleStorage implements ScheduleStorage {
     foreignJobs: readonly string[],
     now: Date,
   ): Promise<{ removed: string[] }> {
-    const [row] = await this.run('syncCode', [encodeDefinitions(definitions), now, this.channel, foreignJobs]);
+    const [row] = await this.run('syncCode', [
+      encodeDefinitions(definitions, this.cipher),
+      now,
+      this.channel,
+      foreignJobs,
+    ]);
     return { removed: (row?.removed as string[] | undefined) ?? [] };
   }
 
   async upsertDynamic(definition: ScheduleDefinition, now: Date): Promise<boolean> {
-    const [row] = await this.run('upsertDynamic', [encodeDefinitions([definition]), now, this.channel]);
+    const [row] = await this.run('upsertDynamic', [encodeDefinitions([definition], this.cipher), now, this.channel]);
     return (row?.written as number) === 1;
   }
 
@@ -71,12 +79,12 @@ export class PostgresScheduleStorage implements ScheduleStorage {
   }
 
   async list(): Promise<ScheduleInfo[]> {
-    return (await this.run('list', [])).map(toInfo);
+    return (await this.run('list', [])).map((r) => toInfo(r, this.cipher));
   }
 
   async get(name: string): Promise<ScheduleInfo | null> {
     const [row] = await this.run('get', [name]);
-    return row ? toInfo(row) : null;
+    return row ? toInfo(row, this.cipher) : null;
   }
 
   async timings(): Promise<ScheduleTiming[]> {
@@ -126,24 +134,25 @@ export class PostgresScheduleStorage implements ScheduleStorage {
   }
 }
 
-/** Payloads are already JSON: spliced in, not encoded twice. */
-function encodeDefinitions(definitions: readonly ScheduleDefinition[]): string {
+/** Payloads are already JSON: spliced in, not encoded twice; an encrypted job's sealed. */
+function encodeDefinitions(definitions: readonly ScheduleDefinition[], cipher: JobCipher): string {
   const parts = definitions.map(
     (d) =>
       `{"name":${JSON.stringify(d.name)},"job_name":${JSON.stringify(d.jobName)},"cron":${JSON.stringify(d.cron)},` +
-      `"time_zone":${JSON.stringify(d.timeZone)},"payload":${d.payloadJson},"options":${JSON.stringify(d.jobOptions)},` +
+      `"time_zone":${JSON.stringify(d.timeZone)},"payload":${d.encrypted || cipher.all ? cipher.sealJson(d.payloadJson) : d.payloadJson},` +
+      `"options":${JSON.stringify(d.jobOptions)},` +
       `"catch_up":"${d.catchUp}","overlap":"${d.overlap}","next_run_at":"${d.nextRunAt.toISOString()}"}`,
   );
   return `[${parts.join(',')}]`;
 }
 
-function toInfo(row: Row): ScheduleInfo {
+function toInfo(row: Row, cipher: JobCipher): ScheduleInfo {
   return {
     name: row.name as string,
     jobName: row.job_name as string,
     cron: row.cron as string,
     timeZone: row.time_zone as string,
-    payload: row.payload ?? null,
+    payload: cipher.revealValue(row.payload ?? null),
     source: row.source as ScheduleSource,
     catchUp: row.catch_up as CatchUpMode,
     overlap: row.overlap as OverlapMode,

@@ -5,6 +5,7 @@ import {
   type BatchInfo,
   type Continuation,
   type FinishedAttempt,
+  type JobCipher,
   type JobState,
   type NewJob,
 } from '../../model/index.js';
@@ -22,6 +23,7 @@ import { workflowStatements, type WorkflowStatements } from './workflow-statemen
 type Row = Record<string, unknown>;
 
 export class PostgresWorkflowStorage implements WorkflowStorage {
+  private readonly cipher: JobCipher;
   private readonly sql: WorkflowStatements;
   private readonly pool: PoolExecutor;
   private readonly channel: string;
@@ -36,6 +38,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     this.sql = workflowStatements(context.schema);
     this.pool = context.executor;
     this.channel = context.channel;
+    this.cipher = context.cipher;
   }
 
   private run<T = Row>(key: keyof WorkflowStatements, values: unknown[], scope?: TxScope | SqlExecutor) {
@@ -174,7 +177,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   async batchMembers(id: string, f: { state?: JobState; skip: number; take: number }): Promise<BatchMember[]> {
     if (!isUuid(id)) return [];
     const rows = await this.run('batchMembers', [id, f.state ?? null, f.skip, f.take]);
-    return rows.map(jobSummaryFromRow);
+    return rows.map((r) => jobSummaryFromRow(r, this.cipher));
   }
 
   async batchGraph(id: string): Promise<BatchGraph | null> {

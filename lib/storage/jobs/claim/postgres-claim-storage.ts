@@ -1,6 +1,7 @@
-import type { ClaimedJob } from '../../../model/index.js';
+import type { ClaimedJob, JobCipher } from '../../../model/index.js';
 import type { StorageContext } from '../../storage-context.js';
 import { claimResult, type ClaimRow } from '../job-rows.js';
+import { openClaimed } from '../job-sealing.js';
 import { StatementRunner } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';
 import type { ClaimRequest, ClaimResult, ClaimStorage } from './claim-storage.interface.js';
@@ -12,23 +13,26 @@ const PREPARED: ReadonlyArray<keyof ClaimStatements> = ['claim', 'claimControlle
 /** The plain and the controlled claim, on the worker's own connections. */
 export class PostgresClaimStorage implements ClaimStorage {
   private readonly statements: StatementRunner<keyof ClaimStatements>;
+  private readonly cipher: JobCipher;
 
   constructor(
     context: StorageContext,
     private readonly connections: WorkerConnections,
   ) {
     this.statements = new StatementRunner(claimStatements(context.schema), PREPARED, context.executor);
+    this.cipher = context.cipher;
   }
 
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
     // Rows arrive in claim order and already shaped as ClaimedJob: no second object per job.
     const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs];
-    return this.statements.run<ClaimedJob>('claim', values, this.connections.executor);
+    return openClaimed(this.cipher, await this.statements.run<ClaimedJob>('claim', values, this.connections.executor));
   }
 
   async claimControlled(r: ClaimRequest): Promise<ClaimResult> {
     const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs];
-    return claimResult(await this.statements.run<ClaimRow>('claimControlled', values, this.connections.executor));
+    const rows = await this.statements.run<ClaimRow>('claimControlled', values, this.connections.executor);
+    return claimResult(this.cipher, rows);
   }
 
   async queuesWithWork(): Promise<string[]> {

@@ -1,4 +1,11 @@
-import { isUuid, RETRYABLE_STATES, type JobInfo, type JobState, type JobStep } from '../../../model/index.js';
+import {
+  isUuid,
+  RETRYABLE_STATES,
+  type JobCipher,
+  type JobInfo,
+  type JobState,
+  type JobStep,
+} from '../../../model/index.js';
 import type { PoolExecutor } from '../../connection/sql-executor.js';
 import type { StorageContext } from '../../storage-context.js';
 import { jobInfoFromRows } from '../job-rows.js';
@@ -9,6 +16,7 @@ import { controlStatements, type ControlStatements } from './control-statements.
 
 /** One job read, cancelled or retried by id. */
 export class PostgresJobControlStorage implements JobControlStorage {
+  private readonly cipher: JobCipher;
   private readonly statements: StatementRunner<keyof ControlStatements>;
   private readonly steps: StepStatements;
   private readonly pool: PoolExecutor;
@@ -17,6 +25,7 @@ export class PostgresJobControlStorage implements JobControlStorage {
   constructor(context: StorageContext) {
     this.pool = context.executor;
     this.channel = context.channel;
+    this.cipher = context.cipher;
     this.statements = new StatementRunner<keyof ControlStatements>(controlStatements(context.schema), [], this.pool);
     this.steps = stepStatements(context.schema);
   }
@@ -54,6 +63,6 @@ export class PostgresJobControlStorage implements JobControlStorage {
       this.pool.query<JobStep>(this.steps.list, [id, options.stepResults === true]),
     ]);
     if (!row) return null;
-    return jobInfoFromRows(row, executionRows, steps, options.stepResults === true);
+    return jobInfoFromRows(row, executionRows, steps, options.stepResults === true, this.cipher);
   }
 }

@@ -5,6 +5,8 @@ import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface
 export interface HeldJob {
   id: string;
   attempt: number;
+  /** Its payload is sealed: what is written for it (progress, steps) is sealed too. */
+  encrypted?: boolean;
 }
 
 /** What a lease renewal learned. */

@@ -1,9 +1,10 @@
-import type { FinishedAttempt, SerializedError } from '../../../model/index.js';
+import type { FinishedAttempt, JobCipher, SerializedError } from '../../../model/index.js';
 import type { SqlExecutor } from '../../connection/sql-executor.js';
 import type { StorageContext } from '../../storage-context.js';
 import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
 import { encodeOutcomes } from '../job-encoding.js';
 import { claimResult, type ClaimRow } from '../job-rows.js';
+import { openClaimed } from '../job-sealing.js';
 import { StatementRunner } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';
 import type { FailedJob, HeldJob, LeaseRenewal, OutcomeStorage } from './outcome-storage.interface.js';
@@ -24,6 +25,7 @@ type Row = Record<string, unknown>;
 export class PostgresOutcomeStorage implements OutcomeStorage {
   private readonly statements: StatementRunner<keyof OutcomeStatements>;
   private readonly channel: string;
+  private readonly cipher: JobCipher;
 
   constructor(
     context: StorageContext,
@@ -31,6 +33,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
   ) {
     this.statements = new StatementRunner(outcomeStatements(context.schema), PREPARED, context.executor);
     this.channel = context.channel;
+    this.cipher = context.cipher;
   }
 
   private run<T = Row>(key: keyof OutcomeStatements, values: unknown[]): Promise<T[]> {
@@ -55,6 +58,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
   ): Promise<{ applied: Set<string>; claimed: ClaimResult }> {
     const { succeededIds, succeededAttempts, results } = encodeOutcomes(
       attempts.filter((a) => a.outcome.kind === 'succeeded'),
+      this.cipher,
     );
     const values = [succeededIds, workerId, now, this.channel, JSON.stringify(succeededAttempts)];
     const [rows, applied] = await Promise.all([
@@ -74,7 +78,13 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       ),
     ]);
     for (const row of rows) if (row.done) applied.add(row.id);
-    return { applied, claimed: claimResult(rows.filter((row) => !row.done)) };
+    return {
+      applied,
+      claimed: claimResult(
+        this.cipher,
+        rows.filter((row) => !row.done),
+      ),
+    };
   }
 
   /** The outcome writes, on `tx` when they must commit with something else (continuations). */
@@ -85,7 +95,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<Set<string>> {
-    const { succeededIds, succeededAttempts, results, failedIds, failures } = encodeOutcomes(attempts);
+    const { succeededIds, succeededAttempts, results, failedIds, failures } = encodeOutcomes(attempts, this.cipher);
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
     if (succeededIds.length) {
@@ -128,7 +138,8 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
   }
 
   async updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void> {
-    await this.run('progress', [job.id, job.attempt, workerId, progress, message]);
+    const stored = message !== null && job.encrypted ? this.cipher.sealText(message) : message;
+    await this.run('progress', [job.id, job.attempt, workerId, progress, stored]);
   }
 
   claimFailureHooks(
@@ -138,7 +149,9 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<FailedJob[]> {
-    return this.run<FailedJob>('claimHooks', [workerId, now, names, limit, leaseMs]);
+    return this.run<FailedJob>('claimHooks', [workerId, now, names, limit, leaseMs]).then((jobs) =>
+      openClaimed(this.cipher, jobs),
+    );
   }
 
   async renewFailureHooks(workerId: string, ids: readonly string[], now: Date, leaseMs: number): Promise<Set<string>> {

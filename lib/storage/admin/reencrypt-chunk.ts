@@ -1,0 +1,129 @@
+import type { JobCipher, SerializedError } from '../../model/index.js';
+import type { SqlExecutor } from '../connection/sql-executor.js';
+import type { ReencryptChunkResult } from './admin-storage.interface.js';
+
+/**
+ * The statements of a reencrypt round. Jobs whose payload is sealed, in id
+ * order after a cursor, locked with SKIP LOCKED so a claim or an outcome
+ * write in flight is never waited for (those rows are left for another run);
+ * their history and steps are rewritten in the same short transaction.
+ */
+export function reencryptStatements(s: string) {
+  return {
+    jobs: `SELECT id, payload, result, last_error, progress_message FROM ${s}.job
+      WHERE id > $1 AND jsonb_typeof(payload) = 'string' AND left(payload #>> '{}', 6) = '$enc1:'
+      ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`,
+    executions: `SELECT id::text AS id, error FROM ${s}.job_execution WHERE job_id = ANY($1::uuid[]) AND error IS NOT NULL`,
+    steps: `SELECT job_id, name, result FROM ${s}.job_step WHERE job_id = ANY($1::uuid[]) AND jsonb_typeof(result) = 'string'`,
+    updateJobs: `UPDATE ${s}.job j
+         SET payload = COALESCE(v.payload, j.payload), result = COALESCE(v.result, j.result),
+             last_error = COALESCE(v.last_error, j.last_error), progress_message = COALESCE(v.progress, j.progress_message)
+        FROM unnest($1::uuid[], $2::jsonb[], $3::jsonb[], $4::jsonb[], $5::text[]) AS v(id, payload, result, last_error, progress)
+       WHERE j.id = v.id`,
+    updateExecutions: `UPDATE ${s}.job_execution e SET error = v.error
+        FROM unnest($1::bigint[], $2::jsonb[]) AS v(id, error) WHERE e.id = v.id`,
+    schedules: `SELECT name, payload FROM ${s}.recurring_schedule
+      WHERE jsonb_typeof(payload) = 'string' AND left(payload #>> '{}', 6) = '$enc1:' FOR UPDATE SKIP LOCKED`,
+    updateSchedules: `UPDATE ${s}.recurring_schedule r SET payload = v.payload
+        FROM unnest($1::text[], $2::jsonb[]) AS v(name, payload) WHERE r.name = v.name`,
+    updateSteps: `UPDATE ${s}.job_step t SET result = v.result
+        FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) AS v(job_id, name, result)
+       WHERE t.job_id = v.job_id AND t.name = v.name`,
+  };
+}
+
+type Statements = ReturnType<typeof reencryptStatements>;
+type Row = Record<string, unknown>;
+
+/** Re-seals what one round of jobs holds under older keys with the current one, in `tx`. */
+export async function reencryptChunk(
+  tx: SqlExecutor,
+  sql: Statements,
+  cipher: JobCipher,
+  after: string,
+  limit: number,
+): Promise<ReencryptChunkResult> {
+  const jobs = await tx.query<Row>(sql.jobs, [after, limit]);
+  const result: ReencryptChunkResult = { jobs: jobs.length, values: 0, unreadable: 0, last: null };
+  if (jobs.length === 0) return result;
+  result.last = jobs[jobs.length - 1]!.id as string;
+  // A value sealed with a key this process lacks (or one that does not authenticate) stays as it is.
+  const reseal = (value: unknown, json: boolean): string | null => {
+    try {
+      const sealed = cipher.reseal(value, json);
+      if (sealed !== null) result.values++;
+      return sealed;
+    } catch {
+      result.unreadable++;
+      return null;
+    }
+  };
+  const ids = jobs.map((j) => j.id as string);
+  const [executions, steps] = await Promise.all([
+    tx.query<Row>(sql.executions, [ids]),
+    tx.query<Row>(sql.steps, [ids]),
+  ]);
+
+  const jobUpdates: Array<[string, string | null, string | null, string | null, string | null]> = [];
+  for (const j of jobs) {
+    const error = resealError(j.last_error as SerializedError | null, reseal);
+    const row = [
+      j.id as string,
+      reseal(j.payload, true),
+      reseal(j.result, true),
+      error,
+      typeof j.progress_message === 'string' ? reseal(j.progress_message, false) : null,
+    ] as const;
+    if (row.slice(1).some((v) => v !== null)) jobUpdates.push([...row]);
+  }
+  const executionUpdates = executions
+    .map((e) => [e.id as string, resealError(e.error as SerializedError, reseal)] as const)
+    .filter(([, error]) => error !== null);
+  const stepUpdates = steps
+    .map((t) => [t.job_id as string, t.name as string, reseal(t.result, true)] as const)
+    .filter(([, , value]) => value !== null);
+
+  if (jobUpdates.length) await tx.query(sql.updateJobs, columns(jobUpdates, 5));
+  if (executionUpdates.length) await tx.query(sql.updateExecutions, columns(executionUpdates, 2));
+  if (stepUpdates.length) await tx.query(sql.updateSteps, columns(stepUpdates, 3));
+  return result;
+}
+
+/** Re-seals the payloads of schedules of encrypted jobs (few rows: one round). */
+export async function reencryptSchedules(
+  tx: SqlExecutor,
+  sql: Statements,
+  cipher: JobCipher,
+): Promise<Omit<ReencryptChunkResult, 'jobs' | 'last'>> {
+  const rows = await tx.query<Row>(sql.schedules, []);
+  const result = { values: 0, unreadable: 0 };
+  const updates: Array<[string, string]> = [];
+  for (const r of rows) {
+    try {
+      const sealed = cipher.reseal(r.payload, true);
+      if (sealed !== null) updates.push([r.name as string, sealed]);
+    } catch {
+      result.unreadable++;
+    }
+  }
+  if (updates.length) await tx.query(sql.updateSchedules, columns(updates, 2));
+  result.values = updates.length;
+  return result;
+}
+
+/** An error with its message or stack under an older key, as the JSON of the re-sealed error; null when none is. */
+function resealError(
+  error: SerializedError | null,
+  reseal: (value: unknown, json: boolean) => string | null,
+): string | null {
+  if (error === null || typeof error !== 'object') return null;
+  const message = reseal(error.message, false);
+  const stack = reseal(error.stack, false);
+  if (message === null && stack === null) return null;
+  return JSON.stringify({ ...error, message: message ?? error.message, ...(stack !== null ? { stack } : {}) });
+}
+
+/** Rows as one array per column, for unnest(). */
+function columns(rows: ReadonlyArray<readonly unknown[]>, width: number): unknown[][] {
+  return Array.from({ length: width }, (_, i) => rows.map((r) => r[i]));
+}
