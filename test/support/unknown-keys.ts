@@ -48,17 +48,7 @@ export function slip(key: string): fc.Arbitrary<string> {
 }
 
 /** Options of features this version does not have, and keys every object inherits. */
-const NOT_OPTIONS = [
-  'sandboxed',
-  'redisUrl',
-  '',
-  ' ',
-  '__proto__',
-  'constructor',
-  'toString',
-  'hasOwnProperty',
-  '0',
-];
+const NOT_OPTIONS = ['sandboxed', 'redisUrl', '', ' ', '__proto__', 'constructor', 'toString', 'hasOwnProperty', '0'];
 const piece = fc.oneof(
   fc.string({ maxLength: 8 }),
   fc.string({ unit: 'binary', maxLength: 4 }),
