@@ -7,24 +7,23 @@ import {
   JobCancelledError,
   JobsError,
   JobTimeoutError,
-  LeaseLostError,
   PermanentJobError,
   serializeError,
   SnoozeJob,
   WorkerShutdownError,
-  type AttemptOutcome,
   type ClaimedJob,
   type Continuation,
   type JobContext,
   type JobHandler,
   type JobLogger,
-  type SerializedError,
 } from '../model/index.js';
 import { jobContext } from './attempt-context.js';
 import { AttemptSteps, SleepJob } from './attempt-steps.js';
 import { AttemptTransaction } from './attempt-transaction.js';
 import { attemptInterceptors, interceptedRun, type AttemptInterceptor } from './intercepted-run.js';
+import { loggableMessage, loggableStack } from './outcome-log.js';
 import { resultJson } from './result-json.js';
+import { leaseLostError, type RunResult } from './run-result.js';
 import type { RunFaults, RunnerDeps } from './runner-deps.js';
 
 const RESULT_FIX = 'return a summary and keep the data in a table of your own';
@@ -32,22 +31,8 @@ const RESULT_FIX = 'return a summary and keep the data in a table of your own';
 /** Why a running attempt was stopped from outside the handler. */
 type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
 
-/** What came of one attempt: an outcome to record, or nothing (the job is no longer ours). */
-export type RunResult =
-  /**
-   * `durationMs`: the attempt timed for job event listeners, while any listen (AttemptRunner.run).
-   * `recorded`: ctx.transaction() wrote the outcome already, with the handler's own writes.
-   */
-  | { outcome: AttemptOutcome; continuations?: Continuation[]; durationMs?: number; recorded?: boolean }
-  /** Nothing of this worker's to record; `error` is what the handler's signal aborted with. */
-  | { outcome: null; reason: 'lost-lease' | 'shutdown'; error: SerializedError };
-
-/** What a worker's attempt is stopped with, or told of, once another worker owns the job. */
-export function leaseLostError(jobId: string): LeaseLostError {
-  return new LeaseLostError(`Job ${jobId}: this worker lost its lease; another worker owns the job now`);
-}
-
 export type { RunFaults, RunnerDeps } from './runner-deps.js';
+export { leaseLostError, type RunResult } from './run-result.js';
 
 /** Runs one attempt of one job: context, signal, timeout, outcome. */
 export class RunningJob {
@@ -210,13 +195,13 @@ export class RunningJob {
    */
   private recordedSuccess(after?: unknown): RunResult {
     if (after !== undefined && after !== this.abortReason) {
-      const message = after instanceof Error ? after.message : String(after);
+      const message = loggableMessage(this.job, after);
       const error = new JobsError(
         `Job "${this.job.name}" (${this.job.id}): the handler threw after ctx.transaction() had committed the job's success (${message}). ` +
           `The job stays succeeded with the transaction's result, and nothing after the transaction is retried. ` +
           `Potential fix: make ctx.transaction() the handler's last step, and do work that may fail before it, or as a step.`,
       );
-      this.registered.logger.error(error.message, after instanceof Error ? after.stack : undefined);
+      this.registered.logger.error(error.message, loggableStack(this.job, after));
     }
     return { outcome: { kind: 'succeeded', result: this.transactionOfRun!.result }, recorded: true };
   }
@@ -259,8 +244,8 @@ export class RunningJob {
       await handler.onFailure?.(this.job.payload, error, ctx);
     } catch (hookError) {
       ctx.logger.error(
-        `onFailure of job ${this.job.id} threw: ${(hookError as Error).message}`,
-        (hookError as Error).stack,
+        `onFailure of job ${this.job.id} threw: ${loggableMessage(this.job, hookError)}`,
+        loggableStack(this.job, hookError),
       );
     }
   }

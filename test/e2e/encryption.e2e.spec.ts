@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { ServiceUnavailableException, type INestApplication } from '@nestjs/common';
+import { Module, ServiceUnavailableException, type INestApplication, type LoggerService } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import request from 'supertest';
 import {
@@ -7,6 +8,7 @@ import {
   JobQueue,
   JobsAdmin,
   JobsError,
+  JobsModule,
   JobsMonitor,
   RecurringSchedules,
   type JobContext,
@@ -16,7 +18,7 @@ import {
 import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import { JobsHealthIndicator } from 'nestjs-durable-jobs/health';
 import { json, runCli } from '../support/cli-process.js';
-import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { KitLog } from '../support/kit.jobs.js';
 import { startTestingApp } from '../support/testing-app.js';
@@ -47,6 +49,30 @@ class SecretJob implements JobHandler<Secret> {
     if (payload.failFirst && ctx.attempt === 1) throw new Error(`could not reach ${payload.email}`);
     return { sentTo: looked.found };
   }
+}
+
+/** Fails with the marker in its message, its onFailure throws it too, then a snooze gives it as the reason. */
+@Job('enc-loud', { encrypted: true, maxAttempts: 2, backoff: { type: 'fixed', delay: 0 } })
+class LoudJob implements JobHandler<Secret> {
+  run(payload: Secret, ctx: JobContext) {
+    if (payload.failFirst) return ctx.snooze(1, `waiting for ${payload.email}`);
+    throw new Error(`could not reach ${payload.email}`);
+  }
+  onFailure(payload: Secret) {
+    throw new Error(`onFailure could not tell ${payload.email}`);
+  }
+}
+
+/** Every line the app logged, at every level, with the stacks and contexts given. */
+class EveryLine implements LoggerService {
+  readonly lines: string[] = [];
+  private keep = (...parts: unknown[]) => this.lines.push(parts.map((p) => String(p)).join(' '));
+  log = this.keep;
+  warn = this.keep;
+  error = this.keep;
+  debug = this.keep;
+  verbose = this.keep;
+  fatal = this.keep;
 }
 
 @Job('enc-plain')
@@ -271,6 +297,38 @@ describe('encryption at rest', () => {
     expect(done!.attempt).toBe(1);
     expect(done!.executions.map((e) => e.state)).toEqual(['succeeded']);
     expect(done!.result).toEqual({ sentTo: MARKER });
+  });
+
+  it("logs no encrypted job's messages: failures, retries, snooze reasons and a throwing onFailure", async () => {
+    const schema = uniqueSchema('enc_logs');
+    schemas.push(schema);
+    @Module({ providers: [LoudJob] })
+    class Own {}
+    const ref = await Test.createTestingModule({
+      imports: [
+        JobsModule.forRoot({ connection: databaseUrl(), schema, unregisteredJobs: 'ignore', encryption: ONLY_K1 }),
+        Own,
+      ],
+    }).compile();
+    const logged = new EveryLine();
+    const app = ref.createNestApplication({ logger: logged });
+    app.useLogger(logged);
+    await app.init();
+    apps.push(app);
+    const jobs = app.get(JobQueue);
+    const failing = await jobs.enqueue(LoudJob, { email: MARKER });
+    const snoozing = await jobs.enqueue(LoudJob, { email: MARKER, failFirst: true });
+    await waitFor('the failing job to fail for good and the other to snooze', async () => {
+      const b = await jobs.get(snoozing.id);
+      const [hook] = await sql<{ h: string | null }>(`SELECT failure_hook AS h FROM ${schema}.job WHERE id = $1`, [
+        failing.id,
+      ]);
+      return hook?.h === 'done' && !!b?.executions.some((e) => e.state === 'snoozed');
+    });
+    // The lines exist (the check below is not vacuous), and none carries the marker.
+    expect(logged.lines.some((l) => l.includes(failing.id) && l.includes('failed'))).toBe(true);
+    expect(logged.lines.some((l) => l.includes('onFailure of job'))).toBe(true);
+    expect(logged.lines.filter((l) => l.includes(MARKER) || l.includes('alice'))).toEqual([]);
   });
 
   it('the testing kit matches expectations on decrypted payloads', async () => {
