@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Module, ServiceUnavailableException, type INestApplication, type LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { chromium } from 'playwright-core';
 import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import request from 'supertest';
 import {
@@ -282,6 +283,22 @@ describe('encryption at rest', () => {
     const http = request(lacking.getHttpServer());
     const encryption = await http.get('/jobs-dashboard/api/encryption').expect(200);
     expect(encryption.body).toEqual({ current: 'k2', keys: ['k2'], missingKeys: ['k1'] });
+    // The page itself says it too, in a real browser.
+    await lacking.listen(0, '127.0.0.1');
+    const port = (lacking.getHttpServer().address() as { port: number }).port;
+    const browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: ['--no-sandbox'],
+    });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`http://127.0.0.1:${port}/jobs-dashboard#/`);
+      const banner = page.locator('[data-missing-keys="k1"]');
+      await banner.waitFor({ timeout: 15_000 });
+      expect(await banner.textContent()).toContain("Missing encryption key: 'k1'");
+    } finally {
+      await browser.close();
+    }
     const shown = await http.get(`/jobs-dashboard/api/jobs/${id}`).expect(200);
     expect(JSON.stringify(shown.body)).toContain("[encrypted: key 'k1']");
     expect(JSON.stringify(shown.body)).not.toContain(MARKER);

@@ -24,11 +24,12 @@ async function loadThroughput() {
 export const overview = () => ({
   title: 'Overview',
   nav: 'overview',
-  load: () => Promise.all([api('/stats'), api('/queues'), api('/workers'), loadThroughput()]),
-  render: ([stats, queues, workers, throughput]) =>
+  load: () => Promise.all([api('/stats'), api('/queues'), api('/workers'), loadThroughput(), api('/encryption')]),
+  render: ([stats, queues, workers, throughput, encryption]) =>
     h(
       'div',
       null,
+      missingKeys(encryption),
       h(
         'section',
         { class: 'cards' },
@@ -50,6 +51,21 @@ export const overview = () => ({
       workersTable(workers),
     ),
 });
+
+/**
+ * Says which encryption keys this instance lacks for jobs its worker met (it hands those back).
+ * @param {{ missingKeys: string[] }} encryption
+ */
+function missingKeys(encryption) {
+  if (!encryption.missingKeys.length) return null;
+  return h(
+    'div',
+    { class: 'error-box', 'data-missing-keys': encryption.missingKeys.join(',') },
+    h('strong', null, 'Missing encryption key: '),
+    encryption.missingKeys.map((k) => "'" + k + "'").join(', '),
+    '. This instance hands jobs sealed with it back for an instance that holds it; add the key to its encryption.keys.',
+  );
+}
 
 /**
  * @param {any} stats
