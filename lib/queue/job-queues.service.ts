@@ -78,6 +78,9 @@ export class JobQueues {
    * the start.
    */
   async syncCode(): Promise<void> {
+    // An app that declares nothing (the CLI, a dashboard-only app) has no say over the limits: its
+    // empty declarations would read as "every limit removed from the code".
+    if (!Object.keys(this.declared).length && !Object.keys(this.keyed).length && !this.registry.names().length) return;
     const declared: CodeLimits[] = Object.entries(this.declared).map(([queue, o]) => ({
       queue,
       concurrency: o.concurrency ?? null,

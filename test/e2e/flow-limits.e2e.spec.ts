@@ -4,6 +4,7 @@ import { Job, JobQueue, JobQueues, JobsError, type JobHandler, type JobsModuleOp
 import type { ClaimedJob, FinishedAttempt } from '../../lib/model/index.js';
 import { type ClaimRequest } from '../../lib/storage/jobs/claim/claim-storage.interface.js';
 import { JobWorker } from '../../lib/worker/job-worker.service.js';
+import { runCli } from '../support/cli-process.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, NamedWork, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -332,6 +333,25 @@ describe('limits declared in code and changed at run time', () => {
     expect((await third.get(JobQueues).list()).find((q) => q.name === 'named')!.jobs).toEqual([
       { name: 'fc-named', concurrency: { value: 2, source: 'code' }, rateLimit: { value: null, source: 'code' } },
     ]);
+  });
+
+  it('stay as the code declared them when an app that declares nothing starts (the CLI, a dashboard-only app)', async () => {
+    const schema = uniqueSchema('fcbare');
+    schemas.push(schema);
+    const app = await boot(schema, { queues: { prov: { concurrency: 3 } } });
+    const limits = async () =>
+      (await app.get(JobQueues).list())
+        .filter((q) => q.name === 'prov' || q.name === 'named')
+        .map((q) => ({ name: q.name, concurrency: q.concurrency, jobs: q.jobs }));
+    const before = await limits();
+    expect(before.find((q) => q.name === 'prov')!.concurrency).toEqual({ value: 3, source: 'code' });
+    expect(before.find((q) => q.name === 'named')!.jobs).toHaveLength(1);
+    // The CLI starts JobsModule with no queues and no handlers.
+    const run = await runCli(['queues', '--schema', schema]);
+    expect(run.code).toBe(0);
+    const bare = await startJobsApp(schema, { worker: { enabled: false } }, {});
+    apps.push(bare);
+    expect(await limits()).toEqual(before);
   });
 });
 
