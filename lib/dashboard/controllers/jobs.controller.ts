@@ -13,7 +13,7 @@ import { bulkBody, integer, one, onlyKnown, stateList, type Query as Q } from '.
 import type { DashboardConfig } from '../dashboard-options.js';
 import { DashboardRoutes } from './dashboard-routes.js';
 
-const SEARCH_PARAMS = ['state', 'queue', 'name', 'batchId', 'id', 'before', 'limit'];
+const SEARCH_PARAMS = ['state', 'queue', 'name', 'nameContains', 'batchId', 'id', 'before', 'limit'];
 
 /** Jobs: search, one job's detail and flow graph, and the actions on one job or many. */
 export function jobsController(config: DashboardConfig) {
@@ -25,7 +25,7 @@ export function jobsController(config: DashboardConfig) {
       readonly graphs: DashboardGraphs,
     ) {}
 
-    /** ?state=failed,scheduled&queue=&name=&batchId=&id=<prefix>&before=<next>&limit= — newest first. */
+    /** ?state=failed,scheduled&queue=&name=&nameContains=&batchId=&id=<prefix>&before=<next>&limit= — newest first. */
     @Get('api/jobs')
     search(@Query() query: Q) {
       const q = onlyKnown(query, SEARCH_PARAMS);
@@ -35,6 +35,7 @@ export function jobsController(config: DashboardConfig) {
       for (const [param, field] of [
         ['queue', 'queue'],
         ['name', 'name'],
+        ['nameContains', 'nameContains'],
         ['batchId', 'batchId'],
         ['id', 'idPrefix'],
         ['before', 'before'],
