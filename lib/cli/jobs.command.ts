@@ -109,6 +109,8 @@ function detailText(job: JobDetail): string {
         ]),
       ),
     );
+    if (job.moreExecutions)
+      parts.push(`(the latest ${job.executions.length} attempts; older ones: JobQueue.executions())`);
   }
   if (job.steps.length) {
     parts.push(

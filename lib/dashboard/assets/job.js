@@ -192,38 +192,66 @@ function errorBlock(key, error) {
   );
 }
 
-/** @param {any} job */
+/**
+ * The latest attempts (the detail holds those) and, when older ones exist,
+ * a button that adds them a page at a time above the ones shown.
+ * @param {any} job
+ */
 function attemptsTable(job) {
   /** @type {any[]} */
   const executions = job.executions;
-  const rows = executions.map((x) =>
-    h(
-      'tr',
-      { 'data-attempt': x.attempt, class: 'attempt-' + x.state },
-      td(String(x.attempt), 'n'),
-      td(x.workerId ? h('span', { class: 'mono', title: x.workerId }, x.workerId) : '—'),
-      td(time(x.startedAt)),
-      td(time(x.endedAt)),
-      td(x.startedAt && x.endedAt ? between(x.startedAt, x.endedAt) : x.state === 'active' ? 'running' : '', 'n'),
-      td(badge(x.state)),
-      td(
-        x.error
-          ? [
-              h('span', { class: 'err' }, x.error.name + ': ' + x.error.message),
-              x.error.stack
-                ? details('stack:' + job.id + ':' + x.attempt, 'stack', h('pre', { class: 'stack' }, x.error.stack))
-                : null,
-            ]
-          : '',
-        'wide',
-      ),
-    ),
-  );
   const n = (/** @type {string} */ text) => ({ attrs: { class: 'n' }, text });
-  return table(
+  const grid = table(
     [n('#'), 'worker', 'started', 'ended', n('duration'), 'outcome', 'error'],
-    rows,
+    executions.map((x) => attemptRow(job, x)),
     job.state === 'waiting' ? 'Not started: it waits for its parents.' : 'Not started yet.',
+  );
+  if (!job.moreExecutions) return grid;
+  /** @type {string | null} */
+  let after = job.moreExecutions;
+  const older = h('button', { type: 'button', id: 'older-attempts', onclick: () => more() }, 'Show older attempts');
+  const more = () => {
+    if (!after) return;
+    older.setAttribute('disabled', '');
+    api('/jobs/' + enc(job.id) + '/executions?limit=50&after=' + enc(after))
+      .then((/** @type {{ executions: any[], next: string | null }} */ page) => {
+        const body = grid.querySelector('tbody');
+        // The page is newest first; each older row goes above the ones shown.
+        for (const x of page.executions) body?.insertBefore(attemptRow(job, x), body.firstChild);
+        after = page.next;
+        if (after) older.removeAttribute('disabled');
+        else older.remove();
+      })
+      .catch(() => older.removeAttribute('disabled'));
+  };
+  return h('div', null, grid, older);
+}
+
+/**
+ * @param {any} job
+ * @param {any} x one attempt
+ */
+function attemptRow(job, x) {
+  return h(
+    'tr',
+    { 'data-attempt': x.attempt, class: 'attempt-' + x.state },
+    td(String(x.attempt), 'n'),
+    td(x.workerId ? h('span', { class: 'mono', title: x.workerId }, x.workerId) : '—'),
+    td(time(x.startedAt)),
+    td(time(x.endedAt)),
+    td(x.startedAt && x.endedAt ? between(x.startedAt, x.endedAt) : x.state === 'active' ? 'running' : '', 'n'),
+    td(badge(x.state)),
+    td(
+      x.error
+        ? [
+            h('span', { class: 'err' }, x.error.name + ': ' + x.error.message),
+            x.error.stack
+              ? details('stack:' + job.id + ':' + x.attempt, 'stack', h('pre', { class: 'stack' }, x.error.stack))
+              : null,
+          ]
+        : '',
+      'wide',
+    ),
   );
 }
 

@@ -2,6 +2,7 @@ import { Body, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { JobsAdmin } from '../../admin/jobs-admin.service.js';
 import {
   JobsNotFoundError,
+  MAX_EXECUTIONS_PAGE,
   type CancelAllFilter,
   type JobListState,
   type JobSearch,
@@ -69,6 +70,24 @@ export function jobsController(config: DashboardConfig) {
         );
       }
       return job.steps;
+    }
+
+    /** ?after=<cursor>&limit= — the job's older attempts, newest first (the detail holds the latest). */
+    @Get('api/jobs/:id/executions')
+    async executions(@Param('id') id: string, @Query() query: Q) {
+      const q = onlyKnown(query, ['after', 'limit']);
+      const after = one(q, 'after');
+      const limit = integer(q, 'limit', 1, MAX_EXECUTIONS_PAGE);
+      const page = await this.jobs.executions(id, {
+        ...(after === undefined ? {} : { after }),
+        ...(limit === undefined ? {} : { limit }),
+      });
+      if (!page) {
+        throw new JobsNotFoundError(
+          `Jobs dashboard: no job ${id}. Potential fix: it may have been deleted or purged; search by the start of its id.`,
+        );
+      }
+      return page;
     }
 
     @Get('api/jobs/:id/graph')
