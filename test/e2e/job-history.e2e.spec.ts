@@ -77,9 +77,10 @@ describe('execution history pages', () => {
     const { app, schema, jobs } = await boot({}, true);
     const { id } = await jobs.enqueue(FlakyJob, {});
     await ended(jobs, id, 'succeeded');
-    const [{ n }] = (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.job_execution WHERE job_id = $1`, [
-      id,
-    ])) as [{ n: number }];
+    const [{ n }] = (await sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${schema}.job_execution WHERE job_id = $1`,
+      [id],
+    )) as [{ n: number }];
     expect(n).toBe(49);
 
     const job = (await jobs.get(id))!;
@@ -221,7 +222,7 @@ describe('error text is bounded', () => {
   });
 
   it('refuses a maxErrorBytes below 256 at boot', async () => {
-    await expect(boot({ maxErrorBytes: 10 })).rejects.toThrow(/"maxErrorBytes" must be an integer from 256/);
+    await expect(boot({ maxErrorBytes: 10 })).rejects.toThrow(/"maxErrorBytes" must be an integer >= 256/);
     await expect(boot({ maxErrorBytes: 10 })).rejects.toThrow(JobsError);
   });
 });
@@ -234,8 +235,7 @@ describe('JobsAdmin.search({ nameContains })', () => {
       true,
     );
     for (const name of names) await jobs.enqueue(name, {});
-    const found = async (nameContains: string) =>
-      (await admin.search({ nameContains })).jobs.map((j) => j.name).sort();
+    const found = async (nameContains: string) => (await admin.search({ nameContains })).jobs.map((j) => j.name).sort();
     expect(await found('100%_')).toEqual(['hist-100%_done']);
     expect(await found('%')).toEqual(['hist-100%_done']);
     expect(await found('_')).toEqual(['hist-100%_done']);
