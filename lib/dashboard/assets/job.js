@@ -193,38 +193,49 @@ function errorBlock(key, error) {
 }
 
 /**
+ * Older attempts the view added, kept across its refreshes (which draw the
+ * body again): for one job, from the cursor its detail gave.
+ * @type {{ id: string, from: string, rows: any[], after: string | null } | null}
+ */
+let older = null;
+
+/**
  * The latest attempts (the detail holds those) and, when older ones exist,
  * a button that adds them a page at a time above the ones shown.
  * @param {any} job
  */
 function attemptsTable(job) {
+  // Newer attempts moved the detail's window: what was added no longer joins it.
+  if (older && (older.id !== job.id || older.from !== job.moreExecutions)) older = null;
   /** @type {any[]} */
-  const executions = job.executions;
+  const executions = [...(older ? older.rows : []), ...job.executions];
   const n = (/** @type {string} */ text) => ({ attrs: { class: 'n' }, text });
   const grid = table(
     [n('#'), 'worker', 'started', 'ended', n('duration'), 'outcome', 'error'],
     executions.map((x) => attemptRow(job, x)),
     job.state === 'waiting' ? 'Not started: it waits for its parents.' : 'Not started yet.',
   );
-  if (!job.moreExecutions) return grid;
-  /** @type {string | null} */
-  let after = job.moreExecutions;
-  const older = h('button', { type: 'button', id: 'older-attempts', onclick: () => more() }, 'Show older attempts');
+  const after = older ? older.after : job.moreExecutions;
+  if (!after) return grid;
+  const state = older ?? { id: job.id, from: job.moreExecutions, rows: [], after };
+  const button = h('button', { type: 'button', id: 'older-attempts', onclick: () => more() }, 'Show older attempts');
   const more = () => {
-    if (!after) return;
-    older.setAttribute('disabled', '');
-    api('/jobs/' + enc(job.id) + '/executions?limit=50&after=' + enc(after))
+    if (!state.after) return;
+    button.setAttribute('disabled', '');
+    api('/jobs/' + enc(job.id) + '/executions?limit=50&after=' + enc(state.after))
       .then((/** @type {{ executions: any[], next: string | null }} */ page) => {
         const body = grid.querySelector('tbody');
         // The page is newest first; each older row goes above the ones shown.
         for (const x of page.executions) body?.insertBefore(attemptRow(job, x), body.firstChild);
-        after = page.next;
-        if (after) older.removeAttribute('disabled');
-        else older.remove();
+        state.rows = [...[...page.executions].reverse(), ...state.rows];
+        state.after = page.next;
+        older = state;
+        if (state.after) button.removeAttribute('disabled');
+        else button.remove();
       })
-      .catch(() => older.removeAttribute('disabled'));
+      .catch(() => button.removeAttribute('disabled'));
   };
-  return h('div', null, grid, older);
+  return h('div', null, grid, button);
 }
 
 /**
