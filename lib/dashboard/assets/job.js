@@ -205,7 +205,7 @@ let older = null;
  * @param {any} job
  */
 function attemptsTable(job) {
-  // Newer attempts moved the detail's window: what was added no longer joins it.
+  // Newer attempts move the detail's window: rows added before it moved no longer join it.
   if (older && (older.id !== job.id || older.from !== job.moreExecutions)) older = null;
   /** @type {any[]} */
   const executions = [...(older ? older.rows : []), ...job.executions];
