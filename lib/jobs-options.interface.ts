@@ -70,6 +70,12 @@ export interface JobsModuleOptions {
    * default 256 KiB. A larger one fails the attempt for good, naming the step.
    */
   maxResultBytes?: number;
+  /**
+   * The most UTF-8 bytes a stored error (the job's last error, each attempt's
+   * in the history) keeps of its message, and of its stack; default 8 KiB,
+   * at least 256. A longer text keeps its start and ends "… [cut N bytes]".
+   */
+  maxErrorBytes?: number;
   /** Recurring schedules (@Cron and RecurringSchedules) on this instance. */
   scheduler?: SchedulerOptions;
   /**

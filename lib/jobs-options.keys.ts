@@ -135,6 +135,7 @@ export const MODULE_FIELDS = {
   unregisteredJobs: true,
   maxPayloadBytes: true,
   maxResultBytes: true,
+  maxErrorBytes: true,
   scheduler: SCHEDULER_SHAPE,
   tracing: true,
   encryption: ENCRYPTION_SHAPE,

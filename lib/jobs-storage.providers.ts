@@ -1,6 +1,6 @@
 import type { Provider } from '@nestjs/common';
 import { JOBS_MODULE_OPTIONS, type JobsModuleOptions } from './jobs-options.interface.js';
-import { JobCipher } from './model/index.js';
+import { checkMaxErrorBytes, JobCipher } from './model/index.js';
 import { ADMIN_STORAGE } from './storage/admin/admin-storage.interface.js';
 import { PostgresAdminStorage } from './storage/admin/postgres-admin-storage.js';
 import { JobsConnection } from './storage/connection/jobs-connection.js';
@@ -46,9 +46,9 @@ export function storageProviders(): Provider[] {
   return [
     {
       provide: StorageContext,
-      inject: [JobsConnection, JobCipher],
-      useFactory: (c: JobsConnection, cipher: JobCipher) =>
-        new StorageContext(c.dataSource, c.schema, c.timeouts, cipher),
+      inject: [JobsConnection, JobCipher, JOBS_MODULE_OPTIONS],
+      useFactory: (c: JobsConnection, cipher: JobCipher, o: JobsModuleOptions) =>
+        new StorageContext(c.dataSource, c.schema, c.timeouts, cipher, checkMaxErrorBytes(o.maxErrorBytes)),
     },
     {
       provide: WorkerConnections,

@@ -18,6 +18,7 @@ import {
 } from './jobs-options.interface.js';
 import { ASYNC_SHAPE, MODULE_SHAPE, ROOT_SHAPE } from './jobs-options.keys.js';
 import {
+  checkMaxErrorBytes,
   checkOptions,
   Clock,
   CODE_QUEUES,
@@ -69,8 +70,10 @@ function coreProviders(): Provider[] {
     {
       provide: JobsConnection,
       inject: [JOBS_MODULE_OPTIONS],
-      useFactory: (o: JobsModuleOptions) =>
-        JobsConnection.open({
+      useFactory: (o: JobsModuleOptions) => {
+        // Checked before connecting, so a bad value leaves no connection open; StorageContext reads it.
+        checkMaxErrorBytes(o.maxErrorBytes);
+        return JobsConnection.open({
           dataSource: o.dataSource,
           connection: o.connection as string | Record<string, unknown> | undefined,
           embedded: o.embedded,
@@ -79,7 +82,8 @@ function coreProviders(): Provider[] {
           timeouts: resolveTimeouts(o.timeouts),
           // A breaking version waits for older workers; one silent for a lease stopped (as JobsMonitor judges).
           workerStaleAfter: resolveWorkerOptions(o.worker).lease,
-        }),
+        });
+      },
     },
     // Built at start, so a bad key refuses the boot before any job is read or written.
     {

@@ -83,7 +83,8 @@ export class JobsAdmin {
 
   /**
    * Jobs newest first, by any mix of state (`scheduled` included: queued
-   * for later), queue, name, batch and id prefix; page with `before: next`.
+   * for later), queue, name or part of a name, batch and id prefix; page
+   * with `before: next`.
    */
   async search(filter: JobSearch = {}): Promise<JobSearchPage> {
     const where = 'JobsAdmin.search()';
@@ -92,9 +93,11 @@ export class JobsAdmin {
     if (checked.ids) throw new JobsError(`${where}: "ids" is not a search field. Potential fix: use idPrefix.`);
     const limit = checkLimit(where, f.limit, 500, 50);
     const before = checkCursor(where, 'before', f.before);
+    const nameContains =
+      f.nameContains === undefined ? null : checkName(where, 'nameContains', f.nameContains, 'receipt');
     // One more than asked tells whether a next page exists.
     const rows = await databaseCall(where, () =>
-      this.storage.searchJobs({ ...checked, now: this.clock.now(), before, limit: limit + 1 }),
+      this.storage.searchJobs({ ...checked, nameContains, now: this.clock.now(), before, limit: limit + 1 }),
     );
     const jobs = rows.slice(0, limit);
     return { jobs, next: rows.length > limit ? jobs[jobs.length - 1]!.id : null };

@@ -109,6 +109,8 @@ function detailText(job: JobDetail): string {
         ]),
       ),
     );
+    if (job.moreExecutions)
+      parts.push(`(the latest ${job.executions.length} attempts; older ones: JobQueue.executions())`);
   }
   if (job.steps.length) {
     parts.push(
@@ -130,9 +132,16 @@ function detailText(job: JobDetail): string {
 export const jobCommands: CliCommand[] = [
   {
     name: 'list',
-    usage: '[--state <s>]… [--queue <q>] [--name <n>] [--batch <id>] [--id <prefix>] [--limit <n>] [--before <id>]',
+    usage:
+      '[--state <s>]… [--queue <q>] [--name <n>] [--name-contains <text>] [--batch <id>] [--id <prefix>] [--limit <n>] [--before <id>]',
     summary: 'jobs newest first; states: waiting, queued, scheduled, active, succeeded, failed, cancelled, skipped',
-    options: { ...FILTER_OPTIONS, id: { type: 'string' }, limit: { type: 'string' }, before: { type: 'string' } },
+    options: {
+      ...FILTER_OPTIONS,
+      'name-contains': { type: 'string' },
+      id: { type: 'string' },
+      limit: { type: 'string' },
+      before: { type: 'string' },
+    },
     async run(parsed, io) {
       positionals(parsed, []);
       const o = parsed.options;
@@ -142,6 +151,7 @@ export const jobCommands: CliCommand[] = [
       }
       const search = {
         ...filterOptions(o, JOB_LIST_STATES),
+        nameContains: stringOption(o, 'name-contains'),
         idPrefix,
         limit: integerOption(o, 'limit'),
         before: idValue('--before', stringOption(o, 'before')),

@@ -35,6 +35,8 @@ export interface JobSearch {
   state?: JobListState | JobListState[];
   queue?: string;
   name?: string;
+  /** Jobs whose name holds this text, in any case (`'receipt'` finds `send-receipt`); `%` and `_` are plain characters. */
+  nameContains?: string;
   batchId?: string;
   /** The start of an id, hex digits with or without dashes (e.g. `0193a1b2`): a key range, since ids are time-ordered. */
   idPrefix?: string;

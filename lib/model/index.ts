@@ -21,3 +21,5 @@ export * from './admin.js';
 export * from './job-steps.js';
 export * from './unique-keys.js';
 export * from './job-cipher.js';
+export * from './error-bound.js';
+export * from './execution-history.js';

@@ -94,6 +94,7 @@ export const JOB_SEARCH_SHAPE = optionShape<JobSearch, 'ids'>({
   state: true,
   queue: true,
   name: true,
+  nameContains: true,
   batchId: true,
   idPrefix: true,
   before: true,

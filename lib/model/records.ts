@@ -129,7 +129,13 @@ export interface JobInfo extends JobSummary {
   progressMessage: string | null;
   result: unknown;
   cancelRequested: boolean;
+  /** Its latest attempts (at most 20 recorded ones, and the running or succeeded one), oldest first. */
   executions: JobExecution[];
+  /**
+   * Null when `executions` holds the whole history; else the cursor of the
+   * attempts before them: `JobQueue.executions(id, { after: moreExecutions })`.
+   */
+  moreExecutions: string | null;
   /** Its finished steps and sleeps, in the order they finished (results only when asked for). */
   steps: JobStep[];
 }

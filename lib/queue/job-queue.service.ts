@@ -10,8 +10,12 @@ import {
   JOB_STATES,
   JobsError,
   JobsNotFoundError,
+  MAX_EXECUTIONS_PAGE,
   optionShape,
+  parseExecutionCursor,
   type BatchInfo,
+  type ExecutionPageOptions,
+  type JobExecutionPage,
   type JobHandler,
   type JobInfo,
   type JobState,
@@ -30,6 +34,7 @@ import { ChainDraft, FlowDraft } from './flow-drafts.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import {
   ENQUEUE_OPTIONS_SHAPE,
+  EXECUTION_PAGE_SHAPE,
   GET_JOB_SHAPE,
   RETRY_JOB_SHAPE,
   WRITE_OPTIONS_SHAPE,
@@ -178,6 +183,20 @@ export class JobQueue {
       );
     }
     return databaseCall(`get(${jobId})`, () => this.control.getJob(jobId, { stepResults: o.stepResults === true }));
+  }
+
+  /**
+   * The job's execution history a page at a time, newest first (`get()`
+   * shows the latest attempts); pass `after: page.next` for older ones.
+   * Null if there is no such job.
+   */
+  async executions(id: string, options: ExecutionPageOptions = {}): Promise<JobExecutionPage | null> {
+    const jobId = checkId('executions()', id);
+    const where = `executions(${jobId})`;
+    const o = checkOptions(where, options, '{ after: page.next, limit: 50 }', EXECUTION_PAGE_SHAPE) ?? {};
+    const after = o.after === undefined ? null : parseExecutionCursor(where, o.after);
+    const limit = checkInteger(where, 'limit', o.limit ?? 50, 1, MAX_EXECUTIONS_PAGE, 50);
+    return databaseCall(where, () => this.control.executions(jobId, after, limit));
   }
 
   /** Queued or waiting → cancelled now; active → its signal aborts and it ends cancelled. */

@@ -1,5 +1,11 @@
 import type { EntityManager } from 'typeorm';
-import { optionShape, STEP_FIELDS, type DependencyOn, type StepOptions } from '../model/index.js';
+import {
+  optionShape,
+  STEP_FIELDS,
+  type DependencyOn,
+  type ExecutionPageOptions,
+  type StepOptions,
+} from '../model/index.js';
 
 /** Per-job options (delay, runAt, priority, queue, maxAttempts, timeout) and where to write. */
 export interface EnqueueOptions extends StepOptions {
@@ -47,4 +53,6 @@ export interface RetryJobOptions {
 }
 
 export const GET_JOB_SHAPE = optionShape<GetJobOptions>({ stepResults: true });
+/** The keys `JobQueue.executions()` takes. */
+export const EXECUTION_PAGE_SHAPE = optionShape<ExecutionPageOptions>({ after: true, limit: true });
 export const RETRY_JOB_SHAPE = optionShape<RetryJobOptions>({ resetSteps: true });

@@ -27,6 +27,14 @@ class Stepper implements JobHandler<{ order: string }> {
   }
 }
 
+/** Succeeds at its 23rd attempt: more history than the job view shows at first. */
+@Job('dash-persistent', { queue: 'dash-ops', maxAttempts: 23, backoff: { type: 'fixed', delay: 0 } })
+class Persistent implements JobHandler<Record<string, never>> {
+  run(_: Record<string, never>, ctx: JobContext) {
+    if (ctx.attempt < 23) throw new Error(`attempt ${ctx.attempt} missed`);
+  }
+}
+
 const schema = uniqueSchema('dashweb');
 let app: INestApplication;
 let browser: Browser;
@@ -48,7 +56,7 @@ beforeAll(async () => {
     { worker: { pollInterval: 100 } },
     {
       imports: [JobsDashboardModule.register({ path: 'ops/jobs', title: 'Ops jobs', public: true })],
-      providers: [...dashboardProviders, Stepper],
+      providers: [...dashboardProviders, Stepper, Persistent],
     },
   );
   await app.listen(0, '127.0.0.1');
@@ -299,6 +307,36 @@ it("offers the known queues in the jobs list's queue filter, and filters by the 
   const queues = await page.$$eval('main tbody tr[data-id] td:nth-child(4)', (tds) => tds.map((td) => td.textContent));
   expect(queues.length).toBeGreaterThan(0);
   expect(new Set(queues)).toEqual(new Set(['dash-flow']));
+});
+
+it('shows the latest attempts of a long history and adds the older ones on demand', async () => {
+  const jobs = app.get(JobQueue);
+  const { id } = await jobs.enqueue(Persistent, {});
+  await waitFor('the persistent job to succeed', async () => (await jobs.get(id))?.state === 'succeeded');
+  await open(`#/jobs/${id}`);
+  await page.waitForSelector('.detail[data-state="succeeded"]');
+  const attempts = () =>
+    page.$$eval('tr[data-attempt]', (rows) => rows.map((r) => Number((r as HTMLElement).dataset.attempt)));
+  expect(await attempts()).toEqual(Array.from({ length: 21 }, (_, i) => i + 3));
+  await page.click('#older-attempts');
+  await page.waitForSelector('#older-attempts', { state: 'detached' });
+  expect(await attempts()).toEqual(Array.from({ length: 23 }, (_, i) => i + 1));
+  expect(await page.textContent('tr[data-attempt="1"]')).toContain('attempt 1 missed');
+  // The body's refresh draws them again.
+  const updated = await page.textContent('#status');
+  await page.waitForFunction((before) => document.getElementById('status')?.textContent !== before, updated);
+  expect(await attempts()).toEqual(Array.from({ length: 23 }, (_, i) => i + 1));
+});
+
+it('filters the jobs list by a part of the name', async () => {
+  await open('#/jobs');
+  await page.fill('#filter-contains', 'PERSIST');
+  await page.click('.filters button[type="submit"]');
+  await drawn('#/jobs?contains=PERSIST');
+  await page.waitForSelector('tbody tr[data-id]');
+  const names = await page.$$eval('tbody tr[data-id]', (rows) => rows.map((r) => r.textContent ?? ''));
+  expect(names.length).toBe(1);
+  expect(names[0]).toContain('dash-persistent');
 });
 
 it('ran without script errors or CSP violations', () => {

@@ -163,6 +163,11 @@ export function queuePositions(app: () => INestApplication): OptionsPosition[] {
     { where: `get(${UUID})`, known: ['stepResults'], call: (o) => jobs().get(UUID, o as never) },
     { where: `retry(${UUID})`, known: ['resetSteps'], call: (o) => jobs().retry(UUID, o as never) },
     {
+      where: `executions(${UUID})`,
+      known: ['after', 'limit'],
+      call: (o) => jobs().executions(UUID, o as never),
+    },
+    {
       where: `batchMembers(${UUID})`,
       known: ['state', 'skip', 'take'],
       call: (o) => jobs().batchMembers(UUID, o as never),
@@ -222,7 +227,7 @@ export function operatorPositions(app: () => INestApplication): OptionsPosition[
   return [
     {
       where: 'JobsAdmin.search()',
-      known: ['state', 'queue', 'name', 'batchId', 'idPrefix', 'before', 'limit', 'ids'],
+      known: ['state', 'queue', 'name', 'nameContains', 'batchId', 'idPrefix', 'before', 'limit', 'ids'],
       call: (o) => admin().search(o as never),
     },
     { where: `JobsAdmin.detail(${UUID})`, known: ['stepResults'], call: (o) => admin().detail(UUID, o as never) },

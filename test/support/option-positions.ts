@@ -56,6 +56,7 @@ export const MODULE = [
   'unregisteredJobs',
   'maxPayloadBytes',
   'maxResultBytes',
+  'maxErrorBytes',
   'scheduler',
   'tracing',
   'encryption',

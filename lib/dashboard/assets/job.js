@@ -192,38 +192,77 @@ function errorBlock(key, error) {
   );
 }
 
-/** @param {any} job */
+/**
+ * Older attempts the view added, kept across its refreshes (which draw the
+ * body again): for one job, from the cursor its detail gave.
+ * @type {{ id: string, from: string, rows: any[], after: string | null } | null}
+ */
+let older = null;
+
+/**
+ * The latest attempts (the detail holds those) and, when older ones exist,
+ * a button that adds them a page at a time above the ones shown.
+ * @param {any} job
+ */
 function attemptsTable(job) {
+  // Newer attempts move the detail's window: rows added before it moved no longer join it.
+  if (older && (older.id !== job.id || older.from !== job.moreExecutions)) older = null;
   /** @type {any[]} */
-  const executions = job.executions;
-  const rows = executions.map((x) =>
-    h(
-      'tr',
-      { 'data-attempt': x.attempt, class: 'attempt-' + x.state },
-      td(String(x.attempt), 'n'),
-      td(x.workerId ? h('span', { class: 'mono', title: x.workerId }, x.workerId) : '—'),
-      td(time(x.startedAt)),
-      td(time(x.endedAt)),
-      td(x.startedAt && x.endedAt ? between(x.startedAt, x.endedAt) : x.state === 'active' ? 'running' : '', 'n'),
-      td(badge(x.state)),
-      td(
-        x.error
-          ? [
-              h('span', { class: 'err' }, x.error.name + ': ' + x.error.message),
-              x.error.stack
-                ? details('stack:' + job.id + ':' + x.attempt, 'stack', h('pre', { class: 'stack' }, x.error.stack))
-                : null,
-            ]
-          : '',
-        'wide',
-      ),
-    ),
-  );
+  const executions = [...(older ? older.rows : []), ...job.executions];
   const n = (/** @type {string} */ text) => ({ attrs: { class: 'n' }, text });
-  return table(
+  const grid = table(
     [n('#'), 'worker', 'started', 'ended', n('duration'), 'outcome', 'error'],
-    rows,
+    executions.map((x) => attemptRow(job, x)),
     job.state === 'waiting' ? 'Not started: it waits for its parents.' : 'Not started yet.',
+  );
+  const after = older ? older.after : job.moreExecutions;
+  if (!after) return grid;
+  const state = older ?? { id: job.id, from: job.moreExecutions, rows: [], after };
+  const button = h('button', { type: 'button', id: 'older-attempts', onclick: () => more() }, 'Show older attempts');
+  const more = () => {
+    if (!state.after) return;
+    button.setAttribute('disabled', '');
+    api('/jobs/' + enc(job.id) + '/executions?limit=50&after=' + enc(state.after))
+      .then((/** @type {{ executions: any[], next: string | null }} */ page) => {
+        const body = grid.querySelector('tbody');
+        // The page is newest first; each older row goes above the ones shown.
+        for (const x of page.executions) body?.insertBefore(attemptRow(job, x), body.firstChild);
+        state.rows = [...[...page.executions].reverse(), ...state.rows];
+        state.after = page.next;
+        older = state;
+        if (state.after) button.removeAttribute('disabled');
+        else button.remove();
+      })
+      .catch(() => button.removeAttribute('disabled'));
+  };
+  return h('div', null, grid, button);
+}
+
+/**
+ * @param {any} job
+ * @param {any} x one attempt
+ */
+function attemptRow(job, x) {
+  return h(
+    'tr',
+    { 'data-attempt': x.attempt, class: 'attempt-' + x.state },
+    td(String(x.attempt), 'n'),
+    td(x.workerId ? h('span', { class: 'mono', title: x.workerId }, x.workerId) : '—'),
+    td(time(x.startedAt)),
+    td(time(x.endedAt)),
+    td(x.startedAt && x.endedAt ? between(x.startedAt, x.endedAt) : x.state === 'active' ? 'running' : '', 'n'),
+    td(badge(x.state)),
+    td(
+      x.error
+        ? [
+            h('span', { class: 'err' }, x.error.name + ': ' + x.error.message),
+            x.error.stack
+              ? details('stack:' + job.id + ':' + x.attempt, 'stack', h('pre', { class: 'stack' }, x.error.stack))
+              : null,
+          ]
+        : '',
+      'wide',
+    ),
   );
 }
 

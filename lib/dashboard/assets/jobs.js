@@ -15,7 +15,7 @@ let selected = new Set();
 /** @type {string[]} */
 let knownQueues = [];
 
-/** What the list is filtered by; '' is no filter. @typedef {{ state: string, queue: string, name: string, id: string, before: string }} Filter */
+/** What the list is filtered by; '' is no filter. @typedef {{ state: string, queue: string, name: string, contains: string, id: string, before: string }} Filter */
 
 /** @param {Partial<Filter>} params */
 function jobsHash(params) {
@@ -35,6 +35,7 @@ export const jobs = (params) => {
     state: params.get('state') || '',
     queue: params.get('queue') || '',
     name: params.get('name') || '',
+    contains: params.get('contains') || '',
     id: params.get('id') || '',
     before: params.get('before') || '',
   };
@@ -43,6 +44,7 @@ export const jobs = (params) => {
     const q = new URLSearchParams({ limit: String(PAGE) });
     for (const k of /** @type {const} */ (['state', 'queue', 'name', 'id', 'before']))
       if (filter[k]) q.set(k, filter[k]);
+    if (filter.contains) q.set('nameContains', filter.contains);
     return '/jobs?' + q.toString();
   };
   const go = (/** @type {Partial<Filter>} */ changes) => {
@@ -84,6 +86,13 @@ export const jobs = (params) => {
         value: filter.name,
         'aria-label': 'job name',
       });
+      const contains = h('input', {
+        id: 'filter-contains',
+        type: 'search',
+        placeholder: 'name contains…',
+        value: filter.contains,
+        'aria-label': 'name contains',
+      });
       const id = h('input', {
         id: 'filter-id',
         type: 'search',
@@ -94,7 +103,7 @@ export const jobs = (params) => {
       });
       const submit = (/** @type {Event} */ e) => {
         e.preventDefault();
-        go({ name: name.value.trim(), id: id.value.trim() });
+        go({ name: name.value.trim(), contains: contains.value.trim(), id: id.value.trim() });
       };
       return h(
         'form',
@@ -102,9 +111,10 @@ export const jobs = (params) => {
         state,
         queue,
         name,
+        contains,
         id,
         h('button', { type: 'submit' }, 'Search'),
-        filter.state || filter.queue || filter.name || filter.id
+        filter.state || filter.queue || filter.name || filter.contains || filter.id
           ? h('a', { href: '#/jobs', class: 'clear' }, 'clear filters')
           : null,
       );
@@ -219,6 +229,7 @@ function describeEmpty(f) {
     'jobs' +
     (f.queue ? ' in queue ' + f.queue : '') +
     (f.name ? ' named ' + f.name : '') +
+    (f.contains ? ' whose name contains ' + f.contains : '') +
     (f.id ? ' with an id starting ' + f.id : '') +
     '.'
   );
@@ -253,8 +264,9 @@ function bulkBar(filter, listsAny) {
     (filter.queue ? ' of queue ' + filter.queue : '') +
     (filter.name ? ' named ' + filter.name : '') +
     (filter.id ? ' whose id starts ' + filter.id : '');
-  const canRetryAll = ['failed', 'cancelled', 'skipped'].includes(filter.state);
-  const canCancelAll = ['waiting', 'queued', 'scheduled', 'active'].includes(filter.state);
+  // The bulk actions take exact names only: a part of a name acts on ticked rows.
+  const canRetryAll = !filter.contains && ['failed', 'cancelled', 'skipped'].includes(filter.state);
+  const canCancelAll = !filter.contains && ['waiting', 'queued', 'scheduled', 'active'].includes(filter.state);
   const el = h(
     'div',
     { class: 'bulk' },

@@ -2,6 +2,7 @@ import { Body, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { JobsAdmin } from '../../admin/jobs-admin.service.js';
 import {
   JobsNotFoundError,
+  MAX_EXECUTIONS_PAGE,
   type CancelAllFilter,
   type JobListState,
   type JobSearch,
@@ -13,7 +14,7 @@ import { bulkBody, integer, one, onlyKnown, stateList, type Query as Q } from '.
 import type { DashboardConfig } from '../dashboard-options.js';
 import { DashboardRoutes } from './dashboard-routes.js';
 
-const SEARCH_PARAMS = ['state', 'queue', 'name', 'batchId', 'id', 'before', 'limit'];
+const SEARCH_PARAMS = ['state', 'queue', 'name', 'nameContains', 'batchId', 'id', 'before', 'limit'];
 
 /** Jobs: search, one job's detail and flow graph, and the actions on one job or many. */
 export function jobsController(config: DashboardConfig) {
@@ -25,7 +26,7 @@ export function jobsController(config: DashboardConfig) {
       readonly graphs: DashboardGraphs,
     ) {}
 
-    /** ?state=failed,scheduled&queue=&name=&batchId=&id=<prefix>&before=<next>&limit= — newest first. */
+    /** ?state=failed,scheduled&queue=&name=&nameContains=&batchId=&id=<prefix>&before=<next>&limit= — newest first. */
     @Get('api/jobs')
     search(@Query() query: Q) {
       const q = onlyKnown(query, SEARCH_PARAMS);
@@ -35,6 +36,7 @@ export function jobsController(config: DashboardConfig) {
       for (const [param, field] of [
         ['queue', 'queue'],
         ['name', 'name'],
+        ['nameContains', 'nameContains'],
         ['batchId', 'batchId'],
         ['id', 'idPrefix'],
         ['before', 'before'],
@@ -68,6 +70,24 @@ export function jobsController(config: DashboardConfig) {
         );
       }
       return job.steps;
+    }
+
+    /** ?after=<cursor>&limit= — the job's older attempts, newest first (the detail holds the latest). */
+    @Get('api/jobs/:id/executions')
+    async executions(@Param('id') id: string, @Query() query: Q) {
+      const q = onlyKnown(query, ['after', 'limit']);
+      const after = one(q, 'after');
+      const limit = integer(q, 'limit', 1, MAX_EXECUTIONS_PAGE);
+      const page = await this.jobs.executions(id, {
+        ...(after === undefined ? {} : { after }),
+        ...(limit === undefined ? {} : { limit }),
+      });
+      if (!page) {
+        throw new JobsNotFoundError(
+          `Jobs dashboard: no job ${id}. Potential fix: it may have been deleted or purged; search by the start of its id.`,
+        );
+      }
+      return page;
     }
 
     @Get('api/jobs/:id/graph')

@@ -59,3 +59,14 @@ export function filterConditions(f: JobFilter, params: SqlParams): string[] {
   if (f.ids !== null) conditions.push(`id = ANY(${params.add(f.ids, '::uuid[]')})`);
   return conditions;
 }
+
+/**
+ * A name substring as a pattern of `ILIKE … ESCAPE` backslash: the text
+ * between two `%`, its own `%`, `_` and backslashes escaped so they match
+ * themselves.
+ */
+export function containsPattern(text: string): string {
+  return `%${text.replace(LIKE_SPECIAL, '\\$&')}%`;
+}
+
+const LIKE_SPECIAL = /[\\%_]/g;

@@ -21,6 +21,8 @@ export interface JobFilter {
 }
 
 export interface JobSearchQuery extends JobFilter {
+  /** Jobs whose name holds this text, in any case; `%`, `_` and backslashes in it match themselves. */
+  nameContains: string | null;
   /** Jobs with smaller ids only (the cursor of a newest-first list). */
   before: string | null;
   limit: number;

@@ -26,7 +26,7 @@ import type {
   RunNowOutcome,
   ThroughputRow,
 } from './admin-storage.interface.js';
-import { filterConditions, SqlParams } from './admin-filter.js';
+import { containsPattern, filterConditions, SqlParams } from './admin-filter.js';
 import { adminStatements, type AdminStatements } from './admin-statements.js';
 import { reencryptChunk, reencryptSchedules, reencryptStatements } from './reencrypt-chunk.js';
 
@@ -57,6 +57,9 @@ export class PostgresAdminStorage implements AdminStorage {
     const params = new SqlParams();
     const where = filterConditions(q, params);
     if (q.before !== null) where.push(`id < ${params.add(q.before, '::uuid')}`);
+    if (q.nameContains !== null) {
+      where.push(`name ILIKE ${params.add(containsPattern(q.nameContains), '::text')} ESCAPE '\\'`);
+    }
     const text = this.sql.search(where.join(' AND ') || 'TRUE', params.add(q.limit, '::int'));
     return (await this.pool.query<Row>(text, params.values)).map((r) => jobSummaryFromRow(r, this.cipher));
   }

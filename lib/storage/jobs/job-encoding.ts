@@ -1,4 +1,4 @@
-import type { FinishedAttempt, JobCipher, NewJob } from '../../model/index.js';
+import { boundError, type FinishedAttempt, type JobCipher, type NewJob } from '../../model/index.js';
 import { sealErrorFor, sealValueFor } from './job-sealing.js';
 
 /**
@@ -194,10 +194,11 @@ export function uuidv7Floor(at: Date): string {
 
 /**
  * Outcomes as the success and failure writes take them: ids, and per-row
- * values as JSON objects keyed by job id (see jobStatements); an encrypted
- * job's result and error sealed.
+ * values as JSON objects keyed by job id (see jobStatements); each error's
+ * texts cut to `maxErrorBytes` (before sealing, so the bound is the
+ * plaintext's), an encrypted job's result and error sealed.
  */
-export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: JobCipher) {
+export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: JobCipher, maxErrorBytes: number) {
   const succeededIds: string[] = [];
   const succeededAttempts: Record<string, number> = {};
   const results: Record<string, unknown> = {};
@@ -217,10 +218,14 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
         attempt: job.attempt,
         state: 'queued',
         exec_state: 'snoozed',
-        error: sealErrorFor(cipher, job, {
-          name: 'SnoozeJob',
-          message: outcome.reason ?? `snoozed until ${outcome.until.toISOString()}`,
-        }),
+        error: sealErrorFor(
+          cipher,
+          job,
+          boundError(
+            { name: 'SnoozeJob', message: outcome.reason ?? `snoozed until ${outcome.until.toISOString()}` },
+            maxErrorBytes,
+          ),
+        ),
         run_at: outcome.until.toISOString(),
         hook: null,
         extra: true,
@@ -231,7 +236,7 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
         attempt: job.attempt,
         state: outcome.kind === 'retry' ? 'queued' : outcome.kind,
         exec_state: outcome.kind === 'retry' ? 'failed' : outcome.kind,
-        error: sealErrorFor(cipher, job, outcome.error),
+        error: sealErrorFor(cipher, job, boundError(outcome.error, maxErrorBytes)),
         run_at: outcome.kind === 'retry' ? outcome.retryAt.toISOString() : null,
         // The worker runs the hook itself right after this write, holding it like a lease.
         hook: outcome.kind === 'failed' ? (outcome.hook ? 'running' : 'done') : null,

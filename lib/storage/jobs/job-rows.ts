@@ -1,6 +1,10 @@
 import {
+  formatExecutionCursor,
   JobCipher,
+  LATEST_EXECUTIONS,
   type ClaimedJob,
+  type ExecutionCursor,
+  type JobExecutionPage,
   type JobExecution,
   type JobInfo,
   type JobState,
@@ -40,39 +44,23 @@ export function jobSummaryFromRow(r: Row, cipher: JobCipher): JobSummary {
   };
 }
 
-/** A `job` row, its `job_execution` rows and its steps as the detail `JobQueue.get()` returns. */
+/**
+ * A `job` row, its latest `job_execution` rows (newest first, at most one
+ * more than LATEST_EXECUTIONS: the extra one tells that older ones exist)
+ * and its steps as the detail `JobQueue.get()` returns.
+ */
 export function jobInfoFromRows(
   row: Row,
-  executionRows: readonly Row[],
+  latestRows: readonly Row[],
   stepRows: readonly JobStep[] = [],
   withResults = false,
   cipher: JobCipher = NO_KEYS,
 ): JobInfo {
-  const executions: JobExecution[] = executionRows.map((e) => ({
-    attempt: e.attempt as number,
-    workerId: (e.worker_id as string | null) ?? null,
-    state: e.state as JobExecution['state'],
-    startedAt: (e.started_at as Date | null) ?? null,
-    endedAt: (e.ended_at as Date | null) ?? null,
-    error: cipher.revealError((e.error as SerializedError | null) ?? null),
-  }));
-  const state = row.state as JobState;
-  const attempt = row.attempt as number;
-  // A successful or running attempt writes no history row: the job row tells its story.
-  if (
-    (state === 'active' || state === 'succeeded') &&
-    attempt > 0 &&
-    !executions.some((e) => e.attempt === attempt && e.state !== 'interrupted')
-  ) {
-    executions.push({
-      attempt,
-      workerId: (row.worker_id as string | null) ?? null,
-      state,
-      startedAt: (row.started_at as Date | null) ?? null,
-      endedAt: state === 'succeeded' ? ((row.completed_at as Date | null) ?? null) : null,
-      error: null,
-    });
-  }
+  const shown = latestRows.slice(0, LATEST_EXECUTIONS);
+  const executions = shown.map((e) => executionFromRow(e, cipher)).reverse();
+  const current = currentExecution(row, executions);
+  if (current) executions.push(current);
+  const oldest = shown[shown.length - 1];
   return {
     ...jobSummaryFromRow(row, cipher),
     payload: cipher.revealValue(row.payload),
@@ -80,7 +68,78 @@ export function jobInfoFromRows(
     result: cipher.revealValue(row.result ?? null),
     cancelRequested: row.cancel_requested as boolean,
     executions,
+    moreExecutions: latestRows.length > shown.length && oldest ? formatExecutionCursor(rowCursor(oldest)) : null,
     steps: stepRows.map((r) => jobStepFromRow(r, withResults, cipher)),
+  };
+}
+
+/**
+ * A page of a job's history from its `job_execution` rows, newest first
+ * (one more than `limit` when older ones exist). The first page (`fromNewest`)
+ * starts with the attempt the job row tells of, as `get()` ends with it.
+ */
+export function executionPageFromRows(
+  row: Row,
+  rowsNewestFirst: readonly Row[],
+  fromNewest: boolean,
+  limit: number,
+  cipher: JobCipher,
+): JobExecutionPage {
+  const items = rowsNewestFirst.map((e) => ({ execution: executionFromRow(e, cipher), cursor: rowCursor(e) }));
+  const current = fromNewest
+    ? currentExecution(
+        row,
+        items.map((i) => i.execution),
+      )
+    : null;
+  // Its cursor lies past every recorded row of its attempt, so the next page starts at the newest of them.
+  if (current) items.unshift({ execution: current, cursor: { attempt: current.attempt + 1, id: '0' } });
+  const page = items.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    executions: page.map((i) => i.execution),
+    next: items.length > page.length && last ? formatExecutionCursor(last.cursor) : null,
+  };
+}
+
+function rowCursor(e: Row): ExecutionCursor {
+  return { attempt: e.attempt as number, id: String(e.id) };
+}
+
+/** A `job_execution` row as the history shows it. */
+function executionFromRow(e: Row, cipher: JobCipher): JobExecution {
+  return {
+    attempt: e.attempt as number,
+    workerId: (e.worker_id as string | null) ?? null,
+    state: e.state as JobExecution['state'],
+    startedAt: (e.started_at as Date | null) ?? null,
+    endedAt: (e.ended_at as Date | null) ?? null,
+    error: cipher.revealError((e.error as SerializedError | null) ?? null),
+  };
+}
+
+/**
+ * A successful or running attempt writes no history row: the job row tells
+ * its story, as the newest entry, unless `executions` (the newest recorded
+ * ones) already hold that attempt.
+ */
+function currentExecution(row: Row, executions: readonly JobExecution[]): JobExecution | null {
+  const state = row.state as JobState;
+  const attempt = row.attempt as number;
+  if (
+    (state !== 'active' && state !== 'succeeded') ||
+    attempt <= 0 ||
+    executions.some((e) => e.attempt === attempt && e.state !== 'interrupted')
+  ) {
+    return null;
+  }
+  return {
+    attempt,
+    workerId: (row.worker_id as string | null) ?? null,
+    state,
+    startedAt: (row.started_at as Date | null) ?? null,
+    endedAt: state === 'succeeded' ? ((row.completed_at as Date | null) ?? null) : null,
+    error: null,
   };
 }
 

@@ -40,7 +40,16 @@ export function controlStatements(schema: string) {
 
     getJob: `SELECT * FROM ${s}.job WHERE id = $1`,
 
-    getExecutions: `SELECT * FROM ${s}.job_execution WHERE job_id = $1 ORDER BY attempt, id`,
+    // What a history page needs of the job row: the attempt it tells of (see executionPageFromRows).
+    jobAttempt: `SELECT state, attempt, worker_id, started_at, completed_at FROM ${s}.job WHERE id = $1`,
+
+    // Newest first through job_execution_job_idx (job_id, attempt), read backwards; $2 rows at most.
+    latestExecutions: `SELECT * FROM ${s}.job_execution WHERE job_id = $1 ORDER BY attempt DESC, id DESC LIMIT $2`,
+
+    // The rows older than a cursor ($2 attempt, $3 row id), newest first.
+    executionsBefore: `SELECT * FROM ${s}.job_execution
+       WHERE job_id = $1 AND attempt <= $2 AND (attempt, id) < ($2, $3::bigint)
+       ORDER BY attempt DESC, id DESC LIMIT $4`,
   };
 }
 

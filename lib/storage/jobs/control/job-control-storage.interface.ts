@@ -1,4 +1,4 @@
-import type { JobInfo, JobState } from '../../../model/index.js';
+import type { ExecutionCursor, JobExecutionPage, JobInfo, JobState } from '../../../model/index.js';
 
 /** What a cancel did: at once (not started), asked of the running worker, or nothing. */
 export type CancelResult =
@@ -16,8 +16,10 @@ export interface JobControlStorage {
   cancel(id: string, now: Date): Promise<CancelResult>;
   /** Failed, cancelled or skipped → queued with fresh attempts; `resetSteps` forgets its finished steps. */
   retry(id: string, now: Date, resetSteps?: boolean): Promise<RetryResult>;
-  /** The job with its history and steps; `stepResults` adds each step's stored result. */
+  /** The job with its latest history and its steps; `stepResults` adds each step's stored result. */
   getJob(id: string, options?: { stepResults?: boolean }): Promise<JobInfo | null>;
+  /** A page of the job's history, newest first, older than `after` when given; null if no such job. */
+  executions(id: string, after: ExecutionCursor | null, limit: number): Promise<JobExecutionPage | null>;
 }
 
 /** Injection token of the JobControlStorage. */

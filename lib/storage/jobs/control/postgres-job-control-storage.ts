@@ -1,14 +1,17 @@
 import {
   isUuid,
+  LATEST_EXECUTIONS,
   RETRYABLE_STATES,
+  type ExecutionCursor,
   type JobCipher,
+  type JobExecutionPage,
   type JobInfo,
   type JobState,
   type JobStep,
 } from '../../../model/index.js';
 import type { PoolExecutor } from '../../connection/sql-executor.js';
 import type { StorageContext } from '../../storage-context.js';
-import { jobInfoFromRows } from '../job-rows.js';
+import { executionPageFromRows, jobInfoFromRows } from '../job-rows.js';
 import { StatementRunner } from '../statement-runner.js';
 import { stepStatements, type StepStatements } from '../step-statements.js';
 import type { CancelResult, JobControlStorage, RetryResult } from './job-control-storage.interface.js';
@@ -59,10 +62,23 @@ export class PostgresJobControlStorage implements JobControlStorage {
     if (!isUuid(id)) return null;
     const [[row], executionRows, steps] = await Promise.all([
       this.run('getJob', [id]),
-      this.run('getExecutions', [id]),
+      // One more than shown tells whether older ones exist.
+      this.run('latestExecutions', [id, LATEST_EXECUTIONS + 1]),
       this.pool.query<JobStep>(this.steps.list, [id, options.stepResults === true]),
     ]);
     if (!row) return null;
     return jobInfoFromRows(row, executionRows, steps, options.stepResults === true, this.cipher);
+  }
+
+  async executions(id: string, after: ExecutionCursor | null, limit: number): Promise<JobExecutionPage | null> {
+    if (!isUuid(id)) return null;
+    const [[row], rows] = await Promise.all([
+      this.run('jobAttempt', [id]),
+      after
+        ? this.run('executionsBefore', [id, after.attempt, after.id, limit + 1])
+        : this.run('latestExecutions', [id, limit + 1]),
+    ]);
+    if (!row) return null;
+    return executionPageFromRows(row, rows, after === null, limit, this.cipher);
   }
 }

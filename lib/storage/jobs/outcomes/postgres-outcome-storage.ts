@@ -1,4 +1,4 @@
-import type { FinishedAttempt, JobCipher, SerializedError } from '../../../model/index.js';
+import { boundError, type FinishedAttempt, type JobCipher, type SerializedError } from '../../../model/index.js';
 import type { SqlExecutor } from '../../connection/sql-executor.js';
 import type { StorageContext } from '../../storage-context.js';
 import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
@@ -26,6 +26,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
   private readonly statements: StatementRunner<keyof OutcomeStatements>;
   private readonly channel: string;
   private readonly cipher: JobCipher;
+  private readonly maxErrorBytes: number;
 
   constructor(
     context: StorageContext,
@@ -34,6 +35,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     this.statements = new StatementRunner(outcomeStatements(context.schema), PREPARED, context.executor);
     this.channel = context.channel;
     this.cipher = context.cipher;
+    this.maxErrorBytes = context.maxErrorBytes;
   }
 
   private run<T = Row>(key: keyof OutcomeStatements, values: unknown[]): Promise<T[]> {
@@ -59,6 +61,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     const { succeededIds, succeededAttempts, results } = encodeOutcomes(
       attempts.filter((a) => a.outcome.kind === 'succeeded'),
       this.cipher,
+      this.maxErrorBytes,
     );
     const values = [succeededIds, workerId, now, this.channel, JSON.stringify(succeededAttempts)];
     const [rows, applied] = await Promise.all([
@@ -95,7 +98,11 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<Set<string>> {
-    const { succeededIds, succeededAttempts, results, failedIds, failures } = encodeOutcomes(attempts, this.cipher);
+    const { succeededIds, succeededAttempts, results, failedIds, failures } = encodeOutcomes(
+      attempts,
+      this.cipher,
+      this.maxErrorBytes,
+    );
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
     if (succeededIds.length) {
@@ -131,7 +138,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       jobs.map((j) => j.id),
       workerId,
       now,
-      error ? JSON.stringify(error) : null,
+      error ? JSON.stringify(boundError(error, this.maxErrorBytes)) : null,
       attemptsById(jobs),
       this.channel,
     ]);
