@@ -56,7 +56,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     leaseMs: number,
     claim: ClaimRequest,
   ): Promise<{ applied: Set<string>; claimed: ClaimResult }> {
-    const { succeededIds, succeededAttempts, results } = encodeOutcomes(
+    const { succeededIds, succeededAttempts, results, runs } = encodeOutcomes(
       attempts.filter((a) => a.outcome.kind === 'succeeded'),
       this.cipher,
     );
@@ -69,6 +69,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
         claim.names,
         claim.limit,
         claim.leaseMs,
+        JSON.stringify(runs),
       ]),
       this.finish(
         workerId,
@@ -83,6 +84,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       claimed: claimResult(
         this.cipher,
         rows.filter((row) => !row.done),
+        now,
       ),
     };
   }
@@ -95,14 +97,25 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<Set<string>> {
-    const { succeededIds, succeededAttempts, results, failedIds, failures } = encodeOutcomes(attempts, this.cipher);
+    const { succeededIds, succeededAttempts, results, runs, failedIds, failures } = encodeOutcomes(
+      attempts,
+      this.cipher,
+    );
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
     if (succeededIds.length) {
       writes.push(
         this.runWorker(
           'succeed',
-          [succeededIds, workerId, now, this.channel, JSON.stringify(succeededAttempts), JSON.stringify(results)],
+          [
+            succeededIds,
+            workerId,
+            now,
+            this.channel,
+            JSON.stringify(succeededAttempts),
+            JSON.stringify(results),
+            JSON.stringify(runs),
+          ],
           tx,
         ),
       );
