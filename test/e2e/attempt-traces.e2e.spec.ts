@@ -12,6 +12,8 @@ import {
   type JobHandler,
   type JobInfo,
 } from 'nestjs-durable-jobs';
+import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
+import request from 'supertest';
 import { dropSchemas, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
@@ -48,7 +50,10 @@ async function boot(tracing: boolean) {
   const app = await startJobsApp(
     schema,
     { tracing, worker: { pollInterval: 100, queues: ['default', 'traces-limited'] } },
-    { providers: [AttemptTraced, LimitedTraced] },
+    {
+      imports: [JobsDashboardModule.register({ public: true, traceUrl: 'https://tempo.example/trace/{traceId}' })],
+      providers: [AttemptTraced, LimitedTraced],
+    },
   );
   apps.push(app);
   return app;
@@ -118,6 +123,21 @@ describe("each attempt's trace, span and times (tracing: true)", () => {
     expect(info.executions.at(-1)!.endedAt).toEqual(info.completedAt);
     expectOrderedTimes(info.executions);
   });
+
+  it("the dashboard's job JSON links each attempt to its trace", async () => {
+    const { id } = await jobs.enqueue(AttemptTraced, { failures: 1 });
+    await succeeded(jobs, id);
+    await waitFor('its attempts to end their spans', () => attemptSpans(id).length >= 2);
+    const { body } = await request(apps[0]!.getHttpServer()).get(`/jobs-dashboard/api/jobs/${id}`).expect(200);
+    expect(body.executions).toMatchObject(
+      attemptSpans(id).map((s) => ({
+        attempt: s.attempt,
+        traceId: s.traceId,
+        spanId: s.spanId,
+        traceUrl: `https://tempo.example/trace/${s.traceId}`,
+      })),
+    );
+  });
 });
 
 describe("each attempt's times without tracing (the default)", () => {
@@ -132,5 +152,7 @@ describe("each attempt's times without tracing (the default)", () => {
     ]);
     expectOrderedTimes(info.executions);
     expect(attemptSpans(id)).toEqual([]);
+    const { body } = await request(apps[0]!.getHttpServer()).get(`/jobs-dashboard/api/jobs/${id}`).expect(200);
+    expect(body.executions.map((e: { traceUrl: unknown }) => e.traceUrl)).toEqual([null, null]);
   });
 });

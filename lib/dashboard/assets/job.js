@@ -192,6 +192,20 @@ function errorBlock(key, error) {
   );
 }
 
+/**
+ * An attempt's trace: a link where the dashboard has a traceUrl (the server
+ * builds it, its ids URL-encoded), else the id as text.
+ * @param {any} x
+ */
+function traceCell(x) {
+  if (!x.traceId) return '—';
+  const label = x.traceId.slice(0, 8) + '…';
+  const title = 'trace ' + x.traceId + (x.spanId ? ', span ' + x.spanId : '');
+  return x.traceUrl
+    ? h('a', { class: 'mono trace', href: x.traceUrl, target: '_blank', rel: 'noopener noreferrer', title }, label)
+    : h('span', { class: 'mono', title }, label);
+}
+
 /** @param {any} job */
 function attemptsTable(job) {
   /** @type {any[]} */
@@ -202,6 +216,7 @@ function attemptsTable(job) {
       { 'data-attempt': x.attempt, class: 'attempt-' + x.state },
       td(String(x.attempt), 'n'),
       td(x.workerId ? h('span', { class: 'mono', title: x.workerId }, x.workerId) : '—'),
+      td(time(x.claimedAt)),
       td(time(x.startedAt)),
       td(time(x.endedAt)),
       td(x.startedAt && x.endedAt ? between(x.startedAt, x.endedAt) : x.state === 'active' ? 'running' : '', 'n'),
@@ -217,11 +232,12 @@ function attemptsTable(job) {
           : '',
         'wide',
       ),
+      td(traceCell(x)),
     ),
   );
   const n = (/** @type {string} */ text) => ({ attrs: { class: 'n' }, text });
   return table(
-    [n('#'), 'worker', 'started', 'ended', n('duration'), 'outcome', 'error'],
+    [n('#'), 'worker', 'claimed', 'started', 'ended', n('duration'), 'outcome', 'error', 'trace'],
     rows,
     job.state === 'waiting' ? 'Not started: it waits for its parents.' : 'Not started yet.',
   );
