@@ -1,5 +1,6 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import { checkOptions, describeValue, JobsError, optionShape } from '../model/index.js';
+import { fillTraceUrl, TRACE_ID } from './trace-links.js';
 
 /** What `JobsDashboardModule.register()` takes: where the page is served and who may open it. */
 export interface JobsDashboardOptions {
@@ -23,6 +24,13 @@ export interface JobsDashboardOptions {
    * besides the dashboard's own host: for a proxy that rewrites the Host header.
    */
   allowedOrigins?: string[];
+  /**
+   * Turns each attempt's trace id into a link to your tracing backend, e.g.
+   * 'https://tempo.example/trace/{traceId}': an http(s) URL holding
+   * `{traceId}` (and, if the backend takes it, `{spanId}`), each replaced by
+   * the attempt's id, URL-encoded. Without it the page shows the ids as text.
+   */
+  traceUrl?: string;
 }
 
 export interface DashboardConfig {
@@ -32,6 +40,8 @@ export interface DashboardConfig {
   title: string;
   /** Hosts (host[:port], lower case) allowed to post besides the request's own. */
   allowedHosts: string[];
+  /** The link template of an attempt's trace, checked; null for none. */
+  traceUrl: string | null;
 }
 
 const WHERE = 'JobsDashboardModule.register()';
@@ -41,6 +51,7 @@ const DASHBOARD_SHAPE = optionShape<JobsDashboardOptions>({
   public: true,
   title: true,
   allowedOrigins: true,
+  traceUrl: true,
 });
 
 /**
@@ -86,6 +97,7 @@ export function dashboardConfig(options: JobsDashboardOptions | undefined): Dash
     guards,
     title: checkTitle(o.title),
     allowedHosts: checkOrigins(o.allowedOrigins),
+    traceUrl: checkTraceUrl(o.traceUrl),
   };
 }
 
@@ -105,6 +117,29 @@ function checkTitle(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {
     throw new JobsError(
       `${WHERE}: "title" must be a non-empty string of at most 200 characters, got ${describeValue(value)}. Potential fix: title: 'Jobs'.`,
+    );
+  }
+  return value;
+}
+
+function checkTraceUrl(value: unknown): string | null {
+  if (value === undefined) return null;
+  const fix = "Potential fix: traceUrl: 'https://tempo.example/trace/{traceId}'.";
+  if (typeof value !== 'string' || !value.includes(TRACE_ID)) {
+    throw new JobsError(
+      `${WHERE}: "traceUrl" must be a URL holding {traceId}, where each attempt's trace id goes, got ${describeValue(value)}. ${fix}`,
+    );
+  }
+  let protocol: string | null = null;
+  try {
+    protocol = new URL(fillTraceUrl(value, '0', '0')).protocol;
+  } catch {
+    // Not a URL at all: refused below like one of another scheme.
+  }
+  // The scheme must be the template's own text, so no id can stand in for it.
+  if ((protocol !== 'http:' && protocol !== 'https:') || !/^https?:\/\//i.test(value)) {
+    throw new JobsError(
+      `${WHERE}: "traceUrl" must be an absolute http or https URL (the page opens it as a link), got ${describeValue(value)}. ${fix}`,
     );
   }
   return value;

@@ -3,6 +3,12 @@ import type { AttemptOutcome, ClaimedJob } from './records.js';
 /** W3C trace context headers (traceparent, tracestate) stored with a job. */
 export type TraceCarrier = Record<string, string>;
 
+/** The ids of the span an attempt runs in, as a tracing backend knows it. */
+export interface SpanIds {
+  traceId: string;
+  spanId: string;
+}
+
 /**
  * Where tracing plugs in: the queue captures the caller's trace context into
  * each new job, and the worker runs each attempt inside a span that
@@ -16,11 +22,12 @@ export abstract class JobTracing {
   /**
    * Runs one attempt inside a span continuing the job's stored context, and
    * ends the span with the attempt's outcome (null: no outcome, the job was
-   * handed back or lost).
+   * handed back or lost). `run` gets the span's ids (null when no SDK
+   * records it), so they can be stored with the attempt.
    */
   abstract trace<T>(
     job: ClaimedJob,
-    run: () => Promise<T>,
+    run: (span: SpanIds | null) => Promise<T>,
     outcomeOf: (result: T) => AttemptOutcome | null,
   ): Promise<T>;
 }
@@ -30,7 +37,7 @@ export class NoTracing extends JobTracing {
   capture(): TraceCarrier | null {
     return null;
   }
-  trace<T>(_job: ClaimedJob, run: () => Promise<T>): Promise<T> {
-    return run();
+  trace<T>(_job: ClaimedJob, run: (span: SpanIds | null) => Promise<T>): Promise<T> {
+    return run(null);
   }
 }

@@ -24,6 +24,19 @@ export interface ClaimedJob {
   encrypted?: boolean;
   /** Its payload could not be opened: the key id, and whether the key is missing or the value does not authenticate. */
   unreadable?: { keyId: string; missing: boolean };
+  /** The claimer's clock when the claim took it. */
+  claimedAt?: Date;
+  /** When its handler began, and its span: noted by the worker as the attempt starts, written with its outcome. */
+  started?: AttemptStart;
+}
+
+/** The start of one attempt as the worker saw it: when its handler began and, with tracing on, its span. */
+export interface AttemptStart {
+  at: Date;
+  /** The span's W3C trace id (32 hex digits); null when tracing is off or no SDK records spans. */
+  traceId: string | null;
+  /** The span's id (16 hex digits); null like traceId. */
+  spanId: string | null;
 }
 
 /** What the worker decided about one finished attempt. */
@@ -93,14 +106,21 @@ export interface NewJob {
 export type UniqueWhile = 'queued' | 'queued-or-active' | 'until-succeeded';
 export const UNIQUE_WHILE: readonly UniqueWhile[] = ['queued', 'queued-or-active', 'until-succeeded'];
 
-/** One attempt of a job: which worker ran it, when, how it ended and its error. */
+/** One attempt of a job: which worker ran it, when, how it ended, its error and its trace. */
 export interface JobExecution {
   attempt: number;
   workerId: string | null;
   state: ExecutionState;
+  /** When the claim took the job for this attempt; null for attempts the worker did not see end (rescued, handed back, running). */
+  claimedAt: Date | null;
+  /** When its handler began (for an attempt rescued, handed back or running: when it was claimed). */
   startedAt: Date | null;
   endedAt: Date | null;
   error: SerializedError | null;
+  /** The attempt's span in the tracing backend (`tracing: true`); null without tracing or when the worker did not see it end. */
+  traceId: string | null;
+  /** The span's id; null like traceId. */
+  spanId: string | null;
 }
 
 /** A job without its payload, result and history: what lists show (`JobsMonitor.jobs`). */

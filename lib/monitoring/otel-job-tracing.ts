@@ -1,5 +1,12 @@
 import type * as OpenTelemetry from '@opentelemetry/api';
-import { JobsError, JobTracing, type AttemptOutcome, type ClaimedJob, type TraceCarrier } from '../model/index.js';
+import {
+  JobsError,
+  JobTracing,
+  type AttemptOutcome,
+  type ClaimedJob,
+  type SpanIds,
+  type TraceCarrier,
+} from '../model/index.js';
 
 type Api = typeof OpenTelemetry;
 
@@ -43,7 +50,11 @@ export class OtelJobTracing extends JobTracing {
     return Object.keys(carrier).length ? carrier : null;
   }
 
-  async trace<T>(job: ClaimedJob, run: () => Promise<T>, outcomeOf: (result: T) => AttemptOutcome | null): Promise<T> {
+  async trace<T>(
+    job: ClaimedJob,
+    run: (span: SpanIds | null) => Promise<T>,
+    outcomeOf: (result: T) => AttemptOutcome | null,
+  ): Promise<T> {
     const { api } = this;
     const parent = job.traceContext ? api.propagation.extract(api.ROOT_CONTEXT, job.traceContext) : api.ROOT_CONTEXT;
     const span = this.tracer.startSpan(
@@ -62,8 +73,14 @@ export class OtelJobTracing extends JobTracing {
       },
       parent,
     );
+    // A span no SDK records (none registered, or sampled out) reaches no backend: no ids to link to.
+    const context = span.spanContext();
+    const ids =
+      span.isRecording() && api.trace.isSpanContextValid(context)
+        ? { traceId: context.traceId, spanId: context.spanId }
+        : null;
     try {
-      const result = await api.context.with(api.trace.setSpan(parent, span), run);
+      const result = await api.context.with(api.trace.setSpan(parent, span), () => run(ids));
       const outcome = outcomeOf(result);
       span.setAttribute('job.outcome', outcome?.kind ?? 'none');
       if (outcome && outcome.kind !== 'succeeded' && outcome.kind !== 'snoozed') {

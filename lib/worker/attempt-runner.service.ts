@@ -12,6 +12,7 @@ import {
   type ClaimedJob,
   type JobRowBuilder,
   type QueueSettings,
+  type SpanIds,
 } from '../model/index.js';
 import { OUTCOME_STORAGE, type OutcomeStorage } from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import { STEP_STORAGE, type StepStorage } from '../storage/jobs/step-storage.interface.js';
@@ -97,13 +98,12 @@ export class AttemptRunner {
   async run(run: RunningJob): Promise<RunResult> {
     const { job } = run;
     const started = this.events.observed ? performance.now() : -1;
-    const result = this.tracing.enabled
-      ? await this.tracing.trace(
-          job,
-          () => run.execute(),
-          (r) => r.outcome,
-        )
-      : await run.execute();
+    // The start and the span ids are written with the outcome (see encodeOutcomes), in no statement of their own.
+    const begin = (span: SpanIds | null): Promise<RunResult> => {
+      job.started = { at: this.clock.now(), traceId: span?.traceId ?? null, spanId: span?.spanId ?? null };
+      return run.execute();
+    };
+    const result = this.tracing.enabled ? await this.tracing.trace(job, begin, (r) => r.outcome) : await begin(null);
     // Before the outcome goes to the batcher: the last report must land while the job is still active.
     const progressWritten = this.progress!.forget(job);
     if (progressWritten) await progressWritten;

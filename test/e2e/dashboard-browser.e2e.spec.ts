@@ -4,7 +4,7 @@ import type { INestApplication } from '@nestjs/common';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { Job, JobQueue, JobQueues, RecurringSchedules, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
-import { dropSchemas, uniqueSchema } from '../support/database.js';
+import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { dashboardProviders, fragile, HOSTILE, seedDashboard, type DashboardSeed } from '../support/dashboard.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
@@ -55,7 +55,14 @@ beforeAll(async () => {
     schema,
     { worker: { pollInterval: 100 } },
     {
-      imports: [JobsDashboardModule.register({ path: 'ops/jobs', title: 'Ops jobs', public: true })],
+      imports: [
+        JobsDashboardModule.register({
+          path: 'ops/jobs',
+          title: 'Ops jobs',
+          public: true,
+          traceUrl: 'https://tempo.example/trace/{traceId}?span={spanId}',
+        }),
+      ],
       providers: [...dashboardProviders, Stepper, Persistent],
     },
   );
@@ -156,6 +163,36 @@ it('finds the failed job through the state filter, shows its attempts and payloa
   expect(await page.locator('tr[data-attempt="1"] pre.stack').isVisible()).toBe(true);
   expect(await page.textContent('#result')).toContain('"ok": true');
   await screenshot('dashboard-job');
+});
+
+it("links each attempt's trace to the tracing backend, its ids URL-encoded; an attempt without one shows none", async () => {
+  // This app runs without an OpenTelemetry SDK: the ids a traced worker would have written are set here,
+  // the failed attempt's on its history row and the success's on the job row. One is hostile.
+  const [traced, hostile] = ['4bf92f3577b34da6a3ce929d0e0e4736', '"><img src=x onerror="window.pwned = true">/..'];
+  await sql(`UPDATE "${schema}".job_execution SET trace_id = $2, span_id = '00f067aa0ba902b7' WHERE job_id = $1`, [
+    seed.failedId,
+    hostile,
+  ]);
+  await sql(`UPDATE "${schema}".job SET trace_id = $2, span_id = 'b7ad6b7169203331' WHERE id = $1`, [
+    seed.failedId,
+    traced,
+  ]);
+  await open(`#/jobs/${seed.failedId}`);
+  await page.waitForSelector('tr[data-attempt="2"] a.trace');
+  const link = async (attempt: number) => {
+    const a = page.locator(`tr[data-attempt="${attempt}"] a.trace`);
+    return { href: await a.getAttribute('href'), text: await a.textContent(), target: await a.getAttribute('target') };
+  };
+  expect(await link(2)).toEqual({
+    href: `https://tempo.example/trace/${traced}?span=b7ad6b7169203331`,
+    text: '4bf92f35…',
+    target: '_blank',
+  });
+  expect((await link(1)).href).toBe(`https://tempo.example/trace/${encodeURIComponent(hostile)}?span=00f067aa0ba902b7`);
+  expect(await page.locator('main img').count()).toBe(0);
+  // A job that has not run yet has no attempt to link.
+  await open(`#/jobs/${seed.delayedId}`);
+  expect(await page.locator('main a.trace').count()).toBe(0);
 });
 
 it('pauses and resumes a schedule', async () => {

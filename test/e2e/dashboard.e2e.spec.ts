@@ -42,6 +42,14 @@ describe('JobsDashboardModule.register()', () => {
       [{ public: true, path: '../x y' }, /"path" must be a URL path/],
       [{ public: true, title: '' }, /"title" must be a non-empty string/],
       [{ public: true, allowedOrigins: ['not a url'] }, /"allowedOrigins" must be an array of origins/],
+      [{ public: true, traceUrl: 'https://tempo.example/trace/' }, /"traceUrl" must be a URL holding \{traceId\}/],
+      [{ public: true, traceUrl: 42 }, /"traceUrl" must be a URL holding \{traceId\}, .*got 42/],
+      [{ public: true, traceUrl: 'javascript:alert({traceId})' }, /"traceUrl" must be an absolute http or https URL/],
+      [
+        { public: true, traceUrl: '{traceId}https://tempo.example' },
+        /"traceUrl" must be an absolute http or https URL/,
+      ],
+      [{ public: true, traceUrl: '/trace/{traceId}' }, /"traceUrl" must be an absolute http or https URL/],
       [{ public: true, guard: [] }, /unknown option "guard". Did you mean "guards"\?/],
       ['open', /the options must be an object/],
     ];

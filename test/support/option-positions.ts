@@ -191,7 +191,7 @@ export const modulePositions: OptionsPosition[] = [
   },
   {
     where: 'JobsDashboardModule.register()',
-    known: ['path', 'guards', 'public', 'title', 'allowedOrigins'],
+    known: ['path', 'guards', 'public', 'title', 'allowedOrigins', 'traceUrl'],
     base: () => ({ public: true }),
     call: (o) => JobsDashboardModule.register(o as never),
   },

@@ -193,6 +193,20 @@ function errorBlock(key, error) {
 }
 
 /**
+ * An attempt's trace: a link where the dashboard has a traceUrl (the server
+ * builds it, its ids URL-encoded), else the id as text.
+ * @param {any} x
+ */
+function traceCell(x) {
+  if (!x.traceId) return '—';
+  const label = x.traceId.slice(0, 8) + '…';
+  const title = 'trace ' + x.traceId + (x.spanId ? ', span ' + x.spanId : '');
+  return x.traceUrl
+    ? h('a', { class: 'mono trace', href: x.traceUrl, target: '_blank', rel: 'noopener noreferrer', title }, label)
+    : h('span', { class: 'mono', title }, label);
+}
+
+/**
  * Older attempts the view added, kept across its refreshes (which draw the
  * body again): for one job, from the cursor its detail gave.
  * @type {{ id: string, from: string, rows: any[], after: string | null } | null}
@@ -211,7 +225,7 @@ function attemptsTable(job) {
   const executions = [...(older ? older.rows : []), ...job.executions];
   const n = (/** @type {string} */ text) => ({ attrs: { class: 'n' }, text });
   const grid = table(
-    [n('#'), 'worker', 'started', 'ended', n('duration'), 'outcome', 'error'],
+    [n('#'), 'worker', 'claimed', 'started', 'ended', n('duration'), 'outcome', 'error', 'trace'],
     executions.map((x) => attemptRow(job, x)),
     job.state === 'waiting' ? 'Not started: it waits for its parents.' : 'Not started yet.',
   );
@@ -248,6 +262,7 @@ function attemptRow(job, x) {
     { 'data-attempt': x.attempt, class: 'attempt-' + x.state },
     td(String(x.attempt), 'n'),
     td(x.workerId ? h('span', { class: 'mono', title: x.workerId }, x.workerId) : '—'),
+    td(time(x.claimedAt)),
     td(time(x.startedAt)),
     td(time(x.endedAt)),
     td(x.startedAt && x.endedAt ? between(x.startedAt, x.endedAt) : x.state === 'active' ? 'running' : '', 'n'),
@@ -263,6 +278,7 @@ function attemptRow(job, x) {
         : '',
       'wide',
     ),
+    td(traceCell(x)),
   );
 }
 

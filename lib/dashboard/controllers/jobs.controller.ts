@@ -12,6 +12,7 @@ import { JobQueue } from '../../queue/job-queue.service.js';
 import { DashboardGraphs } from '../dashboard-graphs.service.js';
 import { bulkBody, integer, one, onlyKnown, stateList, type Query as Q } from '../dashboard-input.js';
 import type { DashboardConfig } from '../dashboard-options.js';
+import { withTraceLinks } from '../trace-links.js';
 import { DashboardRoutes } from './dashboard-routes.js';
 
 const SEARCH_PARAMS = ['state', 'queue', 'name', 'nameContains', 'batchId', 'id', 'before', 'limit'];
@@ -57,7 +58,7 @@ export function jobsController(config: DashboardConfig) {
           `Jobs dashboard: no job ${id}. Potential fix: it may have been deleted or purged; search by the start of its id.`,
         );
       }
-      return job;
+      return withTraceLinks(job, config.traceUrl);
     }
 
     /** The job's steps with their stored results (the detail lists them without). */
@@ -87,7 +88,7 @@ export function jobsController(config: DashboardConfig) {
           `Jobs dashboard: no job ${id}. Potential fix: it may have been deleted or purged; search by the start of its id.`,
         );
       }
-      return page;
+      return withTraceLinks(page, config.traceUrl);
     }
 
     @Get('api/jobs/:id/graph')

@@ -1,4 +1,4 @@
-import { boundError, type FinishedAttempt, type JobCipher, type NewJob } from '../../model/index.js';
+import { boundError, type ClaimedJob, type FinishedAttempt, type JobCipher, type NewJob } from '../../model/index.js';
 import { sealErrorFor, sealValueFor } from './job-sealing.js';
 
 /**
@@ -194,14 +194,16 @@ export function uuidv7Floor(at: Date): string {
 
 /**
  * Outcomes as the success and failure writes take them: ids, and per-row
- * values as JSON objects keyed by job id (see jobStatements); each error's
- * texts cut to `maxErrorBytes` (before sealing, so the bound is the
- * plaintext's), an encrypted job's result and error sealed.
+ * values as JSON objects keyed by job id (see outcomeStatements); each
+ * error's texts cut to `maxErrorBytes` (before sealing, so the bound is the
+ * plaintext's), an encrypted job's result and error sealed. `runs` holds each
+ * success's claim and start times and span ids; a failure carries its own as `run`.
  */
 export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: JobCipher, maxErrorBytes: number) {
   const succeededIds: string[] = [];
   const succeededAttempts: Record<string, number> = {};
   const results: Record<string, unknown> = {};
+  const runs: Record<string, AttemptRunJson> = {};
   const failedIds: string[] = [];
   const failures: Record<string, object> = {};
   for (const { job, outcome } of attempts) {
@@ -211,6 +213,8 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
       if (outcome.result !== undefined && outcome.result !== null) {
         results[job.id] = sealValueFor(cipher, job, outcome.result);
       }
+      const run = encodeRun(job);
+      if (run) runs[job.id] = run;
     } else if (outcome.kind === 'snoozed') {
       // Back to the queue like a retry, with its own history row, and the attempt given back.
       failedIds.push(job.id);
@@ -229,6 +233,7 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
         run_at: outcome.until.toISOString(),
         hook: null,
         extra: true,
+        run: encodeRun(job),
       };
     } else {
       failedIds.push(job.id);
@@ -240,8 +245,31 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
         run_at: outcome.kind === 'retry' ? outcome.retryAt.toISOString() : null,
         // The worker runs the hook itself right after this write, holding it like a lease.
         hook: outcome.kind === 'failed' ? (outcome.hook ? 'running' : 'done') : null,
+        run: encodeRun(job),
       };
     }
   }
-  return { succeededIds, succeededAttempts, results, failedIds, failures };
+  return { succeededIds, succeededAttempts, results, runs, failedIds, failures };
+}
+
+/** An attempt's claim and start times and span ids, as the outcome writes read them (absent keys read as null). */
+interface AttemptRunJson {
+  claimed?: string;
+  started?: string;
+  trace?: string;
+  span?: string;
+}
+
+/** What the worker noted of the attempt of `job`; undefined when it noted nothing (a job cancelled before it ran). */
+function encodeRun(job: ClaimedJob): AttemptRunJson | undefined {
+  const { claimedAt, started } = job;
+  if (!claimedAt && !started) return undefined;
+  const run: AttemptRunJson = {};
+  if (claimedAt) run.claimed = claimedAt.toISOString();
+  if (started) {
+    run.started = started.at.toISOString();
+    if (started.traceId) run.trace = started.traceId;
+    if (started.spanId) run.span = started.spanId;
+  }
+  return run;
 }

@@ -112,16 +112,20 @@ function executionFromRow(e: Row, cipher: JobCipher): JobExecution {
     attempt: e.attempt as number,
     workerId: (e.worker_id as string | null) ?? null,
     state: e.state as JobExecution['state'],
+    claimedAt: (e.claimed_at as Date | null) ?? null,
     startedAt: (e.started_at as Date | null) ?? null,
     endedAt: (e.ended_at as Date | null) ?? null,
     error: cipher.revealError((e.error as SerializedError | null) ?? null),
+    traceId: (e.trace_id as string | null) ?? null,
+    spanId: (e.span_id as string | null) ?? null,
   };
 }
 
 /**
  * A successful or running attempt writes no history row: the job row tells
  * its story, as the newest entry, unless `executions` (the newest recorded
- * ones) already hold that attempt.
+ * ones) already hold that attempt. Its claim, start and span columns are the
+ * last success's, so a running attempt does not show them.
  */
 function currentExecution(row: Row, executions: readonly JobExecution[]): JobExecution | null {
   const state = row.state as JobState;
@@ -133,13 +137,17 @@ function currentExecution(row: Row, executions: readonly JobExecution[]): JobExe
   ) {
     return null;
   }
+  const done = state === 'succeeded';
   return {
     attempt,
     workerId: (row.worker_id as string | null) ?? null,
     state,
-    startedAt: (row.started_at as Date | null) ?? null,
-    endedAt: state === 'succeeded' ? ((row.completed_at as Date | null) ?? null) : null,
+    claimedAt: done ? ((row.claimed_at as Date | null) ?? null) : null,
+    startedAt: ((done ? row.handler_started_at : null) as Date | null) ?? (row.started_at as Date | null) ?? null,
+    endedAt: done ? ((row.completed_at as Date | null) ?? null) : null,
     error: null,
+    traceId: done ? ((row.trace_id as string | null) ?? null) : null,
+    spanId: done ? ((row.span_id as string | null) ?? null) : null,
   };
 }
 
@@ -159,13 +167,19 @@ export function jobStepFromRow(r: JobStep, withResult: boolean, cipher: JobCiphe
 /** A row of claim_controlled: a claimed job, or (id null) the wait a rate limit asks for. */
 export type ClaimRow = ClaimedJob & { waitMs: number | null };
 
-/** Claimed rows as the claim returns them: the jobs (payloads opened, see openClaimed) and the wait. */
-export function claimResult(cipher: JobCipher, rows: readonly ClaimRow[]): ClaimResult {
+/** Claimed rows as the claim made at `claimedAt` returns them: the jobs (payloads opened, see openClaimed) and the wait. */
+export function claimResult(cipher: JobCipher, rows: readonly ClaimRow[], claimedAt: Date): ClaimResult {
   let waitMs: number | null = null;
   const jobs: ClaimedJob[] = [];
   for (const { waitMs: wait, ...job } of rows) {
     if (job.id) jobs.push(job);
     else waitMs = wait;
   }
-  return { jobs: openClaimed(cipher, jobs), waitMs };
+  return { jobs: claimedJobs(cipher, jobs, claimedAt), waitMs };
+}
+
+/** Jobs a claim made at `claimedAt` took, their payloads opened (see openClaimed) and their claim time noted. */
+export function claimedJobs(cipher: JobCipher, jobs: ClaimedJob[], claimedAt: Date): ClaimedJob[] {
+  for (const job of jobs) job.claimedAt = claimedAt;
+  return openClaimed(cipher, jobs);
 }

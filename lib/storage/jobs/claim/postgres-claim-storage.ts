@@ -1,7 +1,6 @@
 import type { ClaimedJob, JobCipher } from '../../../model/index.js';
 import type { StorageContext } from '../../storage-context.js';
-import { claimResult, type ClaimRow } from '../job-rows.js';
-import { openClaimed } from '../job-sealing.js';
+import { claimedJobs, claimResult, type ClaimRow } from '../job-rows.js';
 import { StatementRunner } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';
 import type { ClaimRequest, ClaimResult, ClaimStorage } from './claim-storage.interface.js';
@@ -26,13 +25,14 @@ export class PostgresClaimStorage implements ClaimStorage {
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
     // Rows arrive in claim order and already shaped as ClaimedJob: no second object per job.
     const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs];
-    return openClaimed(this.cipher, await this.statements.run<ClaimedJob>('claim', values, this.connections.executor));
+    const jobs = await this.statements.run<ClaimedJob>('claim', values, this.connections.executor);
+    return claimedJobs(this.cipher, jobs, r.now);
   }
 
   async claimControlled(r: ClaimRequest): Promise<ClaimResult> {
     const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs];
     const rows = await this.statements.run<ClaimRow>('claimControlled', values, this.connections.executor);
-    return claimResult(this.cipher, rows);
+    return claimResult(this.cipher, rows, r.now);
   }
 
   async queuesWithWork(): Promise<string[]> {

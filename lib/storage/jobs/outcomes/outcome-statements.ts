@@ -22,15 +22,24 @@ export function outcomeStatements(schema: string) {
   /** This row's entry in the fail statement's JSON object ($5), and one field of it as text. */
   const failure = `($5::jsonb -> (j.id::text))`;
   const failed = (field: string) => `(${failure} ->> '${field}')`;
-  /** The success write ($1 ids, $2 worker, $3 now, $5 attempts, $6 results), fenced like every outcome. */
-  const succeeded = `UPDATE ${s}.job j
+  /**
+   * The success write ($1 ids, $2 worker, $3 now, $5 attempts, $6 results, `runs` each attempt's
+   * claim and start times and span ids), fenced like every outcome. A success leaves no history
+   * row: its times and ids stay on the job row, in this same write.
+   */
+  const succeeded = (runs: string) => {
+    const run = (field: string) => `(${runs}::jsonb -> (j.id::text) ->> '${field}')`;
+    return `UPDATE ${s}.job j
          SET state = 'succeeded', completed_at = $3, result = $6::jsonb -> (j.id::text), lease_expires_at = NULL,
-             progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END
+             progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END,
+             claimed_at = ${run('claimed')}::timestamptz, handler_started_at = ${run('started')}::timestamptz,
+             trace_id = ${run('trace')}, span_id = ${run('span')}
        WHERE ${outcomeFence('j', '$1', '$2', '($5::jsonb ->> (j.id::text))::int')}
       RETURNING j.id, j.batch_id, j.has_dependents`;
+  };
   return {
     succeed: `WITH u AS (
-      ${succeeded}
+      ${succeeded('$7')}
     ), ${settleCte(s, 'u', `'succeeded'`, '$3', '$4')}
     SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
 
@@ -41,7 +50,7 @@ export function outcomeStatements(schema: string) {
     // statement's row locks, the order every outcome write keeps. Rows: done = true for an
     // applied outcome (id only), false for a claimed job or the rate limit's wait row.
     succeedAndClaim: `WITH u AS (
-      ${succeeded}
+      ${succeeded('$11')}
     ), ${settleCte(s, 'u', `'succeeded'`, '$3', '$4')}, written AS (
       SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM settled) AS n
     )
@@ -69,10 +78,12 @@ export function outcomeStatements(schema: string) {
                                           THEN $3::timestamptz + make_interval(secs => $6::float8 / 1000) END
        WHERE ${outcomeFence('j', '$1', '$2', `(${failed('attempt')})::int`)}
       RETURNING j.id, j.attempt, j.started_at, ${failed('exec_state')} AS exec_state,
-                ${failure} -> 'error' AS error, j.state, j.batch_id, j.has_dependents
+                ${failure} -> 'error' AS error, ${failure} -> 'run' AS run, j.state, j.batch_id, j.has_dependents
     ), ex AS (
-      INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
-      SELECT id, attempt, $2, exec_state, started_at, $3, error FROM u
+      INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, claimed_at, started_at, ended_at, error, trace_id, span_id)
+      SELECT id, attempt, $2, exec_state, (run ->> 'claimed')::timestamptz, coalesce((run ->> 'started')::timestamptz, started_at),
+             $3, error, run ->> 'trace', run ->> 'span'
+        FROM u
     ), ${settleCte(s, `(SELECT * FROM u WHERE state <> 'queued')`, 'state', '$3', '$4')}
     SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
 

@@ -58,7 +58,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     leaseMs: number,
     claim: ClaimRequest,
   ): Promise<{ applied: Set<string>; claimed: ClaimResult }> {
-    const { succeededIds, succeededAttempts, results } = encodeOutcomes(
+    const { succeededIds, succeededAttempts, results, runs } = encodeOutcomes(
       attempts.filter((a) => a.outcome.kind === 'succeeded'),
       this.cipher,
       this.maxErrorBytes,
@@ -72,6 +72,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
         claim.names,
         claim.limit,
         claim.leaseMs,
+        JSON.stringify(runs),
       ]),
       this.finish(
         workerId,
@@ -86,6 +87,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       claimed: claimResult(
         this.cipher,
         rows.filter((row) => !row.done),
+        now,
       ),
     };
   }
@@ -98,7 +100,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<Set<string>> {
-    const { succeededIds, succeededAttempts, results, failedIds, failures } = encodeOutcomes(
+    const { succeededIds, succeededAttempts, results, runs, failedIds, failures } = encodeOutcomes(
       attempts,
       this.cipher,
       this.maxErrorBytes,
@@ -109,7 +111,15 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       writes.push(
         this.runWorker(
           'succeed',
-          [succeededIds, workerId, now, this.channel, JSON.stringify(succeededAttempts), JSON.stringify(results)],
+          [
+            succeededIds,
+            workerId,
+            now,
+            this.channel,
+            JSON.stringify(succeededAttempts),
+            JSON.stringify(results),
+            JSON.stringify(runs),
+          ],
           tx,
         ),
       );
