@@ -4,10 +4,16 @@ import type { StorageContext } from '../../storage-context.js';
 import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
 import { encodeOutcomes } from '../job-encoding.js';
 import { claimResult, type ClaimRow } from '../job-rows.js';
-import { openClaimed } from '../job-sealing.js';
+import { openClaimed, sealErrorFor } from '../job-sealing.js';
 import { StatementRunner } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';
-import type { FailedJob, HeldJob, LeaseRenewal, OutcomeStorage } from './outcome-storage.interface.js';
+import type {
+  FailedJob,
+  FailureHookEnd,
+  HeldJob,
+  LeaseRenewal,
+  OutcomeStorage,
+} from './outcome-storage.interface.js';
 import { outcomeStatements, type OutcomeStatements } from './outcome-statements.js';
 
 /**
@@ -160,8 +166,13 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     return new Set(rows.map((r) => r.id as string));
   }
 
-  async settleFailureHooks(workerId: string, ids: readonly string[], outcome: 'done' | 'pending'): Promise<void> {
-    if (ids.length) await this.run('settleHooks', [ids, workerId, outcome]);
+  async settleFailureHook(workerId: string, job: { id: string; encrypted?: boolean }, end: FailureHookEnd): Promise<void> {
+    const error = end.error ? JSON.stringify(sealErrorFor(this.cipher, job, end.error)) : null;
+    await this.run('settleHook', [job.id, workerId, end.state, end.state === 'pending' ? end.runAt : null, error]);
+  }
+
+  async giveBackFailureHooks(workerId: string, ids: readonly string[]): Promise<void> {
+    if (ids.length) await this.run('giveBackHooks', [ids, workerId]);
   }
 }
 
