@@ -114,7 +114,9 @@ export function resolveJobOptions(declared: JobOptions = {}, defaults: JobDefaul
         defaults.onFailureRetries?.attempts ??
         JOB_DEFAULTS.onFailureRetries.attempts,
       backoff:
-        declared.onFailureRetries?.backoff ?? defaults.onFailureRetries?.backoff ?? JOB_DEFAULTS.onFailureRetries.backoff,
+        declared.onFailureRetries?.backoff ??
+        defaults.onFailureRetries?.backoff ??
+        JOB_DEFAULTS.onFailureRetries.backoff,
     },
   };
 }

@@ -7,13 +7,7 @@ import { claimResult, type ClaimRow } from '../job-rows.js';
 import { openClaimed, sealErrorFor } from '../job-sealing.js';
 import { StatementRunner } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';
-import type {
-  FailedJob,
-  FailureHookEnd,
-  HeldJob,
-  LeaseRenewal,
-  OutcomeStorage,
-} from './outcome-storage.interface.js';
+import type { FailedJob, FailureHookEnd, HeldJob, LeaseRenewal, OutcomeStorage } from './outcome-storage.interface.js';
 import { outcomeStatements, type OutcomeStatements } from './outcome-statements.js';
 
 /**
@@ -166,7 +160,11 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     return new Set(rows.map((r) => r.id as string));
   }
 
-  async settleFailureHook(workerId: string, job: { id: string; encrypted?: boolean }, end: FailureHookEnd): Promise<void> {
+  async settleFailureHook(
+    workerId: string,
+    job: { id: string; encrypted?: boolean },
+    end: FailureHookEnd,
+  ): Promise<void> {
     const error = end.error ? JSON.stringify(sealErrorFor(this.cipher, job, end.error)) : null;
     await this.run('settleHook', [job.id, workerId, end.state, end.state === 'pending' ? end.runAt : null, error]);
   }
