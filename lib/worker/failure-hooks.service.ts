@@ -1,6 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
-import { Clock, computeBackoff, JOB_DEFAULTS, JobsError, PermanentJobError, serializeError } from '../model/index.js';
+import {
+  Clock,
+  computeBackoff,
+  type JobHandler,
+  JOB_DEFAULTS,
+  JobsError,
+  PermanentJobError,
+  serializeError,
+} from '../model/index.js';
 import {
   OUTCOME_STORAGE,
   type FailedJob,
@@ -105,6 +113,10 @@ export class FailureHooks {
         const recorded = Object.assign(new Error(error?.message ?? 'failed'), { name: error?.name ?? 'Error' });
         if (error?.stack) recorded.stack = error.stack;
         const { attempts } = this.retriesOf(job.name);
+        if (!this.hasHook(job.name)) {
+          this.track(run, hookAttempt, () => Promise.resolve(), true);
+          continue;
+        }
         // Its last run was cut short (its instance died, or the bound was lowered meanwhile).
         const hook =
           hookAttempt > attempts
@@ -129,12 +141,12 @@ export class FailureHooks {
     while (this.running.size) await Promise.all([...this.running.values()].map((h) => h.done));
   }
 
-  private track(run: RunningJob, hookAttempt: number, hook: () => Promise<void>): void {
+  private track(run: RunningJob, hookAttempt: number, hook: () => Promise<void>, none = false): void {
     const workerId = this.workerId!;
     const { job } = run;
     const done = hook()
       .then(
-        (): FailureHookEnd => ({ state: 'done', error: null }),
+        (): FailureHookEnd => ({ state: 'done', error: null, none }),
         (error: unknown) => this.threw(run, hookAttempt, error),
       )
       .then(async (end) => {
@@ -168,6 +180,11 @@ export class FailureHooks {
     const runAt = new Date(this.clock.now().getTime() + computeBackoff(backoff, hookAttempt, error));
     run.logger.warn(`${what}; it runs again at ${runAt.toISOString()}`);
     return { state: 'pending', runAt, error: serializeError(error) };
+  }
+
+  private hasHook(name: string): boolean {
+    const handler = this.registry.get(name)?.metatype.prototype as JobHandler | undefined;
+    return typeof handler?.onFailure === 'function';
   }
 
   private retriesOf(name: string) {

@@ -3,7 +3,14 @@ import type { INestApplication } from '@nestjs/common';
 import { JobQueue, type FailureHookInfo } from 'nestjs-durable-jobs';
 import { readyWorkerId } from '../support/child-ready.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
-import { HookProbe, hookRuns, hookRunTable, SlowHookProbe, type HookProbePayload } from '../support/hook.jobs.js';
+import {
+  HookProbe,
+  hookRuns,
+  hookRunTable,
+  NoHookProbe,
+  SlowHookProbe,
+  type HookProbePayload,
+} from '../support/hook.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -22,7 +29,7 @@ async function start(worker: { enabled?: boolean } = {}): Promise<INestApplicati
   const started = await startJobsApp(
     schema,
     { worker: { lease: 1000, pollInterval: 100, ...worker } },
-    { providers: [HookProbe, SlowHookProbe] },
+    { providers: [HookProbe, SlowHookProbe, NoHookProbe] },
   );
   apps.push(started);
   return started;
@@ -104,6 +111,31 @@ it('a hook that throws a PermanentJobError is not run again', async () => {
   expect(hook.lastError).toMatchObject({ name: 'PermanentJobError', message: 'hook run 1: the record is gone' });
 });
 
+it('jobs the rescue fails: a hook runs from the sweep; a handler without onFailure shows no hook', async () => {
+  const later = new Date(Date.now() + 3_600_000);
+  const { id: withHook } = await app.get(JobQueue).enqueue(HookProbe, payload({ failTimes: 0 }), { runAt: later });
+  const { id: without } = await app.get(JobQueue).enqueue(NoHookProbe, {}, { runAt: later });
+  // What a worker that claimed them and died leaves: attempts spent, leases run out.
+  await sql(
+    `UPDATE "${schema}".job SET state = 'active', attempt = 1, worker_id = 'ghost:1', started_at = now(),
+            lease_expires_at = now() - interval '1 second' WHERE id = ANY($1::uuid[])`,
+    [[withHook, without]],
+  );
+  await waitForHook(withHook, 'done');
+  expect(await hookOf(withHook)).toMatchObject({ state: 'done', attempts: 1, lastError: null });
+  await waitFor('the job without a hook to be swept', async () => {
+    const [row] = await sql<{ failure_hook: string }>(`SELECT failure_hook FROM "${schema}".job WHERE id = $1`, [
+      without,
+    ]);
+    return row?.failure_hook === 'done';
+  });
+  const job = (await app.get(JobQueue).get(without))!;
+  expect(job.state).toBe('failed');
+  expect(job.failureHook).toBeNull();
+  const [row] = await sql(`SELECT hook_attempt, hook_error FROM "${schema}".job WHERE id = $1`, [without]);
+  expect(row).toEqual({ hook_attempt: 0, hook_error: null });
+});
+
 it('a worker killed while its hook waits for a rerun: another instance runs the remaining runs', async () => {
   // Only the child works: this instance stops, and an API-only one enqueues and reads.
   await app.close();
@@ -128,11 +160,8 @@ it('a worker killed while its hook waits for a rerun: another instance runs the 
     expect(waiting).toMatchObject({ state: 'pending', attempts: 1 });
     expect((await hookRuns(runs, id)).map((r) => [r.run, r.instance])).toEqual([[1, 'child']]);
 
-    await startJobsApp(
-      schema,
-      { worker: { lease: 1000, pollInterval: 100 } },
-      { providers: [HookProbe, SlowHookProbe] },
-    ).then((other) => apps.push(other));
+    // Another instance, started once the child is dead: only it can run the remaining runs.
+    await start();
     await waitForHook(id, 'done', api);
     const recorded = await hookRuns(runs, id);
     expect(recorded.map((r) => [r.run, r.instance])).toEqual([

@@ -7,7 +7,7 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { JobsModule } from 'nestjs-durable-jobs';
-import { HookProbe, SlowHookProbe } from './hook.jobs.js';
+import { HookProbe, NoHookProbe, SlowHookProbe } from './hook.jobs.js';
 
 @Module({
   imports: [
@@ -18,7 +18,7 @@ import { HookProbe, SlowHookProbe } from './hook.jobs.js';
       worker: { lease: 1000, pollInterval: 100 },
     }),
   ],
-  providers: [HookProbe, SlowHookProbe],
+  providers: [HookProbe, SlowHookProbe, NoHookProbe],
 })
 class HookChildModule {}
 

@@ -56,3 +56,11 @@ export class HookProbe implements JobHandler<HookProbePayload> {
   onFailureRetries: { attempts: 3, backoff: { type: 'fixed', delay: 3_000 } },
 })
 export class SlowHookProbe extends HookProbe {}
+
+/** Fails at once and has no onFailure. */
+@Job('hook-probe-none', { maxAttempts: 1 })
+export class NoHookProbe implements JobHandler<Record<string, never>> {
+  run(): never {
+    throw new Error('the job broke');
+  }
+}

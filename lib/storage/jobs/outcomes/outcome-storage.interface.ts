@@ -27,10 +27,11 @@ export interface FailedJob extends ClaimedJob {
 /**
  * How a hook's run ended: it returned (`done`), it threw and runs again at
  * `runAt` (`pending`), or it threw for the last time (`failed`). `error` is
- * what it threw; null keeps the error recorded before.
+ * what it threw; null keeps the error recorded before. `none`: the handler
+ * has no onFailure (a job the rescue failed), so no run is recorded.
  */
 export type FailureHookEnd =
-  | { state: 'done'; error: null }
+  | { state: 'done'; error: null; none?: boolean }
   | { state: 'pending'; runAt: Date; error: SerializedError }
   | { state: 'failed'; error: SerializedError | null };
 

@@ -166,7 +166,8 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     end: FailureHookEnd,
   ): Promise<void> {
     const error = end.error ? JSON.stringify(sealErrorFor(this.cipher, job, end.error)) : null;
-    await this.run('settleHook', [job.id, workerId, end.state, end.state === 'pending' ? end.runAt : null, error]);
+    const runAt = end.state === 'pending' ? end.runAt : null;
+    await this.run('settleHook', [job.id, workerId, end.state, runAt, error, end.state === 'done' && !!end.none]);
   }
 
   async giveBackFailureHooks(workerId: string, ids: readonly string[]): Promise<void> {
