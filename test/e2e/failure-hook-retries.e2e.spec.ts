@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { INestApplication } from '@nestjs/common';
-import { JobQueue, type FailureHookInfo } from 'nestjs-durable-jobs';
+import { Job, JobQueue, JobsError, type FailureHookInfo } from 'nestjs-durable-jobs';
 import { readyWorkerId } from '../support/child-ready.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import {
@@ -18,6 +18,8 @@ import { waitFor } from '../support/wait.js';
 
 const schema = uniqueSchema('hook_retries');
 const runs = `${schema}_runs`;
+/** The schema of an app its defaults keep from starting. */
+const badSchema = `${schema}_bad`;
 const apps: INestApplication[] = [];
 let app: INestApplication;
 /** The job of the PermanentJobError test, retried by the last test. */
@@ -43,7 +45,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const a of apps.splice(0)) await a.close().catch(() => undefined);
-  await dropSchemas(schema, runs);
+  await dropSchemas(schema, runs, badSchema);
 });
 
 async function hookOf(id: string, from = app): Promise<FailureHookInfo | null> {
@@ -61,6 +63,22 @@ function waitForHook(id: string, state: FailureHookInfo['state'], from = app): P
 function payload(p: Omit<HookProbePayload, 'schema'>): HookProbePayload {
   return { schema: runs, ...p };
 }
+
+it('refuses onFailureRetries it cannot follow, on the @Job and in the module defaults', async () => {
+  const declare = (onFailureRetries: unknown) => () =>
+    Job('hook-bad', { onFailureRetries: onFailureRetries as never })(class BadHook {});
+  expect(declare({ attempts: 0 })).toThrow(JobsError);
+  expect(declare({ attempts: 0 })).toThrow(
+    /@Job\('hook-bad'\) on class BadHook: "onFailureRetries\.attempts" must be an integer .*Potential fix/,
+  );
+  expect(declare({ backoff: { type: 'linear', delay: 1 } })).toThrow(
+    /"onFailureRetries\.backoff" must be \{ type: 'fixed' \| 'exponential', delay: ms >= 0 \}.*Potential fix: onFailureRetries\.backoff:/,
+  );
+  expect(declare(5)).toThrow(/"onFailureRetries" must be an object \{ attempts, backoff \}, got 5\. Potential fix/);
+  await expect(startJobsApp(badSchema, { defaults: { onFailureRetries: { attempts: 1.5 } } }, {})).rejects.toThrow(
+    /JobsModule\.forRoot\(\) defaults: "onFailureRetries\.attempts" must be an integer/,
+  );
+});
 
 it('a hook that fails twice, then returns, runs 3 times with its backoff between and ends done', async () => {
   const { id } = await app.get(JobQueue).enqueue(HookProbe, payload({ failTimes: 2 }));
