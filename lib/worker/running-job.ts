@@ -241,9 +241,9 @@ export class RunningJob {
     });
   }
 
-  /** True once the attempt (or hook) was stopped from outside: its end is not its own to record. */
+  /** True once this worker lost the job (or hook) or gave it back: its end is not its own to record. */
   get stopped(): boolean {
-    return this.stopReason !== null;
+    return this.stopReason === 'lost-lease' || this.stopReason === 'shutdown';
   }
 
   /**

@@ -9,6 +9,7 @@ import {
   hookRunTable,
   NoHookProbe,
   SlowHookProbe,
+  TimeoutHookProbe,
   type HookProbePayload,
 } from '../support/hook.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -31,7 +32,7 @@ async function start(worker: { enabled?: boolean } = {}): Promise<INestApplicati
   const started = await startJobsApp(
     schema,
     { worker: { lease: 1000, pollInterval: 100, ...worker } },
-    { providers: [HookProbe, SlowHookProbe, NoHookProbe] },
+    { providers: [HookProbe, SlowHookProbe, NoHookProbe, TimeoutHookProbe] },
   );
   apps.push(started);
   return started;
@@ -127,6 +128,14 @@ it('a hook that throws a PermanentJobError is not run again', async () => {
   const hook = (await hookOf(id))!;
   expect(hook).toMatchObject({ state: 'failed', attempts: 1 });
   expect(hook.lastError).toMatchObject({ name: 'PermanentJobError', message: 'hook run 1: the record is gone' });
+});
+
+it('the hook of a job whose last attempt timed out runs again after throwing, and ends done once', async () => {
+  const { id } = await app.get(JobQueue).enqueue(TimeoutHookProbe, payload({ failTimes: 1 }));
+  await waitForHook(id, 'done');
+  expect((await hookRuns(runs, id)).map((r) => r.run)).toEqual([1, 2]);
+  expect(await hookOf(id)).toMatchObject({ state: 'done', attempts: 2, lastError: { message: 'hook run 1 broke' } });
+  expect((await app.get(JobQueue).get(id))!.lastError?.name).toBe('JobTimeoutError');
 });
 
 it('jobs the rescue fails: a hook runs from the sweep; a handler without onFailure shows no hook', async () => {

@@ -64,3 +64,19 @@ export class NoHookProbe implements JobHandler<Record<string, never>> {
     throw new Error('the job broke');
   }
 }
+
+/** Times out (its attempt waits for its signal); its onFailure is HookProbe's. */
+@Job('hook-probe-timeout', {
+  maxAttempts: 1,
+  timeout: 100,
+  onFailureRetries: { attempts: 3, backoff: { type: 'fixed', delay: 100 } },
+})
+export class TimeoutHookProbe implements JobHandler<HookProbePayload> {
+  run(_: HookProbePayload, ctx: JobContext): Promise<void> {
+    return new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+  }
+
+  onFailure(payload: HookProbePayload, error: Error, ctx: JobContext): Promise<void> {
+    return HookProbe.prototype.onFailure.call(this, payload, error, ctx);
+  }
+}
