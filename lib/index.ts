@@ -87,6 +87,8 @@ export {
   type JobLogger,
   type PayloadOf,
   type JobInfo,
+  type FailureHookInfo,
+  type FailureHookRetries,
   type BatchInfo,
   type BatchState,
   type JobClass,

@@ -11,7 +11,7 @@ import {
   type ResolvedJobOptions,
 } from '../model/index.js';
 import type { RegisteredInterceptor } from './job-interceptors.js';
-import { getJobMetadata } from './job.decorator.js';
+import { getJobMetadata, validateFailureHookRetries } from './job.decorator.js';
 
 export type { JobDefaults, ResolvedJobOptions };
 
@@ -48,6 +48,7 @@ export class JobRegistry {
   private defaults: JobDefaults = {};
 
   configure(defaults: JobDefaults, externalJobs: ExternalJobs): void {
+    validateFailureHookRetries('JobsModule.forRoot() defaults', defaults.onFailureRetries);
     this.defaults = defaults;
     if (Array.isArray(externalJobs)) {
       for (const name of externalJobs as readonly string[]) this.external.set(name, null);

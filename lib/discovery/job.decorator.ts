@@ -9,6 +9,8 @@ import {
   INT4_MAX,
   JOB_OPTIONS_SHAPE,
   JobsError,
+  type BackoffOptions,
+  type FailureHookRetries,
   type JobOptions,
 } from '../model/index.js';
 import { checkInterceptorClasses } from './job-interceptors.js';
@@ -75,7 +77,25 @@ export function validateJobOptions(where: string, o: JobOptions): void {
       `${where}: "encrypted" must be true or false, got ${describeValue(o.encrypted)}. Potential fix: encrypted: true.`,
     );
   }
-  const b = o.backoff;
+  checkBackoff(where, 'backoff', o.backoff);
+  validateFailureHookRetries(where, o.onFailureRetries);
+}
+
+/** Checks `onFailureRetries` (of `@Job`, an external job or JobsModule's `defaults`), naming where it came from. */
+export function validateFailureHookRetries(where: string, retries: FailureHookRetries | undefined): void {
+  if (retries === undefined) return;
+  if (retries === null || typeof retries !== 'object') {
+    throw new JobsError(
+      `${where}: "onFailureRetries" must be an object { attempts, backoff }, got ${describeValue(retries)}. Potential fix: onFailureRetries: { attempts: 5, backoff: { type: 'exponential', delay: 1000 } }.`,
+    );
+  }
+  if (retries.attempts !== undefined) {
+    checkInteger(where, 'onFailureRetries.attempts', retries.attempts, 1, MAX_ATTEMPTS, 5);
+  }
+  checkBackoff(where, 'onFailureRetries.backoff', retries.backoff);
+}
+
+function checkBackoff(where: string, field: string, b: BackoffOptions | undefined): void {
   if (b !== undefined && typeof b !== 'function') {
     const ok =
       b !== null &&
@@ -88,12 +108,12 @@ export function validateJobOptions(where: string, o: JobOptions): void {
     if (ok && b.type === 'fixed' && 'maxDelay' in b) {
       // A fixed delay never grows, so a cap on it would be ignored.
       throw new JobsError(
-        `${where}: "backoff.maxDelay" caps an exponential backoff; a fixed one never grows. Potential fix: backoff: { type: 'exponential', delay, maxDelay }, or leave maxDelay out.`,
+        `${where}: "${field}.maxDelay" caps an exponential backoff; a fixed one never grows. Potential fix: ${field}: { type: 'exponential', delay, maxDelay }, or leave maxDelay out.`,
       );
     }
     if (!ok) {
       throw new JobsError(
-        `${where}: "backoff" must be { type: 'fixed' | 'exponential', delay: ms >= 0 } or a function (attempt, error) => ms, got ${describeValue(b)}. Potential fix: backoff: { type: 'exponential', delay: 1000, jitter: true }.`,
+        `${where}: "${field}" must be { type: 'fixed' | 'exponential', delay: ms >= 0 } or a function (attempt, error) => ms, got ${describeValue(b)}. Potential fix: ${field}: { type: 'exponential', delay: 1000, jitter: true }.`,
       );
     }
   }

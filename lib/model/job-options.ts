@@ -40,6 +40,20 @@ export interface JobOptions {
    * with JobsModule's `encryption` keys; default false (see `encryption.all`).
    */
   encrypted?: boolean;
+  /**
+   * How an onFailure hook that throws runs again: `attempts` runs in all,
+   * the first included (default 3), `backoff` between them (default
+   * exponential from 1 s, capped at a minute, with jitter). A hook that
+   * throws a PermanentJobError is not run again.
+   */
+  onFailureRetries?: FailureHookRetries;
+}
+
+/** `onFailureRetries`: how often, and how far apart, a throwing onFailure hook runs. */
+export interface FailureHookRetries {
+  /** Runs in all, the first included; 1 runs the hook once whatever it throws. */
+  attempts?: number;
+  backoff?: BackoffOptions;
 }
 
 /**
@@ -57,6 +71,7 @@ export interface JobDefaults {
   maxAttempts?: number;
   backoff?: BackoffOptions;
   timeout?: number;
+  onFailureRetries?: FailureHookRetries;
 }
 
 /** What a job type runs with once every default is applied. */
@@ -67,6 +82,7 @@ export interface ResolvedJobOptions {
   timeout: number | null;
   priority: number;
   encrypted: boolean;
+  onFailureRetries: Required<FailureHookRetries>;
 }
 
 /** The library's own defaults: the one place they are spelled. */
@@ -77,6 +93,10 @@ export const JOB_DEFAULTS: Readonly<ResolvedJobOptions> = Object.freeze({
   timeout: null,
   priority: 0,
   encrypted: false,
+  onFailureRetries: Object.freeze<Required<FailureHookRetries>>({
+    attempts: 3,
+    backoff: { type: 'exponential', delay: 1_000, maxDelay: 60_000, jitter: true },
+  }),
 });
 
 /** Per field: the declaration, else the module's defaults, else the library's. */
@@ -88,5 +108,15 @@ export function resolveJobOptions(declared: JobOptions = {}, defaults: JobDefaul
     timeout: declared.timeout ?? defaults.timeout ?? JOB_DEFAULTS.timeout,
     priority: declared.priority ?? JOB_DEFAULTS.priority,
     encrypted: declared.encrypted ?? JOB_DEFAULTS.encrypted,
+    onFailureRetries: {
+      attempts:
+        declared.onFailureRetries?.attempts ??
+        defaults.onFailureRetries?.attempts ??
+        JOB_DEFAULTS.onFailureRetries.attempts,
+      backoff:
+        declared.onFailureRetries?.backoff ??
+        defaults.onFailureRetries?.backoff ??
+        JOB_DEFAULTS.onFailureRetries.backoff,
+    },
   };
 }

@@ -1,7 +1,7 @@
 import type { BatchListFilter, BulkFilter, JobListState, JobSearch, PurgeOptions } from './admin.js';
 import type { BackoffOptions, BackoffFunction } from './backoff.js';
 import type { StepOptions, UniqueOptions } from './job-context.js';
-import type { JobDefaults, JobOptions, JobUniqueOptions } from './job-options.js';
+import type { FailureHookRetries, JobDefaults, JobOptions, JobUniqueOptions } from './job-options.js';
 import type { JobListFilter } from './monitoring.js';
 import { optionShape, type OptionField } from './option-keys.js';
 import type { QueueOptions, RateLimit } from './queue-settings.js';
@@ -47,6 +47,9 @@ export const JOB_UNIQUE_SHAPE = optionShape<JobUniqueOptions>({
   replace: true,
 });
 
+/** `onFailureRetries` of `@Job`, `externalJobs` and `defaults`. */
+export const FAILURE_HOOK_RETRIES_SHAPE = optionShape<FailureHookRetries>({ attempts: true, backoff: BACKOFF_SHAPE });
+
 /** `@Job(name, options)` and the entries of `externalJobs`. */
 export const JOB_OPTIONS_SHAPE = optionShape<JobOptions>({
   queue: true,
@@ -59,12 +62,14 @@ export const JOB_OPTIONS_SHAPE = optionShape<JobOptions>({
   unique: JOB_UNIQUE_SHAPE,
   interceptors: true,
   encrypted: true,
+  onFailureRetries: FAILURE_HOOK_RETRIES_SHAPE,
 });
 
 export const JOB_DEFAULTS_SHAPE = optionShape<JobDefaults>({
   maxAttempts: true,
   backoff: BACKOFF_SHAPE,
   timeout: true,
+  onFailureRetries: FAILURE_HOOK_RETRIES_SHAPE,
 });
 
 /** The fields of per-job options, for the shapes of the calls that take them with fields of their own. */

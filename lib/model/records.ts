@@ -158,6 +158,23 @@ export interface JobInfo extends JobSummary {
   moreExecutions: string | null;
   /** Its finished steps and sleeps, in the order they finished (results only when asked for). */
   steps: JobStep[];
+  /** Its onFailure hook once the job failed for good and has one; null otherwise. */
+  failureHook: FailureHookInfo | null;
+}
+
+/** Where a failed job's onFailure hook stands (`JobInfo.failureHook`). */
+export interface FailureHookInfo {
+  /**
+   * `pending` (waiting for its first run or a rerun), `running`, `done`
+   * (it returned), `failed` (its runs are used up, or it threw a PermanentJobError).
+   */
+  state: 'pending' | 'running' | 'done' | 'failed';
+  /** Runs started so far. */
+  attempts: number;
+  /** When a pending rerun is due; null otherwise. */
+  nextRunAt: Date | null;
+  /** The error of its last run that threw, if any. */
+  lastError: SerializedError | null;
 }
 
 /** A batch as `batchStatus()` reports it: state, counts per outcome, progress and times. */

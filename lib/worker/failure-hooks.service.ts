@@ -1,12 +1,22 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
-import { Clock } from '../model/index.js';
+import {
+  Clock,
+  computeBackoff,
+  type JobHandler,
+  JOB_DEFAULTS,
+  JobsError,
+  PermanentJobError,
+  serializeError,
+} from '../model/index.js';
 import {
   OUTCOME_STORAGE,
   type FailedJob,
+  type FailureHookEnd,
   type OutcomeStorage,
 } from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import { AttemptRunner } from './attempt-runner.service.js';
+import { loggableMessage, loggableStack } from './outcome-log.js';
 import type { RunningJob } from './running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
@@ -24,9 +34,13 @@ const SWEEP_BATCH = 20;
  *   instance that has the handler.
  *
  * A hook is held like a job: with a lease the LeaseKeeper renews. It is
- * marked done when onFailure returns (or throws: a hook is not retried). A
- * process that dies between the hook's end and that mark makes it run
- * again, which is why hooks, like handlers, should be idempotent.
+ * marked done when onFailure returns. When it throws, it is pending again
+ * with its rerun's time (the job type's `onFailureRetries` backoff), and the
+ * sweep of any instance runs it then, until its runs are used up or it
+ * throws a PermanentJobError (failed). Each claim counts a run, so a run
+ * that crashes its instance counts too. A process that dies between the
+ * hook's end and its mark makes it run again, which is why hooks, like
+ * handlers, should be idempotent.
  */
 @Injectable()
 export class FailureHooks {
@@ -35,6 +49,8 @@ export class FailureHooks {
   private workerId: string | null = null;
   private sweeping: Promise<void> | null = null;
   private again = false;
+  /** Wake-ups for this worker's own pending reruns; the rescuer's sweep is the fallback. */
+  private readonly wakeups = new Set<NodeJS.Timeout>();
 
   constructor(
     @Inject(OUTCOME_STORAGE) private readonly storage: OutcomeStorage,
@@ -62,7 +78,7 @@ export class FailureHooks {
   runLocal(run: RunningJob): void {
     // Stopped meanwhile: the hook's lease runs out and the sweep of a live instance runs it.
     if (!this.workerId) return;
-    this.track(run.job.id, run, () => run.runFailureHook());
+    this.track(run, 1, () => run.runFailureHook());
   }
 
   /** Claims and runs pending or abandoned hooks; a call during a sweep makes it go round once more. */
@@ -93,11 +109,26 @@ export class FailureHooks {
         this.logger.warn(`Looking for onFailure hooks to run failed: ${(error as Error).message}`);
         return;
       }
-      for (const { error, ...job } of claimed) {
+      for (const { error, hookAttempt, ...job } of claimed) {
         const run = this.attempts.create(job);
         const recorded = Object.assign(new Error(error?.message ?? 'failed'), { name: error?.name ?? 'Error' });
         if (error?.stack) recorded.stack = error.stack;
-        this.track(job.id, run, () => run.runFailureHook(recorded));
+        const { attempts } = this.retriesOf(job.name);
+        if (!this.hasHook(job.name)) {
+          this.track(run, hookAttempt, () => Promise.resolve(), true);
+          continue;
+        }
+        // Its last run was cut short (its instance died, or the bound was lowered meanwhile).
+        const hook =
+          hookAttempt > attempts
+            ? () =>
+                Promise.reject(
+                  new JobsError(
+                    `onFailure of job "${job.name}" (${job.id}) has no run left: its ${attempts} run(s) are used up, the last one interrupted before it ended. Potential fix: make onFailure end within the worker's lease, or raise the job's onFailureRetries.attempts.`,
+                  ),
+                )
+            : () => run.runFailureHook(recorded);
+        this.track(run, Math.min(hookAttempt, attempts), hook);
       }
       if (claimed.length === SWEEP_BATCH) this.again = true;
     } while (this.again);
@@ -111,13 +142,68 @@ export class FailureHooks {
     while (this.running.size) await Promise.all([...this.running.values()].map((h) => h.done));
   }
 
-  private track(id: string, run: RunningJob, hook: () => Promise<void>): void {
+  private track(run: RunningJob, hookAttempt: number, hook: () => Promise<void>, none = false): void {
     const workerId = this.workerId!;
+    const { job } = run;
     const done = hook()
-      .then(() => this.storage.settleFailureHooks(workerId, [id], 'done'))
-      .catch((error: Error) => this.logger.error(`Recording the onFailure hook of job ${id} failed: ${error.message}`))
-      .finally(() => this.running.delete(id));
-    this.running.set(id, { run, done });
+      .then(
+        (): FailureHookEnd => ({ state: 'done', error: null, none }),
+        (error: unknown) => this.threw(run, hookAttempt, error),
+      )
+      .then(async (end) => {
+        // Stopped from outside: stop() gives it back, or the instance that took its lease runs it.
+        if (!end || run.stopped) return;
+        await this.storage.settleFailureHook(workerId, job, end);
+        if (end.state === 'pending') this.wakeAt(end.runAt);
+      })
+      .catch((error: Error) =>
+        this.logger.error(`Recording the onFailure hook of job ${job.id} failed: ${error.message}`),
+      )
+      .finally(() => this.running.delete(job.id));
+    this.running.set(job.id, { run, done });
+  }
+
+  /** What a run that threw leaves: a rerun after the backoff, or the hook failed for good. */
+  private threw(run: RunningJob, hookAttempt: number, thrown: unknown): FailureHookEnd | null {
+    if (run.stopped) return null;
+    const { job } = run;
+    const error = thrown instanceof Error ? thrown : new Error(String(thrown));
+    const { attempts, backoff } = this.retriesOf(job.name);
+    const permanent = error instanceof PermanentJobError || error.name === 'PermanentJobError';
+    const what = `onFailure of job ${job.id} threw on run ${hookAttempt} of ${attempts}: ${loggableMessage(job, error)}`;
+    if (permanent || hookAttempt >= attempts) {
+      run.logger.error(
+        `${what}; ${permanent ? 'a PermanentJobError is' : 'its runs are used up, it is'} not run again`,
+        loggableStack(job, error),
+      );
+      return { state: 'failed', error: serializeError(error) };
+    }
+    const runAt = new Date(this.clock.now().getTime() + computeBackoff(backoff, hookAttempt, error));
+    run.logger.warn(`${what}; it runs again at ${runAt.toISOString()}`);
+    return { state: 'pending', runAt, error: serializeError(error) };
+  }
+
+  private hasHook(name: string): boolean {
+    const handler = this.registry.get(name)?.metatype.prototype as JobHandler | undefined;
+    return typeof handler?.onFailure === 'function';
+  }
+
+  private retriesOf(name: string) {
+    return this.registry.get(name)?.options.onFailureRetries ?? JOB_DEFAULTS.onFailureRetries;
+  }
+
+  /** A sweep when a rerun this worker recorded is due, so it need not wait for the rescuer's round. */
+  private wakeAt(at: Date): void {
+    if (!this.workerId) return;
+    const timer = setTimeout(
+      () => {
+        this.wakeups.delete(timer);
+        void this.sweep();
+      },
+      Math.max(0, at.getTime() - this.clock.now().getTime()),
+    );
+    timer.unref();
+    this.wakeups.add(timer);
   }
 
   /**
@@ -126,6 +212,8 @@ export class FailureHooks {
    */
   async stop(graceMs: number): Promise<void> {
     await this.sweeping;
+    for (const timer of this.wakeups) clearTimeout(timer);
+    this.wakeups.clear();
     const workerId = this.workerId;
     this.workerId = null;
     if (this.running.size === 0 || !workerId) return;
@@ -135,7 +223,7 @@ export class FailureHooks {
     for (const h of this.running.values()) h.run.stop('shutdown');
     if (left.length) {
       await this.storage
-        .settleFailureHooks(workerId, left, 'pending')
+        .giveBackFailureHooks(workerId, left)
         .catch((error: Error) => this.logger.error(`Giving back onFailure hooks failed: ${error.message}`));
     }
   }

@@ -226,28 +226,25 @@ export class RunningJob {
     });
   }
 
+  /** True once this worker lost the job (or hook) or gave it back: its end is not its own to record. */
+  get stopped(): boolean {
+    return this.stopReason === 'lost-lease' || this.stopReason === 'shutdown';
+  }
+
   /**
    * onFailure, once the failure is recorded: on this attempt's worker right
    * after its outcome (with the error as thrown), or from the sweep for a
-   * job whose hook its instance never ran (crashes used its attempts up, or
-   * the instance died first; the error is then rebuilt from the record).
-   * The attempt is over, so a continuation cannot be staged: it would have
+   * job whose hook its instance never ran, or that runs again (the error
+   * rebuilt from the record). The attempt is over: a continuation would have
    * no outcome to ride on. ctx.signal aborts if this worker shuts down or
-   * loses the hook.
+   * loses the hook. Rejects with what the hook threw, for FailureHooks.
    */
   async runFailureHook(recorded?: Error): Promise<void> {
     this.ended = true;
     const error = this.failedWith ?? recorded ?? new Error(`Job ${this.job.id} failed`);
     const ctx = this.context();
-    try {
-      const handler = this.handler ?? this.registered.instance ?? (await this.resolveScoped(ctx));
-      await handler.onFailure?.(this.job.payload, error, ctx);
-    } catch (hookError) {
-      ctx.logger.error(
-        `onFailure of job ${this.job.id} threw: ${loggableMessage(this.job, hookError)}`,
-        loggableStack(this.job, hookError),
-      );
-    }
+    const handler = this.handler ?? this.registered.instance ?? (await this.resolveScoped(ctx));
+    await handler.onFailure?.(this.job.payload, error, ctx);
   }
 
   private context(): JobContext {

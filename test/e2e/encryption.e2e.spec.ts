@@ -53,7 +53,12 @@ class SecretJob implements JobHandler<Secret> {
 }
 
 /** Fails with the marker in its message, its onFailure throws it too, then a snooze gives it as the reason. */
-@Job('enc-loud', { encrypted: true, maxAttempts: 2, backoff: { type: 'fixed', delay: 0 } })
+@Job('enc-loud', {
+  encrypted: true,
+  maxAttempts: 2,
+  backoff: { type: 'fixed', delay: 0 },
+  onFailureRetries: { attempts: 1 },
+})
 class LoudJob implements JobHandler<Secret> {
   run(payload: Secret, ctx: JobContext) {
     if (payload.failFirst) return ctx.snooze(1, `waiting for ${payload.email}`);
@@ -340,7 +345,7 @@ describe('encryption at rest', () => {
       const [hook] = await sql<{ h: string | null }>(`SELECT failure_hook AS h FROM ${schema}.job WHERE id = $1`, [
         failing.id,
       ]);
-      return hook?.h === 'done' && !!b?.executions.some((e) => e.state === 'snoozed');
+      return hook?.h === 'failed' && !!b?.executions.some((e) => e.state === 'snoozed');
     });
     // The lines exist (the check below is not vacuous), and none carries the marker.
     expect(logged.lines.some((l) => l.includes(failing.id) && l.includes('failed'))).toBe(true);

@@ -35,7 +35,9 @@ export const JOB = [
   'unique',
   'interceptors',
   'encrypted',
+  'onFailureRetries',
 ];
+export const FAILURE_HOOK_RETRIES = ['attempts', 'backoff'];
 export const UNIQUE = ['key', 'while', 'for', 'ttl', 'replace'];
 export const BACKOFF = ['type', 'delay', 'maxDelay', 'jitter'];
 export const RATE_LIMIT = ['max', 'per'];
@@ -160,8 +162,15 @@ export const modulePositions: OptionsPosition[] = [
   {
     where: 'JobsModule.forRoot()',
     path: 'defaults.',
-    known: ['maxAttempts', 'backoff', 'timeout'],
+    known: ['maxAttempts', 'backoff', 'timeout', 'onFailureRetries'],
     call: (o) => forRootWith('defaults', o),
+  },
+  {
+    where: 'JobsModule.forRoot()',
+    path: 'defaults.onFailureRetries.',
+    known: FAILURE_HOOK_RETRIES,
+    base: () => ({ attempts: 2 }),
+    call: (o) => forRootWith('defaults', { onFailureRetries: o }),
   },
   {
     where: 'JobsModule.forRoot()',
@@ -215,6 +224,20 @@ export function decoratorPositions(events: () => JobEvents): OptionsPosition[] {
       known: BACKOFF,
       base: () => ({ type: 'exponential', delay: 10 }),
       call: (o) => Job('unknown-probe', { backoff: o as never })(class Probe {}),
+    },
+    {
+      where: "@Job('unknown-probe') on class Probe",
+      path: 'onFailureRetries.',
+      known: FAILURE_HOOK_RETRIES,
+      base: () => ({ attempts: 2 }),
+      call: (o) => Job('unknown-probe', { onFailureRetries: o as never })(class Probe {}),
+    },
+    {
+      where: "@Job('unknown-probe') on class Probe",
+      path: 'onFailureRetries.backoff.',
+      known: BACKOFF,
+      base: () => ({ type: 'fixed', delay: 10 }),
+      call: (o) => Job('unknown-probe', { onFailureRetries: { backoff: o as never } })(class Probe {}),
     },
     {
       where: "@Job('unknown-probe') on class Probe",

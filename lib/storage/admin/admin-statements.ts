@@ -22,8 +22,8 @@ export function adminStatements(schema: string) {
   const noLiveChildren = (job: string) => `NOT (${job}.has_dependents AND EXISTS (
       SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
        WHERE d.parent_job_id = ${job}.id AND c.state IN (${LIVE})))`;
-  /** An onFailure hook that has not run yet needs its row. */
-  const noPendingHook = (job: string) => `(${job}.failure_hook IS NULL OR ${job}.failure_hook = 'done')`;
+  /** An onFailure hook that has not ended yet needs its row. */
+  const noPendingHook = (job: string) => `(${job}.failure_hook IS NULL OR ${job}.failure_hook IN ('done', 'failed'))`;
   return {
     search: (where: string, limit: string) => `SELECT ${SUMMARY_COLUMNS} FROM ${s}.job
       WHERE ${where} ORDER BY id DESC LIMIT ${limit}`,
@@ -41,7 +41,8 @@ export function adminStatements(schema: string) {
       UPDATE ${s}.job j
          SET state = 'queued', max_attempts = j.attempt + j.max_attempts, run_at = $1, completed_at = NULL,
              worker_id = NULL, cancel_requested = false, result = NULL, progress = NULL, progress_message = NULL,
-             failure_hook = NULL, hook_worker_id = NULL, hook_lease_expires_at = NULL
+             failure_hook = NULL, hook_worker_id = NULL, hook_lease_expires_at = NULL,
+             hook_attempt = 0, hook_run_at = NULL, hook_error = NULL
         FROM prev WHERE j.id = prev.id AND j.state IN (${sqlLiterals(RETRYABLE_STATES)})
       RETURNING j.id, j.queue
     ), r AS (

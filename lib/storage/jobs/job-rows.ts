@@ -5,6 +5,7 @@ import {
   type ClaimedJob,
   type ExecutionCursor,
   type JobExecutionPage,
+  type FailureHookInfo,
   type JobExecution,
   type JobInfo,
   type JobState,
@@ -70,6 +71,23 @@ export function jobInfoFromRows(
     executions,
     moreExecutions: latestRows.length > shown.length && oldest ? formatExecutionCursor(rowCursor(oldest)) : null,
     steps: stepRows.map((r) => jobStepFromRow(r, withResults, cipher)),
+    failureHook: failureHookFromRow(row, cipher),
+  };
+}
+
+/**
+ * The hook's columns as `JobInfo.failureHook`. A failed job without onFailure is written with its
+ * hook done and never run: it has no hook to show.
+ */
+function failureHookFromRow(row: Row, cipher: JobCipher): FailureHookInfo | null {
+  const state = (row.failure_hook as FailureHookInfo['state'] | null) ?? null;
+  const attempts = (row.hook_attempt as number | undefined) ?? 0;
+  if (state === null || (state === 'done' && attempts === 0)) return null;
+  return {
+    state,
+    attempts,
+    nextRunAt: state === 'pending' ? ((row.hook_run_at as Date | null) ?? null) : null,
+    lastError: cipher.revealError((row.hook_error as SerializedError | null) ?? null),
   };
 }
 

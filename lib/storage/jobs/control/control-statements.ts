@@ -27,7 +27,8 @@ export function controlStatements(schema: string) {
       UPDATE ${s}.job j
          SET state = 'queued', max_attempts = j.attempt + j.max_attempts, run_at = $2, completed_at = NULL,
              worker_id = NULL, cancel_requested = false, result = NULL, progress = NULL, progress_message = NULL,
-             failure_hook = NULL, hook_worker_id = NULL, hook_lease_expires_at = NULL
+             failure_hook = NULL, hook_worker_id = NULL, hook_lease_expires_at = NULL,
+             hook_attempt = 0, hook_run_at = NULL, hook_error = NULL
         FROM prev WHERE j.id = prev.id RETURNING j.id, j.queue
     ), r AS (
       SELECT ${s}.${ROUTINE_NAMES.reopenJob}(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents

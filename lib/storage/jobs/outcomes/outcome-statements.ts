@@ -75,7 +75,9 @@ export function outcomeStatements(schema: string) {
              failure_hook = CASE WHEN ${failed('state')} = 'failed' THEN ${failed('hook')} END,
              hook_worker_id = CASE WHEN ${failed('hook')} = 'running' THEN $2 END,
              hook_lease_expires_at = CASE WHEN ${failed('hook')} = 'running'
-                                          THEN $3::timestamptz + make_interval(secs => $6::float8 / 1000) END
+                                          THEN $3::timestamptz + make_interval(secs => $6::float8 / 1000) END,
+             hook_attempt = CASE WHEN ${failed('hook')} = 'running' THEN 1 ELSE 0 END,
+             hook_run_at = NULL, hook_error = NULL
        WHERE ${outcomeFence('j', '$1', '$2', `(${failed('attempt')})::int`)}
       RETURNING j.id, j.attempt, j.started_at, ${failed('exec_state')} AS exec_state,
                 ${failure} -> 'error' AS error, ${failure} -> 'run' AS run, j.state, j.batch_id, j.has_dependents
@@ -112,24 +114,27 @@ export function outcomeStatements(schema: string) {
     progress: `UPDATE ${s}.job SET progress = $4, progress_message = $5
      WHERE id = $1 AND attempt = $2 AND worker_id = $3 AND state = 'active'`,
 
-    // onFailure hooks to run: pending ones, and running ones whose instance
-    // stopped renewing them. Only names this instance has a handler for.
+    // onFailure hooks to run: pending ones whose (re)run is due, and running ones whose instance
+    // stopped renewing them. Only names this instance has a handler for. Each claim counts a run,
+    // so a hook whose runs keep crashing its instance still ends.
     claimHooks: `WITH c AS (
       SELECT id FROM ${s}.job
        WHERE failure_hook IN ('pending', 'running')
-         AND (failure_hook = 'pending' OR hook_lease_expires_at < $2)
+         AND ((failure_hook = 'pending' AND (hook_run_at IS NULL OR hook_run_at <= $2)) OR hook_lease_expires_at < $2)
          AND name = ANY($3::text[])
        ORDER BY id LIMIT $4
        FOR UPDATE SKIP LOCKED
     ), u AS (
       UPDATE ${s}.job j
          SET failure_hook = 'running', hook_worker_id = $1,
-             hook_lease_expires_at = $2::timestamptz + make_interval(secs => $5::float8 / 1000)
+             hook_lease_expires_at = $2::timestamptz + make_interval(secs => $5::float8 / 1000),
+             hook_attempt = j.hook_attempt + 1, hook_run_at = NULL
         FROM c WHERE j.id = c.id
-      RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.last_error
+      RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.last_error,
+                j.hook_attempt
     )
     SELECT u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts AS "maxAttempts", u.timeout_ms AS "timeoutMs",
-           u.batch_id AS "batchId", u.last_error AS error, ${LINEAGE_COLUMNS}
+           u.batch_id AS "batchId", u.last_error AS error, u.hook_attempt AS "hookAttempt", ${LINEAGE_COLUMNS}
       FROM u ${lineageJoin(s, 'u')}`,
 
     renewHooks: `UPDATE ${s}.job
@@ -137,8 +142,19 @@ export function outcomeStatements(schema: string) {
      WHERE id = ANY($1::uuid[]) AND failure_hook = 'running' AND hook_worker_id = $2
     RETURNING id`,
 
-    // 'done' after the hook ran; back to 'pending' when this instance stops before it could.
-    settleHooks: `UPDATE ${s}.job SET failure_hook = $3, hook_worker_id = NULL, hook_lease_expires_at = NULL
+    // A run's end ($3 'done', 'pending' with its rerun's time $4, or 'failed'); $5 the error it threw,
+    // kept over the last one's when null; $6 true when there was no hook to run, its claim uncounted.
+    settleHook: `UPDATE ${s}.job
+       SET failure_hook = $3, hook_run_at = $4, hook_error = coalesce($5::jsonb, hook_error),
+           hook_attempt = CASE WHEN $6::boolean THEN hook_attempt - 1 ELSE hook_attempt END,
+           hook_worker_id = NULL, hook_lease_expires_at = NULL
+     WHERE id = $1 AND failure_hook = 'running' AND hook_worker_id = $2
+    RETURNING id`,
+
+    // Hooks this instance stops before they ended, pending again at once: the run is not counted.
+    giveBackHooks: `UPDATE ${s}.job
+       SET failure_hook = 'pending', hook_attempt = greatest(hook_attempt - 1, 0),
+           hook_worker_id = NULL, hook_lease_expires_at = NULL
      WHERE id = ANY($1::uuid[]) AND failure_hook = 'running' AND hook_worker_id = $2
     RETURNING id`,
   };

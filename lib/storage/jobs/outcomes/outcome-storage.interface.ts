@@ -20,7 +20,20 @@ export interface LeaseRenewal {
 /** A job failed for good whose onFailure hook this instance claimed. */
 export interface FailedJob extends ClaimedJob {
   error: SerializedError;
+  /** The hook's run this claim starts, 1 for its first. */
+  hookAttempt: number;
 }
+
+/**
+ * How a hook's run ended: it returned (`done`), it threw and runs again at
+ * `runAt` (`pending`), or it threw for the last time (`failed`). `error` is
+ * what it threw; null keeps the error recorded before. `none`: the handler
+ * has no onFailure (a job the rescue failed), so no run is recorded.
+ */
+export type FailureHookEnd =
+  | { state: 'done'; error: null; none?: boolean }
+  | { state: 'pending'; runAt: Date; error: SerializedError }
+  | { state: 'failed'; error: SerializedError | null };
 
 /**
  * What a worker writes about the jobs it holds: outcomes, leases, progress,
@@ -60,8 +73,10 @@ export interface OutcomeStorage {
   ): Promise<FailedJob[]>;
   /** Extends the leases of hooks this worker runs; returns the ids it still holds. */
   renewFailureHooks(workerId: string, ids: readonly string[], now: Date, leaseMs: number): Promise<Set<string>>;
-  /** Marks hooks this worker holds done (they ran) or pending again (it stops before running them). */
-  settleFailureHooks(workerId: string, ids: readonly string[], outcome: 'done' | 'pending'): Promise<void>;
+  /** Records how the run of a hook this worker holds ended; its error sealed when the job is encrypted. */
+  settleFailureHook(workerId: string, job: { id: string; encrypted?: boolean }, end: FailureHookEnd): Promise<void>;
+  /** Makes hooks this worker holds pending again, their runs uncounted: it stops before they ended. */
+  giveBackFailureHooks(workerId: string, ids: readonly string[]): Promise<void>;
 }
 
 /** Injection token of the OutcomeStorage. */

@@ -4,10 +4,10 @@ import type { StorageContext } from '../../storage-context.js';
 import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
 import { encodeOutcomes } from '../job-encoding.js';
 import { claimResult, type ClaimRow } from '../job-rows.js';
-import { openClaimed } from '../job-sealing.js';
+import { openClaimed, sealErrorFor } from '../job-sealing.js';
 import { StatementRunner } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';
-import type { FailedJob, HeldJob, LeaseRenewal, OutcomeStorage } from './outcome-storage.interface.js';
+import type { FailedJob, FailureHookEnd, HeldJob, LeaseRenewal, OutcomeStorage } from './outcome-storage.interface.js';
 import { outcomeStatements, type OutcomeStatements } from './outcome-statements.js';
 
 /**
@@ -177,8 +177,20 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     return new Set(rows.map((r) => r.id as string));
   }
 
-  async settleFailureHooks(workerId: string, ids: readonly string[], outcome: 'done' | 'pending'): Promise<void> {
-    if (ids.length) await this.run('settleHooks', [ids, workerId, outcome]);
+  async settleFailureHook(
+    workerId: string,
+    job: { id: string; encrypted?: boolean },
+    end: FailureHookEnd,
+  ): Promise<void> {
+    const error = end.error
+      ? JSON.stringify(sealErrorFor(this.cipher, job, boundError(end.error, this.maxErrorBytes)))
+      : null;
+    const runAt = end.state === 'pending' ? end.runAt : null;
+    await this.run('settleHook', [job.id, workerId, end.state, runAt, error, end.state === 'done' && !!end.none]);
+  }
+
+  async giveBackFailureHooks(workerId: string, ids: readonly string[]): Promise<void> {
+    if (ids.length) await this.run('giveBackHooks', [ids, workerId]);
   }
 }
 
