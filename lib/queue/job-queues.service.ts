@@ -72,9 +72,9 @@ export class JobQueues {
 
   /**
    * Writes what the code declares (JobsModule's `queues` and `rateLimits`,
-   * @Job's limits): at start, before the worker claims. A limit the code
+   * `@Job`'s limits): at start, before the worker claims. A limit the code
    * changed takes the code's value; one changed at run time under the same
-   * code keeps it. A @Job whose `rateLimit` names an undeclared key fails
+   * code keeps it. A `@Job` whose `rateLimit` names an undeclared key fails
    * the start.
    */
   async syncCode(): Promise<void> {
