@@ -196,14 +196,18 @@ export function uuidv7Floor(at: Date): string {
  * Outcomes as the success and failure writes take them: ids, and per-row
  * values as JSON objects keyed by job id (see outcomeStatements); each
  * error's texts cut to `maxErrorBytes` (before sealing, so the bound is the
- * plaintext's), an encrypted job's result and error sealed. `runs` holds each
- * success's claim and start times and span ids; a failure carries its own as `run`.
+ * plaintext's), an encrypted job's result and error sealed. For successes,
+ * `starts` holds each handler's start (epoch ms) and `traces` its span's ids
+ * (`trace/span`; null when no success of the batch had a span): numbers and
+ * short strings, as the success write runs once per batch on the hot path. A
+ * failure carries its claim and start times and span ids as `run`.
  */
 export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: JobCipher, maxErrorBytes: number) {
   const succeededIds: string[] = [];
   const succeededAttempts: Record<string, number> = {};
   const results: Record<string, unknown> = {};
-  const runs: Record<string, AttemptRunJson> = {};
+  const starts: Record<string, number> = {};
+  let traces: Record<string, string> | null = null;
   const failedIds: string[] = [];
   const failures: Record<string, object> = {};
   for (const { job, outcome } of attempts) {
@@ -213,8 +217,11 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
       if (outcome.result !== undefined && outcome.result !== null) {
         results[job.id] = sealValueFor(cipher, job, outcome.result);
       }
-      const run = encodeRun(job);
-      if (run) runs[job.id] = run;
+      const { started } = job;
+      if (started) {
+        starts[job.id] = started.at.getTime();
+        if (started.traceId) (traces ??= {})[job.id] = `${started.traceId}/${started.spanId ?? ''}`;
+      }
     } else if (outcome.kind === 'snoozed') {
       // Back to the queue like a retry, with its own history row, and the attempt given back.
       failedIds.push(job.id);
@@ -249,7 +256,7 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
       };
     }
   }
-  return { succeededIds, succeededAttempts, results, runs, failedIds, failures };
+  return { succeededIds, succeededAttempts, results, starts, traces, failedIds, failures };
 }
 
 /** An attempt's claim and start times and span ids, as the outcome writes read them (absent keys read as null). */

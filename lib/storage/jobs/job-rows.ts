@@ -160,7 +160,8 @@ function currentExecution(row: Row, executions: readonly JobExecution[]): JobExe
     attempt,
     workerId: (row.worker_id as string | null) ?? null,
     state,
-    claimedAt: done ? ((row.claimed_at as Date | null) ?? null) : null,
+    // The claim wrote started_at; the success, its handler's start.
+    claimedAt: done ? ((row.started_at as Date | null) ?? null) : null,
     startedAt: ((done ? row.handler_started_at : null) as Date | null) ?? (row.started_at as Date | null) ?? null,
     endedAt: done ? ((row.completed_at as Date | null) ?? null) : null,
     error: null,

@@ -58,7 +58,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     leaseMs: number,
     claim: ClaimRequest,
   ): Promise<{ applied: Set<string>; claimed: ClaimResult }> {
-    const { succeededIds, succeededAttempts, results, runs } = encodeOutcomes(
+    const { succeededIds, succeededAttempts, results, starts, traces } = encodeOutcomes(
       attempts.filter((a) => a.outcome.kind === 'succeeded'),
       this.cipher,
       this.maxErrorBytes,
@@ -72,7 +72,8 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
         claim.names,
         claim.limit,
         claim.leaseMs,
-        JSON.stringify(runs),
+        JSON.stringify(starts),
+        traces && JSON.stringify(traces),
       ]),
       this.finish(
         workerId,
@@ -100,7 +101,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<Set<string>> {
-    const { succeededIds, succeededAttempts, results, runs, failedIds, failures } = encodeOutcomes(
+    const { succeededIds, succeededAttempts, results, starts, traces, failedIds, failures } = encodeOutcomes(
       attempts,
       this.cipher,
       this.maxErrorBytes,
@@ -118,7 +119,8 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
             this.channel,
             JSON.stringify(succeededAttempts),
             JSON.stringify(results),
-            JSON.stringify(runs),
+            JSON.stringify(starts),
+            traces && JSON.stringify(traces),
           ],
           tx,
         ),
