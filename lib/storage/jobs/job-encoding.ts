@@ -196,17 +196,16 @@ export function uuidv7Floor(at: Date): string {
  * Outcomes as the success and failure writes take them: ids, and per-row
  * values as JSON objects keyed by job id (see outcomeStatements); each
  * error's texts cut to `maxErrorBytes` (before sealing, so the bound is the
- * plaintext's), an encrypted job's result and error sealed. For successes,
- * `starts` holds each handler's start (epoch ms) and `traces` its span's ids
- * (`trace/span`; null when no success of the batch had a span): numbers and
- * short strings, as the success write runs once per batch on the hot path. A
- * failure carries its claim and start times and span ids as `run`.
+ * plaintext's), an encrypted job's result and error sealed. For successes
+ * with a span, `traces` holds `trace/span/handler start in epoch ms` (null
+ * when no success of the batch had one): the success write runs once per batch
+ * on the hot path, and without tracing it writes nothing more than the state.
+ * A failure carries its claim and start times and span ids as `run`.
  */
 export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: JobCipher, maxErrorBytes: number) {
   const succeededIds: string[] = [];
   const succeededAttempts: Record<string, number> = {};
   const results: Record<string, unknown> = {};
-  const starts: Record<string, number> = {};
   let traces: Record<string, string> | null = null;
   const failedIds: string[] = [];
   const failures: Record<string, object> = {};
@@ -218,9 +217,8 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
         results[job.id] = sealValueFor(cipher, job, outcome.result);
       }
       const { started } = job;
-      if (started) {
-        starts[job.id] = started.at.getTime();
-        if (started.traceId) (traces ??= {})[job.id] = `${started.traceId}/${started.spanId ?? ''}`;
+      if (started?.traceId) {
+        (traces ??= {})[job.id] = `${started.traceId}/${started.spanId ?? ''}/${started.at.getTime()}`;
       }
     } else if (outcome.kind === 'snoozed') {
       // Back to the queue like a retry, with its own history row, and the attempt given back.
@@ -256,7 +254,7 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
       };
     }
   }
-  return { succeededIds, succeededAttempts, results, starts, traces, failedIds, failures };
+  return { succeededIds, succeededAttempts, results, traces, failedIds, failures };
 }
 
 /** An attempt's claim and start times and span ids, as the outcome writes read them (absent keys read as null). */

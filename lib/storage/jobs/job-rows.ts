@@ -160,7 +160,7 @@ function currentExecution(row: Row, executions: readonly JobExecution[]): JobExe
     attempt,
     workerId: (row.worker_id as string | null) ?? null,
     state,
-    // The claim wrote started_at; the success, its handler's start.
+    // The claim wrote started_at; a traced success, its handler's start too.
     claimedAt: done ? ((row.started_at as Date | null) ?? null) : null,
     startedAt: ((done ? row.handler_started_at : null) as Date | null) ?? (row.started_at as Date | null) ?? null,
     endedAt: done ? ((row.completed_at as Date | null) ?? null) : null,

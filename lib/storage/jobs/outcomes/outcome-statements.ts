@@ -23,25 +23,24 @@ export function outcomeStatements(schema: string) {
   const failure = `($5::jsonb -> (j.id::text))`;
   const failed = (field: string) => `(${failure} ->> '${field}')`;
   /**
-   * The success write ($1 ids, $2 worker, $3 now, $5 attempts, $6 results, `starts` each handler's
-   * start in epoch ms, `traces` each span's `trace/span` ids or null for none), fenced like every
-   * outcome. A success leaves no history row: its handler's start and span stay on the job row, in
-   * this same write (its claim time is the row's started_at).
+   * The success write ($1 ids, $2 worker, $3 now, $5 attempts, $6 results, `traces` each traced
+   * attempt's `trace/span/handler start in epoch ms`, or null when the batch had none), fenced like
+   * every outcome. A success leaves no history row: a traced one's span and handler start stay on the
+   * job row, in this same write; its claim time is the row's started_at.
    */
-  const succeeded = (starts: string, traces: string) => {
-    const span = (part: number) =>
-      `CASE WHEN ${traces}::jsonb IS NULL THEN NULL ELSE nullif(split_part(${traces}::jsonb ->> (j.id::text), '/', ${part}), '') END`;
+  const succeeded = (traces: string) => {
+    const part = (n: number) =>
+      `CASE WHEN ${traces}::jsonb IS NULL THEN NULL ELSE nullif(split_part(${traces}::jsonb ->> (j.id::text), '/', ${n}), '') END`;
     return `UPDATE ${s}.job j
          SET state = 'succeeded', completed_at = $3, result = $6::jsonb -> (j.id::text), lease_expires_at = NULL,
              progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END,
-             handler_started_at = to_timestamp((${starts}::jsonb ->> (j.id::text))::float8 / 1000),
-             trace_id = ${span(1)}, span_id = ${span(2)}
+             handler_started_at = to_timestamp(${part(3)}::float8 / 1000), trace_id = ${part(1)}, span_id = ${part(2)}
        WHERE ${outcomeFence('j', '$1', '$2', '($5::jsonb ->> (j.id::text))::int')}
       RETURNING j.id, j.batch_id, j.has_dependents`;
   };
   return {
     succeed: `WITH u AS (
-      ${succeeded('$7', '$8')}
+      ${succeeded('$7')}
     ), ${settleCte(s, 'u', `'succeeded'`, '$3', '$4')}
     SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
 
@@ -52,7 +51,7 @@ export function outcomeStatements(schema: string) {
     // statement's row locks, the order every outcome write keeps. Rows: done = true for an
     // applied outcome (id only), false for a claimed job or the rate limit's wait row.
     succeedAndClaim: `WITH u AS (
-      ${succeeded('$11', '$12')}
+      ${succeeded('$11')}
     ), ${settleCte(s, 'u', `'succeeded'`, '$3', '$4')}, written AS (
       SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM settled) AS n
     )

@@ -58,7 +58,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     leaseMs: number,
     claim: ClaimRequest,
   ): Promise<{ applied: Set<string>; claimed: ClaimResult }> {
-    const { succeededIds, succeededAttempts, results, starts, traces } = encodeOutcomes(
+    const { succeededIds, succeededAttempts, results, traces } = encodeOutcomes(
       attempts.filter((a) => a.outcome.kind === 'succeeded'),
       this.cipher,
       this.maxErrorBytes,
@@ -72,7 +72,6 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
         claim.names,
         claim.limit,
         claim.leaseMs,
-        JSON.stringify(starts),
         traces && JSON.stringify(traces),
       ]),
       this.finish(
@@ -101,7 +100,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<Set<string>> {
-    const { succeededIds, succeededAttempts, results, starts, traces, failedIds, failures } = encodeOutcomes(
+    const { succeededIds, succeededAttempts, results, traces, failedIds, failures } = encodeOutcomes(
       attempts,
       this.cipher,
       this.maxErrorBytes,
@@ -119,7 +118,6 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
             this.channel,
             JSON.stringify(succeededAttempts),
             JSON.stringify(results),
-            JSON.stringify(starts),
             traces && JSON.stringify(traces),
           ],
           tx,
