@@ -7,8 +7,13 @@ import type { AttemptOutcome, ClaimedJob, Clock } from '../model/index.js';
  * error's name only.
  */
 export function loggableMessage(job: Pick<ClaimedJob, 'encrypted'>, error: unknown): string {
-  const e = error instanceof Error ? error : { name: 'Error', message: String(error) };
-  return job.encrypted ? `${e.name} (message encrypted; JobQueue.get() shows it)` : e.message;
+  // An Error, or the { name, message } an outcome records of one.
+  const e =
+    typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string'
+      ? (error as { name?: unknown; message: string })
+      : { name: 'Error', message: String(error) };
+  const name = typeof e.name === 'string' ? e.name : 'Error';
+  return job.encrypted ? `${name} (message encrypted; JobQueue.get() shows it)` : e.message;
 }
 
 /** An error's stack for a log line: none for an encrypted job (the stack starts with the message). */
