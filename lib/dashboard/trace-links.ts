@@ -12,7 +12,7 @@ export function fillTraceUrl(template: string, traceId: string, spanId: string |
 }
 
 /** An attempt as the dashboard's JSON shows it: with the link to its trace, when it has one and a template is set. */
-export type LinkedExecution = JobExecution & { traceUrl: string | null };
+type LinkedExecution = JobExecution & { traceUrl: string | null };
 
 /**
  * A job's attempts with their trace links. The link is made here rather

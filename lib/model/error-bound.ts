@@ -5,7 +5,7 @@ import { checkInteger, INT4_MAX } from './validation.js';
 export const DEFAULT_MAX_ERROR_BYTES = 8192;
 
 /** The smallest `maxErrorBytes`: room for some text and the mark of the cut. */
-export const MIN_MAX_ERROR_BYTES = 256;
+const MIN_MAX_ERROR_BYTES = 256;
 
 /**
  * JobsModule's `maxErrorBytes`, checked at boot: an integer of at least

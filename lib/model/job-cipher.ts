@@ -48,7 +48,7 @@ export function sealedKeyId(value: unknown): string | null {
 }
 
 /** What readers without the key (or with a value that does not authenticate) are shown instead of the value. */
-export function sealedPlaceholder(keyId: string | null, unreadable = false): string {
+function sealedPlaceholder(keyId: string | null, unreadable = false): string {
   return unreadable ? `[encrypted: key '${keyId}', does not authenticate]` : `[encrypted: key '${keyId}']`;
 }
 

@@ -39,7 +39,7 @@ export const QUEUE_SHAPE = optionShape<QueueOptions>({
 export const UNIQUE_SHAPE = optionShape<UniqueOptions>({ key: true, while: true, for: true, ttl: true, replace: true });
 
 /** A job type's `unique` options (`@Job`, `externalJobs`): the key may be a function of the payload. */
-export const JOB_UNIQUE_SHAPE = optionShape<JobUniqueOptions>({
+const JOB_UNIQUE_SHAPE = optionShape<JobUniqueOptions>({
   key: true,
   while: true,
   for: true,
@@ -48,7 +48,7 @@ export const JOB_UNIQUE_SHAPE = optionShape<JobUniqueOptions>({
 });
 
 /** `onFailureRetries` of `@Job`, `externalJobs` and `defaults`. */
-export const FAILURE_HOOK_RETRIES_SHAPE = optionShape<FailureHookRetries>({ attempts: true, backoff: BACKOFF_SHAPE });
+const FAILURE_HOOK_RETRIES_SHAPE = optionShape<FailureHookRetries>({ attempts: true, backoff: BACKOFF_SHAPE });
 
 /** `@Job(name, options)` and the entries of `externalJobs`. */
 export const JOB_OPTIONS_SHAPE = optionShape<JobOptions>({

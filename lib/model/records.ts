@@ -31,7 +31,7 @@ export interface ClaimedJob {
 }
 
 /** The start of one attempt as the worker saw it: when its handler began and, with tracing on, its span. */
-export interface AttemptStart {
+interface AttemptStart {
   at: Date;
   /** The span's W3C trace id (32 hex digits); null when tracing is off or no SDK records spans. */
   traceId: string | null;
