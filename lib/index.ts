@@ -6,6 +6,7 @@ export type {
   JobsModuleAsyncOptions,
   JobsOptionsFactory,
   JobsConnectionOptions,
+  JobsMonitoringOptions,
 } from './jobs-options.interface.js';
 export { JOBS_DATA_SOURCE } from './jobs-options.interface.js';
 export { Job, type JobOptions } from './discovery/job.decorator.js';

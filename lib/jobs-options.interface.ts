@@ -12,6 +12,18 @@ type PostgresConnectionOptions = Extract<DataSourceOptions, { type: 'postgres' }
 /** TypeORM's PostgreSQL options for a connection the module opens, owns and closes itself. */
 export type JobsConnectionOptions = Partial<Omit<PostgresConnectionOptions, 'type' | 'entities' | 'migrations'>>;
 
+/** Where operators' reads go (`JobsModuleOptions.monitoring`). */
+export interface JobsMonitoringOptions {
+  /**
+   * A read replica of the database (a streaming standby): JobsMonitor's and
+   * JobsAdmin's reads, and the dashboard's and the CLI's views, go there;
+   * every action and every worker statement stays on the primary. The
+   * app's DataSource on the replica, a postgres URL, or TypeORM postgres
+   * options (then the module owns and closes the connection).
+   */
+  replica?: DataSource | string | JobsConnectionOptions;
+}
+
 /** Everything `JobsModule` can be configured with; every field has a default. */
 export interface JobsModuleOptions {
   /** Share the app's TypeORM DataSource (e.g. from @nestjs/typeorm); the app keeps owning it. */
@@ -76,6 +88,8 @@ export interface JobsModuleOptions {
    * at least 256. A longer text keeps its start and ends "… [cut N bytes]".
    */
   maxErrorBytes?: number;
+  /** Where operators' reads go: `{ replica }` sends them to a read replica. */
+  monitoring?: JobsMonitoringOptions;
   /** Recurring schedules (@Cron and RecurringSchedules) on this instance. */
   scheduler?: SchedulerOptions;
   /**

@@ -1,5 +1,6 @@
 import type {
   JobsConnectionOptions,
+  JobsMonitoringOptions,
   JobsModuleAsyncOptions,
   JobsModuleOptions,
   JobsModuleRootOptions,
@@ -109,6 +110,9 @@ const RETENTION_SHAPE = optionShape<RetentionOptions>({ succeeded: true, failed:
 /** The keyring is a record of the app's own key ids: a value, never looked into. */
 const ENCRYPTION_SHAPE = optionShape<EncryptionOptions>({ keys: true, current: true, all: true });
 
+/** A replica given as options takes the connection's; a DataSource or URL is a value. */
+const MONITORING_SHAPE = optionShape<JobsMonitoringOptions>({ replica: true });
+
 const SCHEDULER_SHAPE = optionShape<SchedulerOptions>({
   enabled: true,
   syncCodeSchedules: true,
@@ -136,6 +140,7 @@ export const MODULE_FIELDS = {
   maxPayloadBytes: true,
   maxResultBytes: true,
   maxErrorBytes: true,
+  monitoring: MONITORING_SHAPE,
   scheduler: SCHEDULER_SHAPE,
   tracing: true,
   encryption: ENCRYPTION_SHAPE,

@@ -4,6 +4,7 @@ import { checkMaxErrorBytes, JobCipher } from './model/index.js';
 import { ADMIN_STORAGE } from './storage/admin/admin-storage.interface.js';
 import { PostgresAdminStorage } from './storage/admin/postgres-admin-storage.js';
 import { JobsConnection } from './storage/connection/jobs-connection.js';
+import { ReplicaConnection } from './storage/connection/replica-connection.js';
 import { CLAIM_STORAGE } from './storage/jobs/claim/claim-storage.interface.js';
 import { PostgresClaimStorage } from './storage/jobs/claim/postgres-claim-storage.js';
 import { JOB_CONTROL_STORAGE } from './storage/jobs/control/job-control-storage.interface.js';
@@ -17,6 +18,8 @@ import { PostgresOutcomeStorage } from './storage/jobs/outcomes/postgres-outcome
 import { PostgresStepStorage } from './storage/jobs/postgres-step-storage.js';
 import { STEP_STORAGE } from './storage/jobs/step-storage.interface.js';
 import { WorkerConnections } from './storage/jobs/worker-connections.js';
+import { MONITORING_READS } from './storage/monitoring/monitoring-reads.interface.js';
+import { monitoringReads } from './storage/monitoring/postgres-monitoring-reads.js';
 import { MONITORING_STORAGE } from './storage/monitoring/monitoring-storage.interface.js';
 import { PostgresMonitoringStorage } from './storage/monitoring/postgres-monitoring-storage.js';
 import { JobNotifications } from './storage/notifications/job-notifications.interface.js';
@@ -85,6 +88,16 @@ export function storageProviders(): Provider[] {
     },
     fromContext(SCHEDULE_STORAGE, (c) => new PostgresScheduleStorage(c)),
     fromContext(MONITORING_STORAGE, (c) => new PostgresMonitoringStorage(c)),
+    {
+      provide: MONITORING_READS,
+      inject: [StorageContext, ReplicaConnection, PostgresEnqueueStorage, PostgresOutcomeStorage],
+      useFactory: (
+        c: StorageContext,
+        replica: ReplicaConnection,
+        enqueue: PostgresEnqueueStorage,
+        outcomes: PostgresOutcomeStorage,
+      ) => monitoringReads(c, replica.dataSource && c.on(replica.dataSource), { enqueue, outcomes }),
+    },
     fromContext(QUEUE_STORAGE, (c) => new PostgresQueueStorage(c)),
     fromContext(ADMIN_STORAGE, (c) => new PostgresAdminStorage(c)),
     fromContext(JobNotifications, (c) => new NotificationListener(c)),

@@ -49,6 +49,7 @@ import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
 import { resolveSchedulerOptions, SCHEDULER_OPTIONS } from './scheduler/scheduler-options.js';
 import { SchedulesExplorer } from './scheduler/schedules.explorer.js';
 import { JobsConnection } from './storage/connection/jobs-connection.js';
+import { ReplicaConnection, type ReplicaSource } from './storage/connection/replica-connection.js';
 import { resolveTimeouts } from './storage/connection/timeouts.js';
 import { StorageContext } from './storage/storage-context.js';
 import { AttemptRunner } from './worker/attempt-runner.service.js';
@@ -84,6 +85,17 @@ function coreProviders(): Provider[] {
           workerStaleAfter: resolveWorkerOptions(o.worker).lease,
         });
       },
+    },
+    {
+      provide: ReplicaConnection,
+      inject: [JOBS_MODULE_OPTIONS, JobsConnection],
+      useFactory: (o: JobsModuleOptions, primary: JobsConnection) =>
+        ReplicaConnection.open(
+          o.monitoring?.replica as ReplicaSource | undefined,
+          primary.schema,
+          primary.timeouts,
+          primary.dataSource,
+        ),
     },
     // Built at start, so a bad key refuses the boot before any job is read or written.
     {

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   BATCH_STATES,
+  CODE_QUEUES,
   checkDate,
   checkId,
   checkInteger,
@@ -16,12 +17,16 @@ import {
   JOB_LIST_STATES,
   toDatabaseError,
   JobsError,
-  JobsNotFoundError,
   SCHEDULE_CONTROL,
+  type BatchInfo,
   type BatchListFilter,
   type BatchPage,
   type CancelAllFilter,
   type CancelAllResult,
+  type CodeQueues,
+  type ExecutionPageOptions,
+  type JobExecutionPage,
+  type JobInfo,
   type DeletedJob,
   type JobDetail,
   type JobSearch,
@@ -37,12 +42,16 @@ import {
   type ScheduleInfo,
   type Throughput,
 } from '../model/index.js';
-import { JobQueue } from '../queue/job-queue.service.js';
+import { JobReads, type BatchMembersOptions } from '../queue/job-reads.js';
 import { GET_JOB_SHAPE, type GetJobOptions } from '../queue/queue-options.js';
 import { JobQueues } from '../queue/job-queues.service.js';
+import { listQueues } from '../queue/queue-list.js';
 import { ADMIN_STORAGE, type AdminStorage } from '../storage/admin/admin-storage.interface.js';
+import { MONITORING_READS, type MonitoringReads } from '../storage/monitoring/monitoring-reads.interface.js';
+import type { BatchGraph, BatchMember } from '../storage/workflows/workflow-storage.interface.js';
 import { checkCursor, checkFilter, checkLimit, checkStates } from './admin-checks.js';
 import { BULK_CHUNK, BulkActions } from './bulk-actions.js';
+import { deletedOrThrow, movedOrThrow } from './job-action-errors.js';
 import { PurgeRun } from './purge-run.js';
 import { denseThroughput, throughputWindow } from './throughput.js';
 
@@ -65,20 +74,28 @@ const THROUGHPUT_SHAPE = optionShape<ThroughputOptions>({ minutes: true, queue: 
  * and messages; bulk actions work in chunks of `BULK_CHUNK` rows, each its
  * own short transaction, so they never hold what workers need for long.
  * Every refusal is a `JobsError` naming the fix.
+ *
+ * Its reads (search, detail, executions, batches, throughput, the lists of
+ * queues and schedules) go to the monitoring replica when
+ * `monitoring.replica` is set, so they may be a moment behind; every action
+ * runs on the primary and is checked against the row there.
  */
 @Injectable()
 export class JobsAdmin {
   private readonly bulk: BulkActions;
+  private readonly byId: JobReads;
 
   constructor(
     @Inject(ADMIN_STORAGE) private readonly storage: AdminStorage,
-    private readonly jobs: JobQueue,
+    @Inject(MONITORING_READS) private readonly reads: MonitoringReads,
     private readonly clock: Clock,
     @Inject(SCHEDULE_CONTROL) private readonly schedules: ScheduleControl,
     private readonly queues: JobQueues,
     private readonly cipher: JobCipher,
+    @Inject(CODE_QUEUES) private readonly codeQueues: CodeQueues,
   ) {
     this.bulk = new BulkActions(storage, clock);
+    this.byId = new JobReads(reads.jobs, reads.batches, 'JobsAdmin.');
   }
 
   /**
@@ -97,7 +114,7 @@ export class JobsAdmin {
       f.nameContains === undefined ? null : checkName(where, 'nameContains', f.nameContains, 'receipt');
     // One more than asked tells whether a next page exists.
     const rows = await databaseCall(where, () =>
-      this.storage.searchJobs({ ...checked, nameContains, now: this.clock.now(), before, limit: limit + 1 }),
+      this.reads.admin.searchJobs({ ...checked, nameContains, now: this.clock.now(), before, limit: limit + 1 }),
     );
     const jobs = rows.slice(0, limit);
     return { jobs, next: rows.length > limit ? jobs[jobs.length - 1]!.id : null };
@@ -112,11 +129,11 @@ export class JobsAdmin {
     const jobId = checkId('JobsAdmin.detail()', id);
     const where = `JobsAdmin.detail(${jobId})`;
     const o = checkOptions(where, options, '{ stepResults: true }', GET_JOB_SHAPE) ?? {};
-    const job = await this.jobs.get(jobId, o);
+    const job = await this.byId.get(jobId, o);
     if (!job) return null;
     const [edges, batch] = await Promise.all([
-      databaseCall(where, () => this.storage.jobEdges(jobId, MAX_DETAIL_CHILDREN + 1)),
-      job.batchId ? this.jobs.batchStatus(job.batchId) : Promise.resolve(null),
+      databaseCall(where, () => this.reads.admin.jobEdges(jobId, MAX_DETAIL_CHILDREN + 1)),
+      job.batchId ? this.byId.batchStatus(job.batchId) : Promise.resolve(null),
     ]);
     return {
       ...job,
@@ -127,39 +144,36 @@ export class JobsAdmin {
     };
   }
 
+  /** The job with its latest history and its steps, as `JobQueue.get()` returns it; null if unknown. */
+  get(id: string, options: GetJobOptions = {}): Promise<JobInfo | null> {
+    return this.byId.get(id, options);
+  }
+
+  /** A page of the job's history, newest first, as `JobQueue.executions()` returns it; null if unknown. */
+  executions(id: string, options: ExecutionPageOptions = {}): Promise<JobExecutionPage | null> {
+    return this.byId.executions(id, options);
+  }
+
+  /** One batch with its counts; null if unknown. */
+  batchStatus(id: string): Promise<BatchInfo | null> {
+    return this.byId.batchStatus(id);
+  }
+
+  /** A batch's members in its order, filtered by state, a page at a time. */
+  batchMembers(id: string, options: BatchMembersOptions = {}): Promise<BatchMember[]> {
+    return this.byId.batchMembers(id, options);
+  }
+
+  /** A batch's members and the edges between them, for drawing; null if unknown. */
+  batchGraph(id: string): Promise<BatchGraph | null> {
+    return this.byId.batchGraph(id);
+  }
+
   /** Deletes one ended job and its history; refuses a live one, a batch member, or a parent a live job waits on. */
   async delete(id: string): Promise<DeletedJob> {
     const jobId = checkId('JobsAdmin.delete()', id);
     const where = `JobsAdmin.delete(${jobId})`;
-    const result = await databaseCall(where, () => this.storage.deleteJob(jobId));
-    switch (result.outcome) {
-      case 'deleted':
-        return { id: jobId, state: result.state };
-      case 'not-found':
-        throw new JobsNotFoundError(
-          `${where}: no such job. Potential fix: check the id (search() finds jobs by id prefix).`,
-        );
-      case 'live':
-        throw new JobsError(
-          `${where}: the job is "${result.state}"; only ended jobs (succeeded, failed, cancelled, skipped) can be deleted. ` +
-            `Potential fix: cancel() it first, and delete it once it has ended.`,
-        );
-      case 'batch-member':
-        throw new JobsError(
-          `${where}: the job is a member of batch ${result.batchId}, whose counts include it. ` +
-            `Potential fix: deleteBatch('${result.batchId}') once the batch has settled deletes it with the others.`,
-        );
-      case 'hook-pending':
-        throw new JobsError(
-          `${where}: the job's onFailure hook has not run yet, and it runs from this row. ` +
-            `Potential fix: wait until an instance with its handler has run it.`,
-        );
-      case 'children-waiting':
-        throw new JobsError(
-          `${where}: ${result.children} live job(s) wait on it, and their triggers read its outcome. ` +
-            `Potential fix: wait until they have run, or cancel them first (detail() lists them).`,
-        );
-    }
+    return deletedOrThrow(where, jobId, await databaseCall(where, () => this.storage.deleteJob(jobId)));
   }
 
   /** A job queued for later (a delay, a retry's backoff) becomes due now, and idle workers are woken. */
@@ -167,31 +181,7 @@ export class JobsAdmin {
     const jobId = checkId('JobsAdmin.runNow()', id);
     const where = `JobsAdmin.runNow(${jobId})`;
     const now = this.clock.now();
-    const result = await databaseCall(where, () => this.storage.runNow(jobId, now));
-    switch (result.outcome) {
-      case 'moved':
-        return { id: jobId, queue: result.queue, previousRunAt: result.previousRunAt, runAt: now };
-      case 'not-found':
-        throw new JobsNotFoundError(
-          `${where}: no such job. Potential fix: check the id (search() finds jobs by id prefix).`,
-        );
-      case 'due':
-        throw new JobsError(
-          `${where}: the job is already due (since ${result.runAt.toISOString()}); it runs as soon as a worker of its queue is free. ` +
-            `Potential fix: nothing to do here; if it stays queued, check that an alive worker serves its queue (JobsMonitor.workers()).`,
-        );
-      case 'not-queued':
-        throw new JobsError(
-          `${where}: the job is "${result.state}"; only a queued job due later (a delay or a retry's backoff) can be run now. ` +
-            `Potential fix: ${
-              result.state === 'waiting'
-                ? 'it runs once its parents have ended (detail() shows them)'
-                : result.state === 'active'
-                  ? 'it is running already'
-                  : 'retry() an ended job to run it again'
-            }.`,
-        );
-    }
+    return movedOrThrow(where, jobId, now, await databaseCall(where, () => this.storage.runNow(jobId, now)));
   }
 
   /** Failed (by default), cancelled or skipped jobs that match → queued again with fresh attempts. */
@@ -286,7 +276,7 @@ export class JobsAdmin {
     const before = checkCursor(where, 'before', f.before);
     const limit = checkLimit(where, f.limit, 500, 50);
     const rows = await databaseCall(where, () =>
-      this.storage.listBatches({ state: state ?? null, name, before, limit: limit + 1 }),
+      this.reads.admin.listBatches({ state: state ?? null, name, before, limit: limit + 1 }),
     );
     const batches = rows.slice(0, limit);
     return { batches, next: rows.length > limit ? batches[batches.length - 1]!.id : null };
@@ -305,14 +295,14 @@ export class JobsAdmin {
     const queue = o.queue === undefined ? null : checkName(where, 'queue', o.queue, 'emails');
     const window = throughputWindow(this.clock.now(), minutes);
     const rows = await databaseCall(where, () =>
-      this.storage.throughput(window.since, window.until, window.createdSince, queue),
+      this.reads.admin.throughput(window.since, window.until, window.createdSince, queue),
     );
     return denseThroughput(window, rows);
   }
 
   /** Every schedule with its next and last run. */
   listSchedules(): Promise<ScheduleInfo[]> {
-    return this.schedules.list();
+    return databaseCall('JobsAdmin.listSchedules()', () => this.reads.schedules.list());
   }
 
   async pauseSchedule(name: string): Promise<ScheduleInfo> {
@@ -339,8 +329,8 @@ export class JobsAdmin {
     return this.queues.resume(queue);
   }
 
-  /** Each queue's limits, paused flag and live counts (JobQueues.list). */
+  /** Each queue's limits, paused flag and live counts, as `JobQueues.list()` shows them. */
   listQueues(): Promise<QueueInfo[]> {
-    return this.queues.list();
+    return listQueues('JobsAdmin.listQueues()', this.reads, this.codeQueues(), this.clock.now());
   }
 }

@@ -18,6 +18,7 @@ export type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
 /** Options every command takes. */
 const GLOBAL_OPTIONS = {
   'database-url': { type: 'string' },
+  'replica-url': { type: 'string' },
   schema: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },

@@ -10,6 +10,8 @@ import type { CliOutput } from './cli-output.js';
 /** Where the CLI works: the database and schema from the options or the environment, and the keyring. */
 export interface CliTarget {
   databaseUrl: string;
+  /** A read replica for the read commands (JOBS_REPLICA_URL or --replica-url); actions still go to the primary. */
+  replicaUrl?: string;
   schema: string;
   /** From JOBS_ENCRYPTION_KEYS and JOBS_ENCRYPTION_CURRENT: keys stay out of the command line and its history. */
   encryption?: EncryptionOptions;
@@ -21,8 +23,10 @@ export function cliTarget(options: OptionValues, env: NodeJS.ProcessEnv): CliTar
     throw new UsageError('no database: set DATABASE_URL or pass --database-url postgres://user@host/db');
   }
   const encryption = encryptionFromEnv(env);
+  const replicaUrl = stringOption(options, 'replica-url') ?? env.JOBS_REPLICA_URL;
   return {
     databaseUrl,
+    ...(replicaUrl ? { replicaUrl } : {}),
     schema: stringOption(options, 'schema') ?? DEFAULT_SCHEMA,
     ...(encryption ? { encryption } : {}),
   };
@@ -85,6 +89,7 @@ export async function withServices<T>(
         worker: { enabled: false },
         scheduler: { enabled: false, syncCodeSchedules: false },
         ...(target.encryption ? { encryption: target.encryption } : {}),
+        ...(target.replicaUrl ? { monitoring: { replica: target.replicaUrl } } : {}),
       }),
       { logger: false, abortOnError: false },
     );

@@ -37,6 +37,7 @@ function help(): string {
     '',
     'Options of every command:',
     '  --database-url <url>  the PostgreSQL server (default: $DATABASE_URL)',
+    '  --replica-url <url>   a read replica for what commands show (default: $JOBS_REPLICA_URL); actions stay on the primary',
     '  --schema <name>       the schema of the job tables (default: jobs)',
     '  --json                the result as JSON on stdout',
     '  -h, --help            this help, or a command\'s with "<command> --help"',

@@ -4,6 +4,7 @@ import {
   workerView,
   type BatchPage,
   type JobCounts,
+  type ReplicaLag,
   type StateCounts,
   type Throughput,
   type WorkerView,
@@ -62,6 +63,15 @@ function throughputText(t: Throughput): string {
   ].join('\n');
 }
 
+function lagText(lag: ReplicaLag | null): string {
+  if (!lag) return 'reads go to the primary (no --replica-url or JOBS_REPLICA_URL)';
+  if (!lag.standby) return 'reads go to the replica, which is not a streaming standby: its lag cannot be measured';
+  const behind =
+    lag.ms === null ? 'behind by an unknown time' : lag.ms === 0 ? 'up to date' : `${lag.ms} ms behind the primary`;
+  const paused = lag.replayPaused ? '; its replay is paused' : '';
+  return `reads go to the replica: ${behind} (${lag.bytes ?? '?'} bytes of WAL to replay)${paused}, measured ${time(lag.measuredAt)}`;
+}
+
 function workersText(workers: readonly WorkerView[]): string {
   if (workers.length === 0) return 'no worker has reported in the last hour';
   return table(
@@ -93,6 +103,19 @@ export const overviewCommands: CliCommand[] = [
       await withServices(io.target(), io.out, async ({ monitor, out }) => {
         const counts = await monitor.counts(options);
         out.result(counts, countsText);
+      });
+    },
+  },
+  {
+    name: 'replica',
+    usage: '',
+    summary: 'where the read commands read (--replica-url or the primary) and how far the replica is behind',
+    options: {},
+    async run(parsed, io) {
+      positionals(parsed, []);
+      await withServices(io.target(), io.out, async ({ monitor, out }) => {
+        const lag = await monitor.replicaLag();
+        out.result({ source: lag ? 'replica' : 'primary', lag }, () => lagText(lag));
       });
     },
   },

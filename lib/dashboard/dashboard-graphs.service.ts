@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { JobsAdmin } from '../admin/jobs-admin.service.js';
 import { checkId, JobsNotFoundError, type JobDetail } from '../model/index.js';
-import { JobQueue } from '../queue/job-queue.service.js';
 import { layoutGraph, type GraphEdgeInput, type GraphLayout, type GraphNodeInput } from './graph-layout.js';
 
 /** The most jobs a flow graph walks to: each is one detail() read. */
@@ -12,15 +11,12 @@ const MAX_BATCH_MEMBERS_DRAWN = 24;
 /**
  * The graphs the dashboard draws, laid out here so the page only paints
  * them: a job's flow (its parents and children, walked edge by edge through
- * JobsAdmin.detail()) and a batch (JobQueue.batchGraph(): members, their
+ * JobsAdmin.detail()) and a batch (JobsAdmin.batchGraph(): members, their
  * edges, and the then/catch/finally callbacks hanging off the batch).
  */
 @Injectable()
 export class DashboardGraphs {
-  constructor(
-    private readonly admin: JobsAdmin,
-    private readonly jobs: JobQueue,
-  ) {}
+  constructor(private readonly admin: JobsAdmin) {}
 
   async jobGraph(id: string): Promise<GraphLayout> {
     const jobId = checkId('Jobs dashboard: job graph', id);
@@ -68,7 +64,7 @@ export class DashboardGraphs {
 
   async batchGraph(id: string): Promise<GraphLayout & { batchId: string }> {
     const batchId = checkId('Jobs dashboard: batch graph', id, 'batch');
-    const graph = await this.jobs.batchGraph(batchId);
+    const graph = await this.admin.batchGraph(batchId);
     if (!graph) throw notFound('batch', batchId);
     const { batch } = graph;
     const batchNode: GraphNodeInput = {

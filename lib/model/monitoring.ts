@@ -74,3 +74,26 @@ export interface JobPage {
  */
 export const CODE_QUEUES = Symbol('CODE_QUEUES');
 export type CodeQueues = () => readonly string[];
+
+/**
+ * How far the monitoring replica (`monitoring.replica`) is behind the
+ * primary, as `JobsMonitor.replicaLag()` measured it.
+ */
+export interface ReplicaLag {
+  /** False when the replica is not a streaming standby (pg_is_in_recovery() is false): no lag can be measured. */
+  standby: boolean;
+  /** WAL the primary has written that the replica has not replayed yet, in bytes; null when not a standby. */
+  bytes: number | null;
+  /**
+   * How far behind the replica's reads are, in ms: 0 when it has replayed
+   * everything the primary had written when measured, otherwise the time
+   * since the last transaction it replayed committed on the primary (an
+   * upper bound after the primary was idle). Null when not a standby, or
+   * when it has replayed no transaction since it started.
+   */
+  ms: number | null;
+  /** Replay was paused on the replica (pg_wal_replay_pause()): its lag grows until it is resumed. */
+  replayPaused: boolean;
+  /** When it was measured (the replica's clock). */
+  measuredAt: Date;
+}

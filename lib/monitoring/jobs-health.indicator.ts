@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import { checkOptions, optionShape } from '../model/index.js';
+import { checkOptions, describeValue, JobsDatabaseError, JobsError, optionShape } from '../model/index.js';
 import { JobsMonitor } from './jobs-monitor.service.js';
 
 /** What `isHealthy()` checks: how many due jobs count as degraded, and how long the database may take to answer. */
@@ -12,9 +12,15 @@ export interface JobsHealthOptions {
   maxQueued?: number;
   /** How long the database may take to answer before the check is `down`, in ms; default 3000. */
   timeout?: number;
+  /**
+   * Report `degraded` when the monitoring replica (`monitoring.replica`) is
+   * further behind the primary than this, in ms, or does not answer.
+   * Default: the replica is not looked at.
+   */
+  maxReplicaLag?: number;
 }
 
-const HEALTH_SHAPE = optionShape<JobsHealthOptions>({ maxQueued: true, timeout: true });
+const HEALTH_SHAPE = optionShape<JobsHealthOptions>({ maxQueued: true, timeout: true, maxReplicaLag: true });
 
 /**
  * A @nestjs/terminus indicator (import it from 'nestjs-durable-jobs/health',
@@ -25,9 +31,12 @@ const HEALTH_SHAPE = optionShape<JobsHealthOptions>({ maxQueued: true, timeout: 
  *   that no alive worker serves (they would wait forever).
  * - `degraded`: more jobs are due than `maxQueued`, or this instance's
  *   worker met jobs sealed with an encryption key its keyring lacks
- *   (`missingKeys`: it hands them back for an instance that has the key).
+ *   (`missingKeys`: it hands them back for an instance that has the key),
+ *   or the monitoring replica is behind by more than `maxReplicaLag` (or
+ *   does not answer): dashboards show old data, jobs still run.
  * - `up` otherwise. Each result carries the live counts and the number of
- *   alive workers.
+ *   alive workers, read on the primary (a replica's view could strand a
+ *   queue that is already drained), and `replicaLagMs` when it was measured.
  */
 @Injectable()
 export class JobsHealthIndicator {
@@ -43,11 +52,18 @@ export class JobsHealthIndicator {
     options = checkOptions('JobsHealthIndicator.isHealthy()', options, '{ maxQueued: 1000 }', HEALTH_SHAPE) ?? {};
     const indicator = this.health.check(key);
     const timeout = options.timeout ?? 3000;
+    const maxLag = checkMaxLag(options.maxReplicaLag);
+    const lag = maxLag === undefined ? null : this.lagWithin(timeout);
+    // Read alongside the counts; a down database returns first and leaves it unread.
+    lag?.catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     let state;
     try {
       state = await Promise.race([
-        Promise.all([this.monitor.counts({ finished: false }), this.monitor.workers({ stoppedWithin: 0 })]),
+        Promise.all([
+          this.monitor.counts({ finished: false, fromPrimary: true }),
+          this.monitor.workers({ stoppedWithin: 0, fromPrimary: true }),
+        ]),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeout} ms`)), timeout);
         }),
@@ -60,7 +76,15 @@ export class JobsHealthIndicator {
     const [counts, workers] = state;
     const alive = workers.filter((w) => w.alive);
     const { queued, scheduled, active, waiting } = counts.total;
-    const data = { queued, scheduled, active, waiting, aliveWorkers: alive.length };
+    const replica = lag && (await lag);
+    const data = {
+      queued,
+      scheduled,
+      active,
+      waiting,
+      aliveWorkers: alive.length,
+      ...(replica && 'ms' in replica ? { replicaLagMs: replica.ms } : {}),
+    };
     const served = (queue: string) => alive.some((w) => w.queues.length === 0 || w.queues.includes(queue));
     const stranded = Object.entries(counts.queues)
       .filter(([queue, c]) => c.queued > 0 && !served(queue))
@@ -84,6 +108,51 @@ export class JobsHealthIndicator {
     if (options.maxQueued !== undefined && queued > options.maxQueued) {
       return indicator.degraded({ ...data, message: `${queued} jobs are due, over maxQueued ${options.maxQueued}` });
     }
+    if (replica && 'error' in replica) {
+      return indicator.degraded({ ...data, message: `The monitoring replica did not answer: ${replica.error}` });
+    }
+    if (replica && maxLag !== undefined && (replica.ms === null || replica.ms > maxLag)) {
+      const behind = replica.ms === null ? 'behind by an unknown time' : `${replica.ms} ms behind the primary`;
+      const paused = replica.replayPaused ? ' (its replay is paused)' : '';
+      return indicator.degraded({
+        ...data,
+        message: `The monitoring replica is ${behind}${paused}, over maxReplicaLag ${maxLag} ms: dashboards show older data`,
+      });
+    }
     return indicator.up(data);
   }
+
+  /** The replica's lag, or why it could not be measured within `timeout`. */
+  private async lagWithin(timeout: number): Promise<{ ms: number | null; replayPaused: boolean } | { error: string }> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const lag = await Promise.race([
+        this.monitor.replicaLag(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${timeout} ms`)), timeout);
+        }),
+      ]);
+      if (!lag) {
+        throw new JobsError(
+          'JobsHealthIndicator.isHealthy(): "maxReplicaLag" is set, but JobsModule has no "monitoring.replica". Potential fix: leave maxReplicaLag out, or set monitoring: { replica }.',
+        );
+      }
+      return { ms: lag.ms, replayPaused: lag.replayPaused };
+    } catch (error) {
+      if (error instanceof JobsError && !(error instanceof JobsDatabaseError)) throw error;
+      return { error: (error as Error).message };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function checkMaxLag(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new JobsError(
+      `JobsHealthIndicator.isHealthy(): "maxReplicaLag" must be a whole number of ms (>= 0), got ${describeValue(value)}. Potential fix: { maxReplicaLag: 30_000 }.`,
+    );
+  }
+  return value;
 }

@@ -17,9 +17,11 @@ import {
   type JobListFilter,
   type JobPage,
   type JobState,
+  type ReplicaLag,
   type StateCounts,
   type WorkerInfo,
 } from '../model/index.js';
+import { MONITORING_READS, type MonitoringReads } from '../storage/monitoring/monitoring-reads.interface.js';
 import { MONITORING_STORAGE, type MonitoringStorage } from '../storage/monitoring/monitoring-storage.interface.js';
 import { MONITORING_OPTIONS, type MonitoringOptions } from './monitoring-options.js';
 
@@ -31,15 +33,19 @@ const MAX_PAGE = 500;
 export interface CountsOptions {
   since?: Date;
   finished?: boolean;
+  /** Read the primary even when `monitoring.replica` is set (what the health indicator does); default false. */
+  fromPrimary?: boolean;
 }
 
 /** What `workers()` takes. */
 export interface WorkersOptions {
   stoppedWithin?: number;
+  /** Read the primary even when `monitoring.replica` is set; default false. */
+  fromPrimary?: boolean;
 }
 
-const COUNTS_SHAPE = optionShape<CountsOptions>({ since: true, finished: true });
-const WORKERS_SHAPE = optionShape<WorkersOptions>({ stoppedWithin: true });
+const COUNTS_SHAPE = optionShape<CountsOptions>({ since: true, finished: true, fromPrimary: true });
+const WORKERS_SHAPE = optionShape<WorkersOptions>({ stoppedWithin: true, fromPrimary: true });
 
 const emptyCounts = (): StateCounts => ({
   waiting: 0,
@@ -55,12 +61,15 @@ const emptyCounts = (): StateCounts => ({
 /**
  * What operators ask of the system: how much work is where, which workers
  * are up, which jobs are in a state. One job in detail, retry and cancel are
- * on `JobQueue` (`get`, `retry`, `cancel`).
+ * on `JobQueue` (`get`, `retry`, `cancel`). With `monitoring.replica` set it
+ * reads the replica (a moment behind the primary: `replicaLag()` says how
+ * far), unless a call asks for `fromPrimary`.
  */
 @Injectable()
 export class JobsMonitor {
   constructor(
-    @Inject(MONITORING_STORAGE) private readonly storage: MonitoringStorage,
+    @Inject(MONITORING_STORAGE) private readonly primary: MonitoringStorage,
+    @Inject(MONITORING_READS) private readonly reads: MonitoringReads,
     @Inject(MONITORING_OPTIONS) private readonly options: MonitoringOptions,
     private readonly clock: Clock,
     private readonly cipher: JobCipher,
@@ -96,7 +105,8 @@ export class JobsMonitor {
     const total = emptyCounts();
     const queues: Record<string, StateCounts> = {};
     const finishedSince = options.finished === false ? null : since;
-    const rows = await databaseCall('JobsMonitor.counts()', () => this.storage.counts(now, finishedSince));
+    const storage = this.source('JobsMonitor.counts()', options.fromPrimary);
+    const rows = await databaseCall('JobsMonitor.counts()', () => storage.counts(now, finishedSince));
     for (const { queue, state, n } of rows) {
       const byQueue = (queues[queue] ??= emptyCounts());
       byQueue[state] += n;
@@ -122,7 +132,8 @@ export class JobsMonitor {
     }
     // No worker stopped before 1970: a longer window is all of them, not a date PostgreSQL refuses.
     const stoppedSince = new Date(Math.max(now - within, EARLIEST_TIME));
-    const rows = await databaseCall('JobsMonitor.workers()', () => this.storage.workers(stoppedSince));
+    const storage = this.source('JobsMonitor.workers()', options.fromPrimary);
+    const rows = await databaseCall('JobsMonitor.workers()', () => storage.workers(stoppedSince));
     return rows.map((w) => ({
       ...w,
       alive: w.stoppedAt === null && now - w.lastHeartbeat.getTime() <= this.options.staleAfter,
@@ -158,7 +169,7 @@ export class JobsMonitor {
     }
     // One more than asked tells whether a next page exists.
     const rows = await databaseCall('JobsMonitor.jobs()', () =>
-      this.storage.jobs({
+      this.reads.monitoring.jobs({
         states: states as JobState[] | null,
         queue: filter.queue ?? null,
         name: filter.name ?? null,
@@ -168,5 +179,24 @@ export class JobsMonitor {
     );
     const jobs = rows.slice(0, limit);
     return { jobs, next: rows.length > limit ? jobs[jobs.length - 1]!.id : null };
+  }
+
+  /**
+   * How far the monitoring replica is behind the primary: the WAL bytes it
+   * has yet to replay and the time that stands for. Null when no
+   * `monitoring.replica` is set (reads go to the primary).
+   */
+  async replicaLag(): Promise<ReplicaLag | null> {
+    return databaseCall('JobsMonitor.replicaLag()', () => this.reads.lag());
+  }
+
+  /** Where a read goes: the primary when asked (or without a replica), the monitoring reads otherwise. */
+  private source(where: string, fromPrimary: unknown): MonitoringStorage {
+    if (fromPrimary !== undefined && typeof fromPrimary !== 'boolean') {
+      throw new JobsError(
+        `${where}: "fromPrimary" must be true or false, got ${describeValue(fromPrimary)}. Potential fix: { fromPrimary: true } to read the primary.`,
+      );
+    }
+    return fromPrimary ? this.primary : this.reads.monitoring;
   }
 }

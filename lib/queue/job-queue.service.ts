@@ -1,24 +1,18 @@
 import { Inject, Injectable, type Type } from '@nestjs/common';
 import {
   checkId,
-  checkInteger,
   checkOptionKeys,
   checkOptions,
   databaseCall,
   describeValue,
-  INT4_MAX,
-  JOB_STATES,
   JobsError,
   JobsNotFoundError,
-  MAX_EXECUTIONS_PAGE,
   optionShape,
-  parseExecutionCursor,
   type BatchInfo,
   type ExecutionPageOptions,
   type JobExecutionPage,
   type JobHandler,
   type JobInfo,
-  type JobState,
   type NewJob,
   type PayloadOf,
 } from '../model/index.js';
@@ -34,8 +28,6 @@ import { ChainDraft, FlowDraft } from './flow-drafts.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import {
   ENQUEUE_OPTIONS_SHAPE,
-  EXECUTION_PAGE_SHAPE,
-  GET_JOB_SHAPE,
   RETRY_JOB_SHAPE,
   WRITE_OPTIONS_SHAPE,
   type EnqueueOptions,
@@ -43,10 +35,12 @@ import {
   type RetryJobOptions,
   type WriteOptions,
 } from './queue-options.js';
+import { JobReads, type BatchMembersOptions } from './job-reads.js';
 import { checkManager } from './manager.js';
 import { WorkflowWriter } from './workflow-writer.js';
 
 export type { JobRef } from './job-factory.js';
+export type { BatchMembersOptions } from './job-reads.js';
 
 /**
  * What an enqueue did: `created` is false when a job with the same unique
@@ -73,26 +67,22 @@ export interface EnqueueItem<H extends JobHandler = JobHandler> {
  */
 const ENQUEUE_CHUNK = 2000;
 
-/** What `batchMembers()` takes. */
-export interface BatchMembersOptions {
-  state?: JobState;
-  skip?: number;
-  take?: number;
-}
-
 const ENQUEUE_ITEM_SHAPE = optionShape<EnqueueItem>({ job: true, payload: true, options: ENQUEUE_OPTIONS_SHAPE });
-const BATCH_MEMBERS_SHAPE = optionShape<BatchMembersOptions>({ state: true, skip: true, take: true });
 
 /** Starts work and looks after it: enqueue, inspect, cancel, retry; chains, flows and batches. */
 @Injectable()
 export class JobQueue {
+  private readonly reads: JobReads;
+
   constructor(
     @Inject(ENQUEUE_STORAGE) private readonly storage: EnqueueStorage,
     @Inject(JOB_CONTROL_STORAGE) private readonly control: JobControlStorage,
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     private readonly factory: JobFactory,
     private readonly writer: WorkflowWriter,
-  ) {}
+  ) {
+    this.reads = new JobReads(control, workflows);
+  }
 
   async enqueue<H extends JobHandler>(
     job: Type<H> | string,
@@ -172,17 +162,11 @@ export class JobQueue {
 
   /**
    * The job with its history and its finished steps; null when no job has
-   * this id. `stepResults: true` adds each step's stored result.
+   * this id. `stepResults: true` adds each step's stored result. Read from
+   * the primary, so it sees the caller's own writes.
    */
-  async get(id: string, options: GetJobOptions = {}): Promise<JobInfo | null> {
-    const jobId = checkId('get()', id);
-    const o = checkOptions(`get(${jobId})`, options, '{ stepResults: true }', GET_JOB_SHAPE) ?? {};
-    if (o.stepResults !== undefined && typeof o.stepResults !== 'boolean') {
-      throw new JobsError(
-        `get(${jobId}): "stepResults" must be a boolean, got ${describeValue(o.stepResults)}. Potential fix: get(id, { stepResults: true }).`,
-      );
-    }
-    return databaseCall(`get(${jobId})`, () => this.control.getJob(jobId, { stepResults: o.stepResults === true }));
+  get(id: string, options: GetJobOptions = {}): Promise<JobInfo | null> {
+    return this.reads.get(id, options);
   }
 
   /**
@@ -190,13 +174,8 @@ export class JobQueue {
    * shows the latest attempts); pass `after: page.next` for older ones.
    * Null if there is no such job.
    */
-  async executions(id: string, options: ExecutionPageOptions = {}): Promise<JobExecutionPage | null> {
-    const jobId = checkId('executions()', id);
-    const where = `executions(${jobId})`;
-    const o = checkOptions(where, options, '{ after: page.next, limit: 50 }', EXECUTION_PAGE_SHAPE) ?? {};
-    const after = o.after === undefined ? null : parseExecutionCursor(where, o.after);
-    const limit = checkInteger(where, 'limit', o.limit ?? 50, 1, MAX_EXECUTIONS_PAGE, 50);
-    return databaseCall(where, () => this.control.executions(jobId, after, limit));
+  executions(id: string, options: ExecutionPageOptions = {}): Promise<JobExecutionPage | null> {
+    return this.reads.executions(id, options);
   }
 
   /** Queued or waiting → cancelled now; active → its signal aborts and it ends cancelled. */
@@ -240,28 +219,16 @@ export class JobQueue {
     }
   }
 
-  async batchStatus(id: string): Promise<BatchInfo | null> {
-    const batchId = checkId('batchStatus()', id, 'batch');
-    return databaseCall(`batchStatus(${batchId})`, () => this.workflows.batchStatus(batchId));
+  batchStatus(id: string): Promise<BatchInfo | null> {
+    return this.reads.batchStatus(id);
   }
 
-  async batchMembers(id: string, options: BatchMembersOptions = {}): Promise<BatchMember[]> {
-    const batchId = checkId('batchMembers()', id, 'batch');
-    const where = `batchMembers(${batchId})`;
-    const o = checkOptions(where, options, '{ skip: 0, take: 100 }', BATCH_MEMBERS_SHAPE) ?? {};
-    const take = o.take === undefined ? 100 : checkInteger(where, 'take', o.take, 1, 10_000, 100);
-    const skip = o.skip === undefined ? 0 : checkInteger(where, 'skip', o.skip, 0, INT4_MAX, 0);
-    if (o.state !== undefined && !(JOB_STATES as readonly unknown[]).includes(o.state)) {
-      throw new JobsError(
-        `${where}: "state" must be one of ${JOB_STATES.join(', ')}, got ${describeValue(o.state)}. Potential fix: { state: 'failed' }.`,
-      );
-    }
-    return databaseCall(where, () => this.workflows.batchMembers(batchId, { state: o.state, skip, take }));
+  batchMembers(id: string, options: BatchMembersOptions = {}): Promise<BatchMember[]> {
+    return this.reads.batchMembers(id, options);
   }
 
-  async batchGraph(id: string): Promise<BatchGraph | null> {
-    const batchId = checkId('batchGraph()', id, 'batch');
-    return databaseCall(`batchGraph(${batchId})`, () => this.workflows.batchGraph(batchId));
+  batchGraph(id: string): Promise<BatchGraph | null> {
+    return this.reads.batchGraph(id);
   }
 
   /** Members not started → cancelled; running ones have their signal aborted; `finally` still runs. */

@@ -13,7 +13,6 @@ import {
   JobsNotFoundError,
   optionShape,
   RATE_LIMIT_SHAPE,
-  type LimitInfo,
   type QueueInfo,
   type QueueOptions,
   type RateLimit,
@@ -23,10 +22,10 @@ import { MONITORING_STORAGE, type MonitoringStorage } from '../storage/monitorin
 import {
   QUEUE_STORAGE,
   type CodeLimits,
-  type Limits,
   type QueueConfig,
   type QueueStorage,
 } from '../storage/queues/queue-storage.interface.js';
+import { listQueues } from './queue-list.js';
 import { RATE_LIMIT_DECLARATIONS, rateKeyOf } from './rate-limit-declarations.js';
 
 /** JobsModule's `queues`, validated. */
@@ -154,34 +153,10 @@ export class JobQueues {
     await databaseCall(where, () => this.storage.setGroupLimit(name, key, concurrency, this.clock.now()));
   }
 
-  /** Every queue known here or in the database, with its settings and live counts. */
-  async list(): Promise<QueueInfo[]> {
-    const now = this.clock.now();
-    const [configs, counts, groupLimits] = await databaseCall('JobQueues.list()', () =>
-      Promise.all([this.storage.configs(), this.monitoring.counts(now, null), this.storage.groupLimits()]),
-    );
-    const byQueue = new Map(configs.map((c) => [c.queue, c]));
-    const names = new Set<string>([...byQueue.keys(), ...this.codeQueues(), ...counts.map((c) => c.queue)]);
-    return [...names].sort().map((name) => {
-      const config = byQueue.get(name);
-      const count = (state: string) => counts.find((c) => c.queue === name && c.state === state)?.n ?? 0;
-      return {
-        name,
-        paused: config?.paused ?? false,
-        ...limitInfo(config),
-        jobs: (config?.names ?? []).map((n) => ({ name: n.name, ...limitInfo(n) })),
-        groups: {
-          concurrency: config?.groupConcurrency ?? null,
-          overrides: groupLimits
-            .filter((g) => g.queue === name)
-            .map((g) => ({ group: g.group, concurrency: g.concurrency })),
-        },
-        active: count('active'),
-        queued: count('queued'),
-        scheduled: count('scheduled'),
-        waiting: count('waiting'),
-      };
-    });
+  /** Every queue known here or in the database, with its settings and live counts (read on the primary). */
+  list(): Promise<QueueInfo[]> {
+    const source = { queues: this.storage, monitoring: this.monitoring };
+    return listQueues('JobQueues.list()', source, this.codeQueues(), this.clock.now());
   }
 
   /** The keyed rate limits (JobsModule's `rateLimits`), each with where its value came from and the jobs sharing it. */
@@ -247,11 +222,4 @@ export class JobQueues {
         `Potential fix: check the name against JobQueues.list(), or declare it in JobsModule's "queues".`,
     );
   }
-}
-
-function limitInfo(limits: Limits | undefined): { concurrency: LimitInfo<number>; rateLimit: LimitInfo<RateLimit> } {
-  return {
-    concurrency: { value: limits?.concurrency ?? null, source: limits?.concurrencySource ?? 'code' },
-    rateLimit: { value: limits?.rateLimit ?? null, source: limits?.rateSource ?? 'code' },
-  };
 }

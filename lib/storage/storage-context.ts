@@ -26,4 +26,9 @@ export class StorageContext {
     this.channel = notificationChannel(schema);
     this.executor = new PoolExecutor(dataSource, { queryMs: timeouts.query, connectMs: timeouts.connect });
   }
+
+  /** The same schema, limits and cipher on another server's DataSource (the monitoring replica). */
+  on(dataSource: DataSource): StorageContext {
+    return new StorageContext(dataSource, this.schema, this.timeouts, this.cipher, this.maxErrorBytes);
+  }
 }

@@ -161,6 +161,7 @@ describe('the dashboard over HTTP', () => {
       'jobs.js',
       'operations.js',
       'overview.js',
+      'replica.js',
       'router.js',
     ]);
     const styles: string[] = [];

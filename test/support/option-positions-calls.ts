@@ -245,8 +245,16 @@ export function operatorPositions(app: () => INestApplication): OptionsPosition[
       call: (o) => admin().listBatches(o as never),
     },
     { where: 'JobsAdmin.throughput()', known: ['minutes', 'queue'], call: (o) => admin().throughput(o as never) },
-    { where: 'JobsMonitor.counts()', known: ['since', 'finished'], call: (o) => monitor().counts(o as never) },
-    { where: 'JobsMonitor.workers()', known: ['stoppedWithin'], call: (o) => monitor().workers(o as never) },
+    {
+      where: 'JobsMonitor.counts()',
+      known: ['since', 'finished', 'fromPrimary'],
+      call: (o) => monitor().counts(o as never),
+    },
+    {
+      where: 'JobsMonitor.workers()',
+      known: ['stoppedWithin', 'fromPrimary'],
+      call: (o) => monitor().workers(o as never),
+    },
     {
       where: 'JobsMonitor.jobs()',
       known: ['state', 'queue', 'name', 'before', 'limit'],
@@ -254,7 +262,7 @@ export function operatorPositions(app: () => INestApplication): OptionsPosition[
     },
     {
       where: 'JobsHealthIndicator.isHealthy()',
-      known: ['maxQueued', 'timeout'],
+      known: ['maxQueued', 'timeout', 'maxReplicaLag'],
       call: (o) => new JobsHealthIndicator({} as never, monitor()).isHealthy('jobs', o as never),
     },
   ];

@@ -59,6 +59,7 @@ export const MODULE = [
   'maxPayloadBytes',
   'maxResultBytes',
   'maxErrorBytes',
+  'monitoring',
   'scheduler',
   'tracing',
   'encryption',
@@ -125,6 +126,12 @@ export const modulePositions: OptionsPosition[] = [
     path: 'retention.',
     known: ['succeeded', 'failed', 'workers', 'interval'],
     call: (o) => forRootWith('retention', o),
+  },
+  {
+    where: 'JobsModule.forRoot()',
+    path: 'monitoring.',
+    known: ['replica'],
+    call: (o) => forRootWith('monitoring', o),
   },
   {
     where: 'JobsModule.forRoot()',

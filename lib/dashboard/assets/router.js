@@ -6,6 +6,7 @@
  */
 import { ApiError, messageOf } from './api.js';
 import { byId, h } from './dom.js';
+import { showReplicaLag } from './replica.js';
 
 /**
  * @typedef {object} View
@@ -177,7 +178,7 @@ async function loadOnce() {
   const main = byId('main');
   const status = byId('status');
   try {
-    const data = await view.load();
+    const [data] = await Promise.all([view.load(), showReplicaLag()]);
     if (gen !== generation) {
       again = true;
       return;

@@ -35,7 +35,7 @@ export function batchesController(config: DashboardConfig) {
 
     @Get('api/batches/:id')
     async status(@Param('id') id: string) {
-      const batch = await this.jobs.batchStatus(id);
+      const batch = await this.admin.batchStatus(id);
       if (!batch) {
         throw new JobsNotFoundError(
           `Jobs dashboard: no batch ${id}. Potential fix: it may have been deleted or purged; go back to the list of batches.`,
@@ -56,7 +56,7 @@ export function batchesController(config: DashboardConfig) {
       const state = one(q, 'state') as JobState | undefined;
       const skip = integer(q, 'skip', 0, 2_147_483_647);
       const take = integer(q, 'take', 1, 500);
-      return this.jobs.batchMembers(id, {
+      return this.admin.batchMembers(id, {
         ...(state !== undefined ? { state } : {}),
         ...(skip !== undefined ? { skip } : {}),
         ...(take !== undefined ? { take } : {}),

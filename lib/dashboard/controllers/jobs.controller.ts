@@ -64,7 +64,7 @@ export function jobsController(config: DashboardConfig) {
     /** The job's steps with their stored results (the detail lists them without). */
     @Get('api/jobs/:id/steps')
     async steps(@Param('id') id: string) {
-      const job = await this.jobs.get(id, { stepResults: true });
+      const job = await this.admin.get(id, { stepResults: true });
       if (!job) {
         throw new JobsNotFoundError(
           `Jobs dashboard: no job ${id}. Potential fix: it may have been deleted or purged; search by the start of its id.`,
@@ -79,7 +79,7 @@ export function jobsController(config: DashboardConfig) {
       const q = onlyKnown(query, ['after', 'limit']);
       const after = one(q, 'after');
       const limit = integer(q, 'limit', 1, MAX_EXECUTIONS_PAGE);
-      const page = await this.jobs.executions(id, {
+      const page = await this.admin.executions(id, {
         ...(after === undefined ? {} : { after }),
         ...(limit === undefined ? {} : { limit }),
       });

@@ -36,6 +36,17 @@ export function queuesController(config: DashboardConfig) {
       return this.monitor.encryption();
     }
 
+    /**
+     * Where the dashboard reads (`monitoring.replica` or the primary) and,
+     * for a replica, how far it is behind; actions always go to the primary.
+     */
+    @Get('api/replica')
+    async replica(@Query() query: Q) {
+      onlyKnown(query, []);
+      const lag = await this.monitor.replicaLag();
+      return { source: lag ? 'replica' : 'primary', lag };
+    }
+
     /** Each queue's limits (with where each came from), paused flag and live counts, by name. */
     @Get('api/queues')
     queues(@Query() query: Q) {

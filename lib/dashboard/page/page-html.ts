@@ -37,6 +37,7 @@ export function pageHtml(title: string, base: string): string {
     <a href="#/schedules" data-nav="schedules">Schedules</a>
     <a href="#/queues" data-nav="queues">Queues</a>
   </nav>
+  <span id="replica" class="replica" hidden></span>
   <span id="status" class="status" role="status">Loading…</span>
 </header>
 <div id="toolbar"></div>

@@ -136,9 +136,9 @@ function deferredLine(schema: string, d: DeferredVersion): string {
 }
 
 /** The first connection: a server that refuses it fails the start with a JobsDatabaseError, the driver's error its cause. */
-async function initialize(ds: DataSource): Promise<void> {
+export async function initialize(ds: DataSource, what = 'connecting to PostgreSQL'): Promise<void> {
   await ds.initialize().catch((error: unknown) => {
-    throw toDatabaseError('JobsModule: connecting to PostgreSQL', error);
+    throw toDatabaseError(`JobsModule: ${what}`, error);
   });
 }
 
@@ -148,7 +148,7 @@ async function initialize(ds: DataSource): Promise<void> {
  * No connection-wide query timeout: the library's queries carry their own,
  * and a migration (TypeORM's runner) may rightly take long.
  */
-function ownedDataSource(options: Record<string, unknown>, timeouts: ResolvedTimeouts): DataSource {
+export function ownedDataSource(options: Record<string, unknown>, timeouts: ResolvedTimeouts): DataSource {
   const session = pgSessionSettings(timeouts, '');
   const { application_name, connectionTimeoutMillis, query_timeout: _perQuery, ...extra } = session;
   return new DataSource({
@@ -180,22 +180,28 @@ function checkSchemaName(schema: unknown): void {
   }
 }
 
-function toPostgresOptions(connection: string | Record<string, unknown>): Record<string, unknown> {
+export function toPostgresOptions(
+  connection: string | Record<string, unknown>,
+  field = 'connection',
+): Record<string, unknown> {
+  const env = field === 'connection' ? 'DATABASE_URL' : 'REPLICA_URL';
   if (typeof connection === 'string') {
     if (!connection)
       throw new JobsError(
-        'JobsModule: "connection" is an empty string. Potential fix: connection: process.env.DATABASE_URL, after checking it is set.',
+        `JobsModule: "${field}" is an empty string. Potential fix: ${field}: process.env.${env}, after checking it is set.`,
       );
     return { url: connection };
   }
   if (connection === null || typeof connection !== 'object') {
     throw new JobsError(
-      `JobsModule: "connection" must be a postgres URL or TypeORM postgres options, got ${describeValue(connection)}. Potential fix: connection: process.env.DATABASE_URL.`,
+      `JobsModule: "${field}" must be a postgres URL or TypeORM postgres options, got ${describeValue(connection)}. Potential fix: ${field}: process.env.${env}.`,
     );
   }
   if ('url' in connection && !connection.url && !connection.host) {
     throw new JobsError(
-      'JobsModule: "connection.url" is undefined (is DATABASE_URL set?). Potential fix: set the variable, or leave "connection" out to use the embedded development database.',
+      field === 'connection'
+        ? 'JobsModule: "connection.url" is undefined (is DATABASE_URL set?). Potential fix: set the variable, or leave "connection" out to use the embedded development database.'
+        : `JobsModule: "${field}.url" is undefined (is ${env} set?). Potential fix: set the variable, or leave "${field}" out to read from the primary.`,
     );
   }
   return connection;
