@@ -163,6 +163,7 @@ export class JobWorker implements LeaseHolder {
         this.finishing.delete(job.id);
         this.attempts.recorded(job, outcome, result.durationMs, applied);
         if (applied === false) {
+          this.recordLostSpan(job);
           this.logger.warn(
             `Job ${job.name} ${job.id} attempt ${job.attempt}: its ${outcome.kind} outcome was not recorded, the job is no longer this worker's (its lease was taken)`,
           );
@@ -172,12 +173,23 @@ export class JobWorker implements LeaseHolder {
       } else {
         this.claimer.attemptEnded(job.id, false);
         if (result.reason === 'lost-lease') {
+          this.recordLostSpan(job);
           this.logger.warn(`Job ${job.name} ${job.id} lost its lease; its outcome was discarded`);
         }
       }
       this.claimer.jobReleased(job, !!result.outcome);
       if (this.running.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     });
+  }
+
+  /** The rescue that took the job wrote its interrupted row without the span only this worker knows. */
+  private recordLostSpan(job: ClaimedJob): void {
+    if (!job.started?.traceId) return;
+    void this.outcomes
+      .recordLostSpan(this.id, job)
+      .catch((e: Error) =>
+        this.logger.error(`Recording the span of job ${job.id}'s lost attempt failed: ${e.message}`),
+      );
   }
 
   /** A job sealed with a key this instance lacks: back to the queue, its attempt unspent, for an instance with the key. */
@@ -215,7 +227,7 @@ export class JobWorker implements LeaseHolder {
 
   held(): HeldJob[] {
     const held: HeldJob[] = this.claimer.unstarted().map((j) => ({ id: j.id, attempt: j.attempt }));
-    for (const run of this.running.values()) held.push({ id: run.job.id, attempt: run.job.attempt });
+    for (const { job } of this.running.values()) held.push({ id: job.id, attempt: job.attempt, started: job.started });
     for (const [id, attempt] of this.finishing) held.push({ id, attempt });
     return held;
   }
@@ -264,7 +276,7 @@ export class JobWorker implements LeaseHolder {
       await this.outcomes
         .handBack(
           this.id,
-          leftovers.map((r) => ({ id: r.job.id, attempt: r.job.attempt })),
+          leftovers.map(({ job }) => ({ id: job.id, attempt: job.attempt, started: job.started })),
           this.clock.now(),
           serializeError(new WorkerShutdownError()),
         )

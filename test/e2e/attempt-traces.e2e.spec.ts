@@ -14,7 +14,9 @@ import {
 } from 'nestjs-durable-jobs';
 import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import request from 'supertest';
-import { dropSchemas, uniqueSchema } from '../support/database.js';
+import { JobRescuer } from '../../lib/worker/job-rescuer.service.js';
+import { LeaseKeeper } from '../../lib/worker/lease-keeper.service.js';
+import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -43,6 +45,18 @@ class LimitedTraced implements JobHandler<{ failures: number }> {
   }
 }
 
+/** Jobs whose handler has begun (Held): its span is open from then on. */
+const begun = new Set<string>();
+
+/** Runs until its attempt is stopped (its signal aborts): an attempt that writes no outcome. */
+@Job('attempt-held', { queue: 'traces-held', maxAttempts: 5 })
+class Held implements JobHandler<Record<string, never>> {
+  run(_: Record<string, never>, ctx: JobContext): Promise<never> {
+    begun.add(ctx.jobId);
+    return new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped'))));
+  }
+}
+
 const schema = uniqueSchema('attempt_traces');
 const apps: INestApplication[] = [];
 
@@ -52,7 +66,7 @@ async function boot(tracing: boolean) {
     { tracing, worker: { pollInterval: 100, queues: ['default', 'traces-limited'] } },
     {
       imports: [JobsDashboardModule.register({ public: true, traceUrl: 'https://tempo.example/trace/{traceId}' })],
-      providers: [AttemptTraced, LimitedTraced],
+      providers: [AttemptTraced, LimitedTraced, Held],
     },
   );
   apps.push(app);
@@ -137,6 +151,91 @@ describe("each attempt's trace, span and times (tracing: true)", () => {
         traceUrl: `https://tempo.example/trace/${s.traceId}`,
       })),
     );
+  });
+});
+
+describe('the span of an attempt that writes no outcome (tracing: true)', () => {
+  // Its own worker, serving only Held's queue. Its lease is long: renewals and rescues come when a test calls them.
+  let app: INestApplication;
+  let jobs: JobQueue;
+  beforeAll(async () => {
+    app = await startJobsApp(
+      schema,
+      { tracing: true, worker: { pollInterval: 100, lease: 60_000, shutdownGrace: 100, queues: ['traces-held'] } },
+      { providers: [Held] },
+    );
+    apps.push(app);
+    jobs = app.get(JobQueue);
+  });
+
+  /**
+   * A Held job whose handler began. With `paused`, its queue is paused then, so the worker does not
+   * claim the job again once rescued: the run it holds stays the one whose lease it loses.
+   */
+  async function begins(paused = false): Promise<string> {
+    const { id } = await jobs.enqueue(Held, {});
+    await waitFor(`job ${id}'s handler to begin`, () => begun.has(id));
+    if (paused) await app.get(JobQueues).pause('traces-held');
+    return id;
+  }
+
+  // From the first instance, which outlives this one (the last test closes it).
+  afterEach(() => apps[0]!.get(JobQueues).resume('traces-held'));
+
+  async function jobRow(id: string) {
+    const [row] = await sql<{ trace_id: string | null }>(`SELECT trace_id FROM "${schema}".job WHERE id = $1`, [id]);
+    return row!;
+  }
+
+  /** The first attempt's history row, once its span ended, with the ids the SDK recorded for it. */
+  async function firstAttempt(id: string) {
+    await waitFor('its first attempt to end its span', () => attemptSpans(id).some((s) => s.attempt === 1));
+    const span = attemptSpans(id).find((s) => s.attempt === 1)!;
+    const execution = (await jobs.get(id))!.executions.find((e) => e.attempt === 1)!;
+    return { span: { traceId: span.traceId, spanId: span.spanId }, execution };
+  }
+
+  it('a crashed worker: the rescue records the span its last renewal wrote on the job row', async () => {
+    const id = await begins(true);
+    await app.get(LeaseKeeper).renew();
+    expect((await jobRow(id)).trace_id).toMatch(/^[0-9a-f]{32}$/);
+    // As if the worker had died: another worker id, the lease run out. This worker never learns the row is its own.
+    await sql(
+      `UPDATE "${schema}".job SET worker_id = 'crashed-worker', lease_expires_at = now() - interval '1 second' WHERE id = $1`,
+      [id],
+    );
+    await app.get(JobRescuer).rescue();
+    // This worker's renewal stops its run, which ends the span.
+    await app.get(LeaseKeeper).renew();
+    const { span, execution } = await firstAttempt(id);
+    expect(execution).toMatchObject({ state: 'interrupted', workerId: 'crashed-worker', ...span });
+    expectOrderedTimes([execution]);
+  });
+
+  it('a lost lease before any renewal: the worker adds its span to the row the rescue wrote', async () => {
+    const id = await begins(true);
+    expect((await jobRow(id)).trace_id).toBeNull();
+    await sql(`UPDATE "${schema}".job SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [id]);
+    await app.get(JobRescuer).rescue();
+    const rescued = (await jobs.get(id))!.executions.find((e) => e.attempt === 1)!;
+    expect([rescued.state, rescued.traceId, rescued.spanId]).toEqual(['interrupted', null, null]);
+    await app.get(LeaseKeeper).renew();
+    await waitFor("the worker to record the lost attempt's span", async () => {
+      const e = (await jobs.get(id))!.executions.find((x) => x.attempt === 1)!;
+      return e.traceId !== null;
+    });
+    const { span, execution } = await firstAttempt(id);
+    expect(execution).toMatchObject({ state: 'interrupted', ...span });
+  });
+
+  it('a shutdown past its grace: the hand-back records the span, read from another instance', async () => {
+    const id = await begins();
+    await app.close();
+    jobs = apps[0]!.get(JobQueue);
+    const { span, execution } = await firstAttempt(id);
+    expect(execution).toMatchObject({ state: 'interrupted', ...span });
+    expect(execution.error?.name).toBe('WorkerShutdownError');
+    expectOrderedTimes([execution]);
   });
 });
 

@@ -35,6 +35,22 @@ class Persistent implements JobHandler<Record<string, never>> {
   }
 }
 
+/** Fails at once; its onFailure throws each run, rerun an hour later (a test makes the rerun due). */
+@Job('dash-hooked', {
+  queue: 'dash-ops',
+  maxAttempts: 1,
+  onFailureRetries: { attempts: 2, backoff: { type: 'fixed', delay: 3_600_000 } },
+})
+class Hooked implements JobHandler<Record<string, never>> {
+  run(): never {
+    throw new Error('the order broke');
+  }
+
+  onFailure(_: Record<string, never>, _error: Error, ctx: JobContext): never {
+    throw new Error(`${HOSTILE} hook run ${ctx.attempt} broke`);
+  }
+}
+
 const schema = uniqueSchema('dashweb');
 let app: INestApplication;
 let browser: Browser;
@@ -63,7 +79,7 @@ beforeAll(async () => {
           traceUrl: 'https://tempo.example/trace/{traceId}?span={spanId}',
         }),
       ],
-      providers: [...dashboardProviders, Stepper, Persistent],
+      providers: [...dashboardProviders, Stepper, Persistent, Hooked],
     },
   );
   await app.listen(0, '127.0.0.1');
@@ -332,6 +348,34 @@ it("shows a job's finished steps and its sleep, each step's result folded", asyn
   expect(await charge.locator('pre').textContent()).toContain('"id": "ch-web"');
   // A sleep has no result to show.
   expect(await page.locator('tr[data-step="cooling-off"] details').count()).toBe(0);
+});
+
+it("shows a failed job's onFailure hook: its state, its runs, its rerun and its last error as text", async () => {
+  const jobs = app.get(JobQueue);
+  const { id } = await jobs.enqueue(Hooked, {});
+  await waitFor('the hook to wait for its rerun', async () => (await jobs.get(id))?.failureHook?.attempts === 1);
+  await open(`#/jobs/${id}`);
+  const hook = page.locator('#failure-hook[data-hook-state="pending"]');
+  await hook.waitFor();
+  expect(await hook.locator('.badge').textContent()).toBe('pending');
+  expect(await hook.locator('dl').textContent()).toMatch(/^state\s*pending\s*runs\s*1\s*next run\s*\S.*\(in /);
+  expect(await hook.locator('.err-msg').textContent()).toMatch(
+    /^Error: <img src=x onerror="window.pwned = true"> hook run \d+ broke$/,
+  );
+
+  // Its rerun made due throws too: its runs are used up.
+  await sql(`UPDATE "${schema}".job SET hook_run_at = now() WHERE id = $1`, [id]);
+  await waitFor('the hook to fail for good', async () => (await jobs.get(id))?.failureHook?.state === 'failed', 15_000);
+  const failed = page.locator('#failure-hook[data-hook-state="failed"]');
+  await failed.waitFor({ timeout: 15_000 });
+  expect(await failed.locator('dl').textContent()).toMatch(/^state\s*failed\s*runs\s*2$/);
+  expect(await failed.locator('.err-msg').textContent()).toContain(`${HOSTILE} hook run`);
+  expect(await page.locator('main img').count()).toBe(0);
+  expect(await page.evaluate(() => (window as { pwned?: boolean }).pwned)).toBeUndefined();
+  // A job without a hook to show (the retried one, now succeeded) has no such section.
+  await open(`#/jobs/${seed.failedId}`);
+  await page.waitForSelector('.detail[data-state="succeeded"]');
+  expect(await page.locator('#failure-hook').count()).toBe(0);
 });
 
 it("offers the known queues in the jobs list's queue filter, and filters by the one chosen", async () => {

@@ -157,6 +157,7 @@ describe('the dashboard over HTTP', () => {
       'dom.js',
       'format.js',
       'graph.js',
+      'job-errors.js',
       'job.js',
       'jobs.js',
       'operations.js',

@@ -2,12 +2,13 @@
 /**
  * One job: state and timings, progress, the attempts table (worker, start,
  * end, duration, outcome, error with its stack folded), its finished steps
- * and sleeps (results folded), payload and result folded, its parents and
+ * and sleeps (results folded), its onFailure hook's state, payload and result folded, its parents and
  * children with their triggers drawn as a graph, its batch; retry, cancel,
  * run now and delete behind a confirmation.
  */
 import { api, post } from './api.js';
 import { actionButton, badge, batchLink, details, fact, h, jobLink, progressBar, table, td, time } from './dom.js';
+import { errorBlock, failureHook } from './job-errors.js';
 import { between, enc, json, shortId, when } from './format.js';
 import { drawGraph } from './graph.js';
 import { act, navigate } from './router.js';
@@ -81,6 +82,7 @@ export const job = (id) => ({
       job.lastError && job.state !== 'succeeded'
         ? h('section', null, h('h3', null, 'Last error'), errorBlock('last-error:' + job.id, job.lastError))
         : null,
+      failureHook(job),
       h('section', null, h('h3', null, 'Attempts'), attemptsTable(job)),
       steps.length ? h('section', null, h('h3', null, 'Steps'), stepsTable(job, steps)) : null,
       h(
@@ -176,19 +178,6 @@ function jobActions(job) {
         ),
       'danger',
     ),
-  );
-}
-
-/**
- * @param {string} key
- * @param {{ name: string, message: string, stack?: string }} error
- */
-function errorBlock(key, error) {
-  return h(
-    'div',
-    { class: 'error-box' },
-    h('div', { class: 'err-msg' }, h('strong', null, error.name + ': '), error.message),
-    error.stack ? details(key, 'stack', h('pre', { class: 'stack' }, error.stack)) : null,
   );
 }
 

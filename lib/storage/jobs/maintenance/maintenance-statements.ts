@@ -31,9 +31,15 @@ export function maintenanceStatements(schema: string) {
 
     // A rescued job keeps its run_at: it was due before the jobs queued since,
     // so it goes back to the front of its queue rather than behind a backlog.
-    // One failed for good gets its onFailure hook recorded, for the sweep.
+    // One failed for good gets its onFailure hook recorded, for the sweep. A traced attempt's span
+    // is on the row once a renewal wrote it (renewTraced), with its handler's start, which is
+    // after this attempt's claim (started_at): the history row records them.
     rescue: `WITH x AS (
-      SELECT id, worker_id FROM ${s}.job
+      SELECT id, worker_id,
+             CASE WHEN handler_started_at >= started_at THEN handler_started_at END AS handler_started_at,
+             CASE WHEN handler_started_at >= started_at THEN trace_id END AS trace_id,
+             CASE WHEN handler_started_at >= started_at THEN span_id END AS span_id
+        FROM ${s}.job
        WHERE state = 'active' AND lease_expires_at < $1
        ORDER BY lease_expires_at LIMIT $2
        FOR UPDATE SKIP LOCKED
@@ -47,14 +53,17 @@ export function maintenanceStatements(schema: string) {
                'name', '${LEASE_LOST}',
                'message', format('Attempt %s of %s was interrupted (worker %s stopped renewing its lease) and no attempts remain',
                                  j.attempt, j.max_attempts, x.worker_id))
-             ELSE j.last_error END
+             ELSE j.last_error END,
+             trace_id = NULL, span_id = NULL, handler_started_at = NULL
         FROM x WHERE j.id = x.id
-      RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue, j.batch_id, j.has_dependents
+      RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue, j.batch_id, j.has_dependents,
+                x.handler_started_at, x.trace_id, x.span_id
     ), ${settleCte(s, `(SELECT * FROM u WHERE state = 'failed')`, 'state', '$1', '$3')}, ex AS (
-      INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
-      SELECT id, attempt, worker_id, 'interrupted', started_at, $1,
+      INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, claimed_at, started_at, ended_at, error, trace_id, span_id)
+      SELECT id, attempt, worker_id, 'interrupted', started_at, coalesce(handler_started_at, started_at), $1,
              jsonb_build_object('name', '${LEASE_LOST}',
-                                'message', format('Worker %s stopped renewing the lease (crashed or stalled)', worker_id))
+                                'message', format('Worker %s stopped renewing the lease (crashed or stalled)', worker_id)),
+             trace_id, span_id
         FROM u
     ), n AS (
       SELECT ${notifySql('queue', '$3', 'queue')} FROM (SELECT DISTINCT queue FROM u WHERE state = 'queued') q

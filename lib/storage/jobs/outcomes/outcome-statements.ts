@@ -22,6 +22,8 @@ export function outcomeStatements(schema: string) {
   /** This row's entry in the fail statement's JSON object ($5), and one field of it as text. */
   const failure = `($5::jsonb -> (j.id::text))`;
   const failed = (field: string) => `(${failure} ->> '${field}')`;
+  /** One part of this row's `trace/span/handler start` in the traced renewal's JSON object ($6). */
+  const held = (n: number) => `split_part($6::jsonb ->> (j.id::text), '/', ${n})`;
   /**
    * The success write ($1 ids, $2 worker, $3 now, $5 attempts, $6 results, `traces` each traced
    * attempt's `trace/span/handler start in epoch ms`, or null when the batch had none), fenced like
@@ -78,7 +80,9 @@ export function outcomeStatements(schema: string) {
              hook_lease_expires_at = CASE WHEN ${failed('hook')} = 'running'
                                           THEN $3::timestamptz + make_interval(secs => $6::float8 / 1000) END,
              hook_attempt = CASE WHEN ${failed('hook')} = 'running' THEN 1 ELSE 0 END,
-             hook_run_at = NULL, hook_error = NULL
+             hook_run_at = NULL, hook_error = NULL,
+             -- A traced renewal's span of this attempt: the next attempt's rescue must not record it.
+             trace_id = NULL, span_id = NULL, handler_started_at = NULL
        WHERE ${outcomeFence('j', '$1', '$2', `(${failed('attempt')})::int`)}
       RETURNING j.id, j.attempt, j.started_at, ${failed('exec_state')} AS exec_state,
                 ${failure} -> 'error' AS error, ${failure} -> 'run' AS run, j.state, j.batch_id, j.has_dependents
@@ -95,22 +99,43 @@ export function outcomeStatements(schema: string) {
      WHERE ${outcomeFence('j', '$1', '$2', '($5::jsonb ->> (j.id::text))::int')}
     RETURNING j.id, j.cancel_requested`,
 
+    // renew, where some held attempts are traced ($6 their `trace/span/handler start in epoch ms`):
+    // the row keeps the running attempt's span, so a rescue after a crash records it. The row is
+    // rewritten for its lease anyway; untraced workers keep using renew.
+    renewTraced: `UPDATE ${s}.job j
+       SET lease_expires_at = $3::timestamptz + make_interval(secs => $4::float8 / 1000),
+           trace_id = CASE WHEN ${held(1)} IS NULL THEN j.trace_id ELSE nullif(${held(1)}, '') END,
+           span_id = CASE WHEN ${held(1)} IS NULL THEN j.span_id ELSE nullif(${held(2)}, '') END,
+           handler_started_at = CASE WHEN ${held(1)} IS NULL THEN j.handler_started_at
+                                     ELSE to_timestamp(${held(3)}::float8 / 1000) END
+     WHERE ${outcomeFence('j', '$1', '$2', '($5::jsonb ->> (j.id::text))::int')}
+    RETURNING j.id, j.cancel_requested`,
+
     // Shutdown hand-back. Jobs that never started ($4 null) give their claim
     // back as if it had not happened: attempt unspent, no history. A running
     // job's attempt was real: it stays in the history as interrupted, and the
     // job gets one more attempt in return, so a deploy never uses its attempts up.
+    // A traced one's span and handler start ($7, as renewTraced's $6) go on its history row.
     handBack: `WITH u AS (
       UPDATE ${s}.job j
          SET state = 'queued', run_at = $3, worker_id = NULL, lease_expires_at = NULL,
              attempt = CASE WHEN $4::jsonb IS NULL THEN j.attempt - 1 ELSE j.attempt END,
-             max_attempts = CASE WHEN $4::jsonb IS NULL THEN j.max_attempts ELSE j.max_attempts + 1 END
+             max_attempts = CASE WHEN $4::jsonb IS NULL THEN j.max_attempts ELSE j.max_attempts + 1 END,
+             trace_id = NULL, span_id = NULL, handler_started_at = NULL
        WHERE ${outcomeFence('j', '$1', '$2', '($5::jsonb ->> (j.id::text))::int')}
-      RETURNING j.id, j.attempt, j.started_at, j.queue
+      RETURNING j.id, j.attempt, j.started_at, j.queue, $7::jsonb ->> (j.id::text) AS span
     ), ex AS (
-      INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
-      SELECT id, attempt, $2, 'interrupted', started_at, $3, $4::jsonb FROM u WHERE $4::jsonb IS NOT NULL
+      INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, claimed_at, started_at, ended_at, error, trace_id, span_id)
+      SELECT id, attempt, $2, 'interrupted', started_at,
+             coalesce(to_timestamp(nullif(split_part(span, '/', 3), '')::float8 / 1000), started_at), $3, $4::jsonb,
+             nullif(split_part(span, '/', 1), ''), nullif(split_part(span, '/', 2), '')
+        FROM u WHERE $4::jsonb IS NOT NULL
     )
     SELECT ${notifySql('queue', '$6', 'queue')} FROM (SELECT DISTINCT queue FROM u) q`,
+
+    // The rescue wrote the interrupted row; the worker that lost the lease adds its span (see recordLostSpan).
+    lostSpan: `UPDATE ${s}.job_execution SET trace_id = $4, span_id = $5
+     WHERE job_id = $1 AND attempt = $2 AND worker_id = $3 AND state = 'interrupted' AND trace_id IS NULL`,
 
     progress: `UPDATE ${s}.job SET progress = $4, progress_message = $5
      WHERE id = $1 AND attempt = $2 AND worker_id = $3 AND state = 'active'`,

@@ -7,6 +7,8 @@ export interface HeldJob {
   attempt: number;
   /** Its payload is sealed: what is written for it (progress, steps) is sealed too. */
   encrypted?: boolean;
+  /** Its handler's start and span, once it started: renewals and the hand-back record a traced one's. */
+  started?: ClaimedJob['started'];
 }
 
 /** What a lease renewal learned. */
@@ -62,6 +64,11 @@ export interface OutcomeStorage {
   renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal>;
   /** Gives jobs back at shutdown without spending their attempt; `error` records an interrupted run. */
   handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void>;
+  /**
+   * Writes a traced attempt's span ids on the interrupted history row the rescue wrote when this
+   * worker lost its lease: the rescue knows them only when a renewal wrote them before.
+   */
+  recordLostSpan(workerId: string, job: HeldJob): Promise<void>;
   updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void>;
   /** Claims up to `limit` onFailure hooks (pending, or abandoned by their instance) of jobs named `names`. */
   claimFailureHooks(

@@ -134,7 +134,9 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
 
   async renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal> {
     if (jobs.length === 0) return { lost: [], cancelRequested: [] };
-    const rows = await this.runWorker('renew', [jobs.map((j) => j.id), workerId, now, leaseMs, attemptsById(jobs)]);
+    const values = [jobs.map((j) => j.id), workerId, now, leaseMs, attemptsById(jobs)];
+    const spans = spansById(jobs);
+    const rows = await this.runWorker(spans ? 'renewTraced' : 'renew', spans ? [...values, spans] : values);
     const kept = new Set(rows.map((r) => r.id as string));
     return {
       lost: jobs.filter((j) => !kept.has(j.id)).map((j) => j.id),
@@ -151,7 +153,14 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       error ? JSON.stringify(boundError(error, this.maxErrorBytes)) : null,
       attemptsById(jobs),
       this.channel,
+      spansById(jobs),
     ]);
+  }
+
+  async recordLostSpan(workerId: string, job: HeldJob): Promise<void> {
+    const { started } = job;
+    if (!started?.traceId) return;
+    await this.run('lostSpan', [job.id, job.attempt, workerId, started.traceId, started.spanId]);
   }
 
   async updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void> {
@@ -199,4 +208,16 @@ function attemptsById(jobs: readonly HeldJob[]): string {
   const byId: Record<string, number> = {};
   for (const j of jobs) byId[j.id] = j.attempt;
   return JSON.stringify(byId);
+}
+
+/**
+ * `{ "<job id>": "trace/span/handler start in epoch ms" }` of the traced attempts among `jobs`, the
+ * shape the success write reads too; null when none is traced, so an untraced worker sends nothing.
+ */
+function spansById(jobs: readonly HeldJob[]): string | null {
+  let byId: Record<string, string> | null = null;
+  for (const { id, started } of jobs) {
+    if (started?.traceId) (byId ??= {})[id] = `${started.traceId}/${started.spanId ?? ''}/${started.at.getTime()}`;
+  }
+  return byId && JSON.stringify(byId);
 }
