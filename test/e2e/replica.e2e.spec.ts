@@ -271,6 +271,10 @@ describe('monitoring.replica: reads from a real hot standby', () => {
   }, 60_000);
 
   it('a replica that stops answering degrades the health check and fails reads with a JobsDatabaseError', async () => {
+    // Every write refused on the standby is in its log: only the test's own INSERT of the first test is.
+    expect(pair.replicaLogLines(/cannot execute .* in a read-only transaction/)).toEqual([
+      expect.stringContaining('cannot execute INSERT in a read-only transaction'),
+    ]);
     await pair.stopReplica();
     const degraded = (await health({ maxReplicaLag: 1_000, timeout: 2_000 })) as {
       status: string;
