@@ -35,7 +35,10 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
     return this.insertOn(executorFor(tx, this.pool), jobs, now);
   }
 
-  /** The plain path is one statement; unique keys, groups and serial keys add a few, then in one transaction (but see below). */
+  /**
+   * The plain path is one statement, and so is one job with a unique key whose holder is visible;
+   * more unique keys, groups and serial keys add a few, then in one transaction.
+   */
   private async insertOn(
     executor: SqlExecutor,
     jobs: readonly NewJob[],
@@ -52,7 +55,7 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
     }
     // One job with a unique key needs no transaction of its own: each of its statements is atomic,
     // the rounds allow for a holder changing hands between them, and a key given up past its ttl
-    // is given up for good. BEGIN and COMMIT were half the round trips of a unique enqueue.
+    // is given up for good. BEGIN and COMMIT would double the round trips of a free key's enqueue.
     if (jobs.length === 1 && !flags) {
       return insertUniqueJobs((k, v, e) => this.run(k, v, e), executor, jobs, now, this.channel, settledKeys);
     }
