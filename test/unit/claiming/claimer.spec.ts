@@ -108,8 +108,8 @@ const succeeded = (job: ClaimedJob): FinishedAttempt => ({ job, outcome: { kind:
 
 /** What JobWorker tells the claimer of an attempt that ended with no outcome to write. */
 function endWithoutOutcome(claimer: Claimer, job: ClaimedJob): void {
-  claimer.attemptEnded(job.id, false);
-  claimer.jobReleased(job, false);
+  claimer.attemptEnded(job, false);
+  claimer.jobReleased(job);
 }
 
 describe('Claimer', () => {
@@ -179,13 +179,13 @@ describe('Claimer', () => {
     expect(claims).toHaveLength(1);
 
     const [first] = started;
-    claimer.attemptEnded(first!.id, true);
+    claimer.attemptEnded(first!, true);
     await quiet();
     // A slot is idle here, but the database still counts the job: no statement.
     expect(claims).toHaveLength(1);
 
     await storage.outcomes.finish(WORKER, [succeeded(first!)], new Date(), LEASE);
-    claimer.jobReleased(first!, true);
+    claimer.jobReleased(first!);
     await quiet();
     expect(claims.map((c) => c.statement)).toEqual(['claimControlled', 'claimControlled']);
     expect(started).toHaveLength(3);
@@ -198,8 +198,8 @@ describe('Claimer', () => {
     await quiet();
     const [a, b] = started;
     expect(started).toHaveLength(2);
-    claimer.attemptEnded(a!.id, true);
-    claimer.attemptEnded(b!.id, true);
+    claimer.attemptEnded(a!, true);
+    claimer.attemptEnded(b!, true);
     await quiet();
     expect(claims).toHaveLength(1);
 
@@ -215,13 +215,13 @@ describe('Claimer', () => {
     claimer.claimAnswered(request!, both, written.claimed);
     expect(written.claimed.jobs).toHaveLength(2);
     expect(started.slice(2)).toEqual(written.claimed.jobs);
-    claimer.jobReleased(a!, true);
-    claimer.jobReleased(b!, true);
+    claimer.jobReleased(a!);
+    claimer.jobReleased(b!);
     await quiet();
     expect(claims).toHaveLength(1);
 
     claimer.stop();
-    claimer.attemptEnded(started[2]!.id, true);
+    claimer.attemptEnded(started[2]!, true);
     expect(claimer.claimFor([succeeded(started[2]!)])).toBeNull();
   });
 });
