@@ -6,7 +6,7 @@ import type { ClaimRequest } from '../../../lib/storage/jobs/claim/claim-storage
 import { QUEUE_STORAGE, type QueueStorage } from '../../../lib/storage/queues/queue-storage.interface.js';
 import { Claimer } from '../../../lib/worker/claiming/claimer.js';
 import { resolveWorkerOptions } from '../../../lib/worker/worker-options.js';
-import { dropSchemas, uniqueSchema } from '../../support/database.js';
+import { dropSchemas, takeLeaseAway, uniqueSchema } from '../../support/database.js';
 import { workerStorage, type WorkerStorage } from '../../support/job-storage.js';
 import { flowProviders, Work } from '../../support/flow.jobs.js';
 import { startJobsApp } from '../../support/jobs-app.js';
@@ -32,7 +32,10 @@ beforeAll(async () => {
   const limits = { concurrency: 2 };
   app = await startJobsApp(
     schema,
-    { worker: { enabled: false }, queues: { 'cl-drain': limits, 'cl-limited': limits, 'cl-write': limits } },
+    {
+      worker: { enabled: false },
+      queues: { 'cl-drain': limits, 'cl-limited': limits, 'cl-write': limits, 'cl-again': limits },
+    },
     { providers: flowProviders(schema) },
   );
   storage = workerStorage(app);
@@ -223,5 +226,31 @@ describe('Claimer', () => {
     claimer.stop();
     claimer.attemptEnded(started[2]!, true);
     expect(claimer.claimFor([succeeded(started[2]!)])).toBeNull();
+  });
+
+  it('a job claimed again while its earlier attempt runs here: the earlier one ends holding nothing, the new one frees its slot', async () => {
+    await enqueue('cl-again', 1);
+    const { claimer, started } = await startClaimer(['cl-again'], 2);
+    claimer.lookForWork();
+    await quiet();
+    const [earlier] = started;
+    // Its lease ran out and the rescue put it back: this claimer takes it again while attempt 1 still runs.
+    await takeLeaseAway(schema, earlier!.id);
+    claimer.lookForWork();
+    await quiet();
+    const again = started[1]!;
+    expect(again).toMatchObject({ id: earlier!.id, attempt: 2 });
+
+    // Attempt 1 ends as JobWorker ends an attempt the new claim stopped.
+    endWithoutOutcome(claimer, earlier!);
+    await quiet();
+    await enqueue('cl-again', 1);
+    claimer.attemptEnded(again, true);
+    await storage.outcomes.finish(WORKER, [succeeded(again)], new Date(), LEASE);
+    claimer.jobReleased(again);
+    await quiet();
+    // Attempt 2's write freed the job's slot: the claimer looks at once, and starts the job enqueued meanwhile.
+    expect(started).toHaveLength(3);
+    expect(started[2]!.id).not.toBe(earlier!.id);
   });
 });
