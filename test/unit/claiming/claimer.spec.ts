@@ -68,9 +68,17 @@ afterAll(async () => {
   await dropSchemas(schema);
 });
 
-/** A started Claimer serving `queues` in that order, with `concurrency` slots and no prefetch. */
-async function startClaimer(queues: string[], concurrency = 1): Promise<{ claimer: Claimer; started: ClaimedJob[] }> {
+/**
+ * A started Claimer serving `queues` in that order, with `concurrency` slots and no prefetch
+ * (unless `prefetch`); `claimed` records what it tells JobWorker each claim handed it.
+ */
+async function startClaimer(
+  queues: string[],
+  concurrency = 1,
+  prefetch = 0,
+): Promise<{ claimer: Claimer; started: ClaimedJob[]; claimed: ClaimedJob[][] }> {
   const started: ClaimedJob[] = [];
+  const claimed: ClaimedJob[][] = [];
   const claimer = new Claimer({
     workerId: WORKER,
     claims: storage.claims,
@@ -78,14 +86,15 @@ async function startClaimer(queues: string[], concurrency = 1): Promise<{ claime
     queueStorage: app.get<QueueStorage>(QUEUE_STORAGE),
     registry: app.get(JobRegistry),
     clock: app.get(Clock),
-    options: resolveWorkerOptions({ concurrency, prefetch: 0, queues }),
+    options: resolveWorkerOptions({ concurrency, prefetch, queues }),
     logger: new Logger('Claimer'),
     runAttempt: (job) => started.push(job),
+    claimedAgain: (jobs) => claimed.push([...jobs]),
   });
   claimers.push(claimer);
   claimer.start();
   await claimer.settings.refresh();
-  return { claimer, started };
+  return { claimer, started, claimed };
 }
 
 async function enqueue(queue: string, n: number): Promise<void> {
@@ -252,5 +261,20 @@ describe('Claimer', () => {
     // Attempt 2's write freed the job's slot: the claimer looks at once, and starts the job enqueued meanwhile.
     expect(started).toHaveLength(3);
     expect(started[2]!.id).not.toBe(earlier!.id);
+  });
+
+  it('a job claimed again while its earlier claim waits unstarted here: only the new claim stays, and the worker hears of it first', async () => {
+    await enqueue('cl-buffer', 2);
+    const { claimer, started, claimed } = await startClaimer(['cl-buffer'], 1, 2);
+    claimer.lookForWork();
+    await quiet();
+    expect(started).toHaveLength(1);
+    const [waiting] = claimer.unstarted();
+    expect(waiting).toMatchObject({ attempt: 1 });
+    await takeLeaseAway(schema, waiting!.id);
+    claimer.lookForWork();
+    await quiet();
+    expect(claimer.unstarted()).toEqual([expect.objectContaining({ id: waiting!.id, attempt: 2 })]);
+    expect(claimed.at(-1)).toEqual([claimer.unstarted()[0]]);
   });
 });
