@@ -56,7 +56,8 @@ import { FailureHooks } from './worker/failure-hooks.service.js';
 import { JobRescuer } from './worker/job-rescuer.service.js';
 import { JobWorker } from './worker/job-worker.service.js';
 import { LeaseKeeper } from './worker/lease-keeper.service.js';
-import { RETENTION_OPTIONS, RetentionService } from './worker/retention.service.js';
+import { RetentionService } from './worker/retention.service.js';
+import { RETENTION_OPTIONS, resolveRetentionOptions } from './worker/retention-options.js';
 import { resolveWorkerOptions, WORKER_OPTIONS } from './worker/worker-options.js';
 
 const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
@@ -146,7 +147,7 @@ function coreProviders(): Provider[] {
     {
       provide: RETENTION_OPTIONS,
       inject: [JOBS_MODULE_OPTIONS],
-      useFactory: (o: JobsModuleOptions) => o.retention ?? {},
+      useFactory: (o: JobsModuleOptions) => resolveRetentionOptions(o.retention),
     },
     {
       provide: MONITORING_OPTIONS,

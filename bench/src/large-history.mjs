@@ -1,0 +1,321 @@
+// How the job table behaves with a large finished history kept: the claim on an
+// empty table against the claim with N finished rows, the table's and indexes'
+// sizes, retention's speed and what it does to claims running beside it, and
+// dead rows and (auto)vacuum. Prints a report and a PASS/FAIL line for the
+// target: the claim at N kept within 15% of the empty table.
+//
+//   npm run bench:history                     # 10M rows: about 15 min on 2 cores
+//   npm run bench:history -- --rows=1000000   # a quicker look
+//   npm run bench:history -- --help
+//
+// It works in the bench database (see common.mjs) in a schema of its own,
+// bench_history, dropped at the start and at the end (--keep leaves it).
+process.env.BENCH_OURS_SCHEMA ??= 'bench_history';
+
+const { DATABASE_URL, checkpoint, ensureDatabase, ms, now, withPg } = await import('./common.mjs');
+const { drain, startWorkers } = await import('./children.mjs');
+const { DAY, autovacuumSettings, fillStatement, relationSizes, tableStats } = await import('./history-fill.mjs');
+const probe = await import('./history-probe.mjs');
+const { create } = await import('./adapters/ours.mjs');
+
+const SCHEMA = process.env.BENCH_OURS_SCHEMA;
+const args = Object.fromEntries(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k, v ?? 'true'];
+  }),
+);
+if (args.help) {
+  console.log(`large-history: the job table with a large finished history kept
+  --rows=N        finished jobs kept (default 10000000)
+  --drain=N       jobs per drain (default 20000)
+  --runs=N        drains per figure, the median is reported (default 5)
+  --claims=N      single claims of 10 timed per latency figure (default 400)
+  --pauses=a,b    retention.pause values compared under load, ms (default 0,20,100)
+  --chunk=N       retention.chunk for the passes (default: the library's)
+  --keep          leave the schema ${SCHEMA} in place at the end
+  DATABASE_URL / BENCH_DB as for npm run bench (the schema lives in database "bench")`);
+  process.exit(0);
+}
+const ROWS = Number(args.rows ?? 10_000_000);
+const DRAIN = Number(args.drain ?? 20_000);
+const RUNS = Number(args.runs ?? 5);
+const CLAIMS = Number(args.claims ?? 400);
+const PAUSES = String(args.pauses ?? '0,20,100')
+  .split(',')
+  .map(Number);
+const CHUNK = args.chunk === undefined ? undefined : Number(args.chunk);
+const SPAN = 30 * DAY;
+const lib = await import(new URL('../../dist/lib/index.js', import.meta.url).href);
+const { claimStatements } = await import(
+  new URL('../../dist/lib/storage/jobs/claim/claim-statements.js', import.meta.url).href
+);
+const CLAIM_SQL = claimStatements(SCHEMA).claim;
+// The worker's sessions' planner settings, where the build has them (they came with this script).
+const { WORKER_SESSION_OPTIONS } = await import(
+  new URL('../../dist/lib/storage/connection/worker-pool.js', import.meta.url).href
+);
+
+const report = [];
+const log = (line = '') => {
+  console.log(line);
+  report.push(line);
+};
+const step = (line) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+const fmt = (n, d = 0) =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : String(n);
+const mb = (b) => `${fmt(b / 1048576, 1)} MB`;
+const q = (text, values) => withPg((c) => c.query(text, values));
+
+// Jobs of the drains' queue still to finish: what the drain waits for, by the partial indexes.
+const drainQueue = {
+  async pendingCount() {
+    const { rows } = await q(
+      `SELECT (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'queued' AND queue = 'default')
+            + (SELECT count(*) FROM ${SCHEMA}.job WHERE lease_expires_at IS NOT NULL AND queue = 'default') AS n`,
+    );
+    return Number(rows[0].n);
+  },
+};
+
+await ensureDatabase();
+const adapter = create();
+step(`schema ${SCHEMA}: drop, then the library's migrations (JobsModule start)`);
+await adapter.reset();
+
+// The lowest UUIDv7 of a time: rows made since are a key range, found without a scan of the history.
+const idFloor = (t) => {
+  const h = Math.floor(t).toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8)}-7000-8000-000000000000`;
+};
+
+// The drained and probed jobs leave again, so each run sees the same table: N finished rows and
+// nothing else. Without `vacuum`, their dead rows stay, as retention's do until a VACUUM.
+async function forgetSince(since, { vacuum = true } = {}) {
+  await q(`DELETE FROM ${SCHEMA}.job WHERE id >= $1`, [idFloor(since - 1000)]);
+  if (vacuum) await q(`VACUUM ${SCHEMA}.job`);
+}
+
+/** One drain by a worker process (the real JobWorker, as npm run bench runs it): jobs per second. */
+async function timedDrain({ vacuum = true, settle = true } = {}) {
+  const since = Date.now();
+  await adapter.enqueueBulk(DRAIN);
+  if (settle) {
+    await q(`ANALYZE ${SCHEMA}.job`);
+    await checkpoint();
+  }
+  const children = await startWorkers({ lib: 'ours', concurrency: 10, size: DRAIN });
+  const { seconds } = await drain({ adapter: drainQueue, children, total: DRAIN, timeoutMs: 120_000 + DRAIN * 20 });
+  await forgetSince(since, { vacuum });
+  return DRAIN / seconds;
+}
+
+async function drains(label) {
+  const out = [];
+  for (let r = 0; r < RUNS; r++) {
+    out.push(await timedDrain());
+    step(`${label} drain ${r + 1}/${RUNS}: ${fmt(out.at(-1))} jobs/s`);
+  }
+  return { runs: out, median: probe.median(out) };
+}
+
+async function claimLatency(label) {
+  const since = Date.now();
+  await withPg((c) => probe.queueProbeJobs(c, SCHEMA, CLAIMS * 10 + 1000));
+  await q(`ANALYZE ${SCHEMA}.job`);
+  const samples = await probe.probeClaims({
+    schema: SCHEMA,
+    claimSql: CLAIM_SQL,
+    sessionOptions: WORKER_SESSION_OPTIONS,
+    count: CLAIMS,
+    everyMs: 2,
+  });
+  await forgetSince(since);
+  const s = probe.latencySummary(samples);
+  step(`${label} claim of 10: p50 ${fmt(s.p50, 2)} ms, p99 ${fmt(s.p99, 2)} ms`);
+  return s;
+}
+
+// ---- 1. the empty table
+const empty = { drain: await drains('empty'), claim: await claimLatency('empty') };
+
+// ---- 2. the history: N finished jobs over 30 days, written in chunks
+const endMs = Date.now() - 60_000;
+const statsEmpty = await withPg((c) => tableStats(c, SCHEMA));
+let t = now();
+const FILL_CHUNK = 500_000;
+for (let from = 1; from <= ROWS; from += FILL_CHUNK) {
+  const to = Math.min(ROWS, from + FILL_CHUNK - 1);
+  await q(fillStatement(SCHEMA), [from, to, endMs, SPAN, ROWS]);
+  if (to % 2_000_000 === 0 || to === ROWS) step(`filled ${fmt(to)} of ${fmt(ROWS)}`);
+}
+const fillSeconds = ms(t, now()) / 1000;
+const statsFilled = await withPg((c) => tableStats(c, SCHEMA));
+t = now();
+// What autovacuum would do after a bulk insert (here it is off: see the report): set the
+// visibility map and take statistics.
+await q(`VACUUM (ANALYZE) ${SCHEMA}.job`);
+await q(`VACUUM (ANALYZE) ${SCHEMA}.job_execution`);
+const vacuumSeconds = ms(t, now()) / 1000;
+await checkpoint();
+const sizes = await withPg((c) => relationSizes(c, SCHEMA));
+const counts = (await q(`SELECT state, count(*)::int AS n FROM ${SCHEMA}.job GROUP BY state ORDER BY state`)).rows;
+const executions = Number((await q(`SELECT count(*) AS n FROM ${SCHEMA}.job_execution`)).rows[0].n);
+
+// ---- 3. the claim at N kept
+const kept = { drain: await drains(`${fmt(ROWS)} kept`), claim: await claimLatency(`${fmt(ROWS)} kept`) };
+
+// ---- 4. retention: one day of history (1/30 of N) per pass, through the library's RetentionService.
+// Succeeded jobs pass their retention; failed and cancelled ones stay (retention.failed outlasts the
+// history), as with the defaults (7 days against 30): the kept rows lie between the deleted ones.
+let day = 0;
+const keepFailed = () => Date.now() - (endMs - SPAN) + DAY;
+// The day's rows, counted on the primary key (their ids are of their time), before and after the pass.
+const sliceCount = async () => {
+  const lo = idFloor(endMs - SPAN + day * DAY - 10_000);
+  const hi = idFloor(endMs - SPAN + (day + 1) * DAY);
+  const { rows } = await q(`SELECT count(*) AS n FROM ${SCHEMA}.job WHERE id >= $1 AND id < $2`, [lo, hi]);
+  return Number(rows[0].n);
+};
+async function retentionDay(pause) {
+  const cutoff = endMs - SPAN + (day + 1) * DAY;
+  const retention = { succeeded: Date.now() - cutoff, failed: keepFailed(), workers: false, interval: 3_600_000 };
+  if (pause !== undefined) retention.pause = pause;
+  if (CHUNK !== undefined) retention.chunk = CHUNK;
+  const result = await probe.retentionPass({ lib, schema: SCHEMA, retention, countSql: sliceCount });
+  day++;
+  return result;
+}
+
+// Alone: nothing else runs.
+const alone = await retentionDay(PAUSES[0]);
+step(`retention alone (pause ${PAUSES[0]} ms): ${fmt(alone.deleted)} rows in ${fmt(alone.seconds, 1)} s`);
+
+// Under load: drains one after another and the claim probe beside them, first without retention,
+// then while a pass runs. Only drains that ended while the pass ran count (the first one at least).
+async function underLoad(label, pass) {
+  const since = Date.now();
+  await withPg((c) => probe.queueProbeJobs(c, SCHEMA, 100_000));
+  await q(`ANALYZE ${SCHEMA}.job`);
+  await checkpoint();
+  let running = true;
+  const retention = pass ? pass().finally(() => (running = false)) : null;
+  const probing = probe.probeClaims({
+    schema: SCHEMA,
+    claimSql: CLAIM_SQL,
+    sessionOptions: WORKER_SESSION_OPTIONS,
+    everyMs: 10,
+    until: () => !running,
+  });
+  const drained = [];
+  while (pass ? running || drained.length === 0 : drained.length < RUNS) {
+    drained.push({ jobsPerSec: await timedDrain({ vacuum: false, settle: false }), during: running });
+  }
+  running = false;
+  const claims = probe.latencySummary(await probing);
+  const r = retention ? await retention : null;
+  await forgetSince(since, { vacuum: false });
+  const counted = drained.filter((d, k) => d.during || k === 0).map((d) => d.jobsPerSec);
+  const out = { label, drainJobsPerSec: probe.median(counted), drains: counted.length, claims, retention: r };
+  step(
+    `${label}: drain ${fmt(out.drainJobsPerSec)} jobs/s (median of ${counted.length}), claim p50 ${fmt(claims.p50, 2)} / p99 ${fmt(claims.p99, 2)} ms` +
+      (r ? `, retention ${fmt(r.deleted)} rows in ${fmt(r.seconds, 1)} s` : ''),
+  );
+  return out;
+}
+const loaded = [await underLoad('no retention', null)];
+for (const pause of PAUSES) loaded.push(await underLoad(`retention, pause ${pause} ms`, () => retentionDay(pause)));
+
+// ---- 5. dead rows and vacuum
+const statsAfterRetention = await withPg((c) => tableStats(c, SCHEMA));
+const drainDead = await timedDrain({ vacuum: false });
+t = now();
+await q(`VACUUM ${SCHEMA}.job`);
+await q(`VACUUM ${SCHEMA}.job_execution`);
+const vacuumAfterSeconds = ms(t, now()) / 1000;
+const statsVacuumed = await withPg((c) => tableStats(c, SCHEMA));
+const sizesAfter = await withPg((c) => relationSizes(c, SCHEMA));
+const av = await withPg((c) => autovacuumSettings(c, SCHEMA));
+
+// ---- the report
+const ratio = (a, b) => a / b;
+const drainRatio = ratio(kept.drain.median, empty.drain.median);
+const p50Ratio = ratio(kept.claim.p50, empty.claim.p50);
+const p99Ratio = ratio(kept.claim.p99, empty.claim.p99);
+log('');
+log(`# Large history: ${fmt(ROWS)} finished jobs kept`);
+log(
+  `server: PostgreSQL ${av.server.server_version}, shared_buffers ${av.server.shared_buffers} x 8 kB; machine: ${(await import('node:os')).cpus().length} cores; ${DATABASE_URL.replace(/\/\/[^@]*@/, '//')} schema ${SCHEMA}`,
+);
+log(
+  `history: ${counts.map((r) => `${r.state} ${fmt(r.n)}`).join(', ')}; job_execution ${fmt(executions)} rows; over 30 days`,
+);
+log(
+  `fill: ${fmt(fillSeconds, 1)} s (${fmt(ROWS / fillSeconds)} rows/s); VACUUM (ANALYZE) after it: ${fmt(vacuumSeconds, 1)} s`,
+);
+log('');
+log(
+  `## Claim: empty table against ${fmt(ROWS)} kept (drain of ${fmt(DRAIN)}, 1 worker process, concurrency 10; median of ${RUNS})`,
+);
+log('| figure | empty | kept | kept / empty |');
+log('| --- | --- | --- | --- |');
+log(
+  `| drain (jobs/s) | ${fmt(empty.drain.median)} (${empty.drain.runs.map((x) => fmt(x)).join(', ')}) | ${fmt(kept.drain.median)} (${kept.drain.runs.map((x) => fmt(x)).join(', ')}) | ${fmt(drainRatio, 3)} |`,
+);
+log(`| claim of 10, p50 (ms) | ${fmt(empty.claim.p50, 2)} | ${fmt(kept.claim.p50, 2)} | ${fmt(p50Ratio, 3)} |`);
+log(`| claim of 10, p99 (ms) | ${fmt(empty.claim.p99, 2)} | ${fmt(kept.claim.p99, 2)} | ${fmt(p99Ratio, 3)} |`);
+log(
+  `| drain after retention, before VACUUM (jobs/s) | | ${fmt(drainDead)} | ${fmt(drainDead / empty.drain.median, 3)} |`,
+);
+const pass = drainRatio >= 0.85 && p50Ratio <= 1.15;
+log(
+  `${pass ? 'PASS' : 'FAIL'}: at ${fmt(ROWS)} kept the drain is ${fmt((drainRatio - 1) * 100, 1)}% and the claim's p50 ${fmt((p50Ratio - 1) * 100, 1)}% against the empty table (target: within 15%)`,
+);
+log('');
+log('## Sizes at N kept');
+log('| relation | kind | size | after retention and VACUUM |');
+log('| --- | --- | --- | --- |');
+for (const r of sizes) {
+  const a = sizesAfter.find((x) => x.name === r.name);
+  log(
+    `| ${r.name} | ${r.kind === 'r' ? `table (total with indexes and TOAST: ${mb(r.total)})` : `index of ${r.table}`} | ${mb(r.bytes)} | ${a ? mb(a.bytes) : ''} |`,
+  );
+}
+log(`per kept job: ${fmt(sizes.find((r) => r.name === 'job').total / ROWS)} bytes of job (table and indexes)`);
+log('');
+log(`## Retention (one day of history per pass, succeeded jobs only; failed and cancelled ones between them stay)`);
+log(
+  `alone: ${fmt(alone.deleted)} rows in ${fmt(alone.seconds, 1)} s = ${fmt(alone.rowsPerSec)} rows/s (pause ${PAUSES[0]} ms)`,
+);
+log('| under load | drain (jobs/s, median) | claim of 10 p50 / p99 (ms) | retention rows | retention s | rows/s |');
+log('| --- | --- | --- | --- | --- | --- |');
+for (const l of loaded) {
+  const r = l.retention;
+  log(
+    `| ${l.label} | ${fmt(l.drainJobsPerSec)} (${fmt(l.drainJobsPerSec / loaded[0].drainJobsPerSec, 2)}×) | ${fmt(l.claims.p50, 2)} / ${fmt(l.claims.p99, 2)} (${fmt(l.claims.p50 / loaded[0].claims.p50, 2)}× / ${fmt(l.claims.p99 / loaded[0].claims.p99, 2)}×) | ${r ? fmt(r.deleted) : ''} | ${r ? fmt(r.seconds, 1) : ''} | ${r ? fmt(r.rowsPerSec) : ''} |`,
+  );
+}
+log('');
+log('## Dead rows and vacuum');
+log(
+  `server: autovacuum ${av.server.autovacuum}, naptime ${av.server.autovacuum_naptime} s, vacuum_scale_factor ${av.server.autovacuum_vacuum_scale_factor}, threshold ${av.server.autovacuum_vacuum_threshold}, insert_scale_factor ${av.server.autovacuum_vacuum_insert_scale_factor}, analyze_scale_factor ${av.server.autovacuum_analyze_scale_factor}, cost_limit ${av.server.autovacuum_vacuum_cost_limit}, cost_delay ${av.server.autovacuum_vacuum_cost_delay} ms; job reloptions: ${JSON.stringify(av.tables.job)}`,
+);
+log('| moment | job live | job dead | autovacuum runs | autoanalyze runs |');
+log('| --- | --- | --- | --- | --- |');
+for (const [moment, s] of [
+  ['empty', statsEmpty],
+  ['after the fill', statsFilled],
+  ['after retention', statsAfterRetention],
+  ['after VACUUM', statsVacuumed],
+]) {
+  const j = s.find((x) => x.name === 'job') ?? {};
+  log(`| ${moment} | ${fmt(j.live)} | ${fmt(j.dead)} | ${j.autovacuum_count ?? ''} | ${j.autoanalyze_count ?? ''} |`);
+}
+const autovacuumRan = statsVacuumed.some((s) => Number(s.autovacuum_count) > 0);
+log(
+  `autovacuum ${autovacuumRan ? 'ran on the job tables during the run' : 'did not run on the job tables during the run'}; VACUUM of job and job_execution after retention: ${fmt(vacuumAfterSeconds, 1)} s`,
+);
+
+if (!args.keep) await adapter.cleanup();
+else await adapter.close();
+process.exit(pass ? 0 : 1);
