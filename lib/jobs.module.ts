@@ -213,6 +213,8 @@ export class JobsModule {
     // Checked here, at the line that wrote them; their values are checked at start.
     const { isGlobal = true, ...rest } =
       checkOptions('JobsModule.forRoot()', options, EXAMPLE, ROOT_SHAPE) ?? ({} as JobsModuleRootOptions);
+    // Retention's values too: a bad one fails here, before anything connects.
+    resolveRetentionOptions(rest.retention);
     return {
       module: JobsModule,
       global: isGlobal,
@@ -254,6 +256,7 @@ function checkFactoryOptions(from: string, options: unknown): JobsModuleOptions 
   if (checked === undefined) {
     throw new JobsError(`${where}: undefined. Potential fix: return the options, e.g. { connection: url }.`);
   }
+  resolveRetentionOptions(checked.retention);
   return checked;
 }
 

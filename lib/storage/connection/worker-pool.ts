@@ -17,6 +17,10 @@ import { pgSessionSettings } from './timeouts.js';
  * table, and grows with the backlog. Without bitmap scans the claims walk
  * their indexes in order whatever the statistics say, and the outcome writes
  * and renewals, which find their rows by id, use the primary key as before.
+ * Generic plans: the statements are prepared, and their plan then no longer
+ * depends on the statistics at all; a custom plan re-planned each claim, which
+ * with a large history's statistics cost 0.2 ms of a 0.5 ms claim (0.82 ms
+ * against 0.51 ms, p50, 300,000 kept).
  */
 export const WORKER_SESSION_OPTIONS = '-c enable_bitmapscan=off -c plan_cache_mode=force_generic_plan';
 

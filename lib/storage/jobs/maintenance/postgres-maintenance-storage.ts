@@ -41,7 +41,13 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
   }
 
   async prune(states: readonly string[], before: Date, limit: number, after: string | null): Promise<PruneChunk> {
-    const rows = await this.run<{ id: string }>('prune', [uuidv7Floor(before), states, before, limit, after ?? NIL_UUID]);
+    const rows = await this.run<{ id: string }>('prune', [
+      uuidv7Floor(before),
+      states,
+      before,
+      limit,
+      after ?? NIL_UUID,
+    ]);
     let last: string | null = null;
     for (const { id } of rows) if (last === null || id > last) last = id;
     return { deleted: rows.length, last };
