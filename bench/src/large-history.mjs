@@ -8,18 +8,19 @@
 //   npm run bench:history -- --rows=1000000   # a quicker look
 //   npm run bench:history -- --help
 //
-// It works in the bench database (see common.mjs) in a schema of its own,
-// bench_history, dropped at the start and at the end (--keep leaves it).
-process.env.BENCH_OURS_SCHEMA ??= 'bench_history';
-
+// It works in the bench database (see common.mjs) in two schemas of its own: bench_history (the
+// history) and bench_history_empty (the same tables, empty), dropped at the start and at the end
+// (--keep leaves bench_history). The two are measured in turns, run by run, so the machine's drift
+// (other work on it, the fill's writes still being flushed) weighs on both alike.
 const fs = await import('node:fs');
 const { DATABASE_URL, checkpoint, ensureDatabase, ms, now, sleep, withPg } = await import('./common.mjs');
 const { drain, startWorkers } = await import('./children.mjs');
 const { DAY, autovacuumSettings, fillStatement, relationSizes, tableStats } = await import('./history-fill.mjs');
 const probe = await import('./history-probe.mjs');
-const { create } = await import('./adapters/ours.mjs');
+const { oursAdapter } = await import('./adapters/ours-app.mjs');
 
-const SCHEMA = process.env.BENCH_OURS_SCHEMA;
+const SCHEMA = 'bench_history';
+const EMPTY = 'bench_history_empty';
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
     const [k, v] = a.replace(/^--/, '').split('=');
@@ -35,7 +36,7 @@ if (args.help) {
   --pauses=a,b    retention.pause values compared under load, ms (default 0,20,50,100)
   --chunk=N       retention.chunk for the passes (default: the library's)
   --keep          leave the schema ${SCHEMA} in place at the end
-  DATABASE_URL / BENCH_DB as for npm run bench (the schema lives in database "bench")`);
+  DATABASE_URL / BENCH_DB as for npm run bench (the schemas live in database "bench")`);
   process.exit(0);
 }
 const ROWS = Number(args.rows ?? 10_000_000);
@@ -47,12 +48,12 @@ const PAUSES = String(args.pauses ?? '0,20,50,100')
   .map(Number);
 const CHUNK = args.chunk === undefined ? undefined : Number(args.chunk);
 const SPAN = 30 * DAY;
-const lib = await import(new URL('../../dist/lib/index.js', import.meta.url).href);
+const DIST = new URL('../../dist/lib/index.js', import.meta.url).href;
+const lib = await import(DIST);
 const { claimStatements } = await import(
   new URL('../../dist/lib/storage/jobs/claim/claim-statements.js', import.meta.url).href
 );
-const CLAIM_SQL = claimStatements(SCHEMA).claim;
-// The worker's sessions' planner settings, where the build has them (they came with this script).
+// The worker's sessions' planner settings: the probe's claims run as the worker's do.
 const { WORKER_SESSION_OPTIONS } = await import(
   new URL('../../dist/lib/storage/connection/worker-pool.js', import.meta.url).href
 );
@@ -68,21 +69,32 @@ const fmt = (n, d = 0) =>
 const mb = (b) => `${fmt(b / 1048576, 1)} MB`;
 const q = (text, values) => withPg((c) => c.query(text, values));
 
-// Jobs of the drains' queue still to finish: what the drain waits for, by the partial indexes.
-const drainQueue = {
-  async pendingCount() {
-    const { rows } = await q(
-      `SELECT (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'queued' AND queue = 'default')
-            + (SELECT count(*) FROM ${SCHEMA}.job WHERE lease_expires_at IS NOT NULL AND queue = 'default') AS n`,
-    );
-    return Number(rows[0].n);
-  },
-};
+/** One schema the drains and probes run on: its producer app, its claim statement. */
+async function target(schema) {
+  const { create } = await oursAdapter({ name: 'ours', label: schema, dist: DIST, schema });
+  return {
+    schema,
+    adapter: create(),
+    claimSql: claimStatements(schema).claim,
+    // Jobs of the drains' queue still to finish: what the drain waits for, by the partial indexes.
+    drainQueue: {
+      async pendingCount() {
+        const { rows } = await q(
+          `SELECT (SELECT count(*) FROM ${schema}.job WHERE state = 'queued' AND queue = 'default')
+                + (SELECT count(*) FROM ${schema}.job WHERE lease_expires_at IS NOT NULL AND queue = 'default') AS n`,
+        );
+        return Number(rows[0].n);
+      },
+    },
+  };
+}
 
 await ensureDatabase();
-const adapter = create();
-step(`schema ${SCHEMA}: drop, then the library's migrations (JobsModule start)`);
-await adapter.reset();
+const kept = await target(SCHEMA);
+const bare = await target(EMPTY);
+step(`schemas ${SCHEMA} and ${EMPTY}: drop, then the library's migrations (JobsModule start)`);
+await kept.adapter.reset();
+await bare.adapter.reset();
 
 // The lowest UUIDv7 of a time: rows made since are a key range, found without a scan of the history.
 const idFloor = (t) => {
@@ -92,29 +104,29 @@ const idFloor = (t) => {
 
 // The drained and probed jobs leave again, so each run sees the same table: N finished rows and
 // nothing else. Without `vacuum`, their dead rows stay, as retention's do until a VACUUM.
-async function forgetSince(since, { vacuum = true } = {}) {
-  await q(`DELETE FROM ${SCHEMA}.job WHERE id >= $1`, [idFloor(since - 1000)]);
-  if (vacuum) await q(`VACUUM ${SCHEMA}.job`);
+async function forgetSince(schema, since, { vacuum = true } = {}) {
+  await q(`DELETE FROM ${schema}.job WHERE id >= $1`, [idFloor(since - 1000)]);
+  if (vacuum) await q(`VACUUM ${schema}.job`);
 }
 
 /** One drain by a worker process (the real JobWorker, as npm run bench runs it): jobs per second. */
-async function timedDrain({ vacuum = true, settle = true } = {}) {
+async function timedDrain(on, { vacuum = true, settle = true } = {}) {
   const since = Date.now();
-  await adapter.enqueueBulk(DRAIN);
+  await on.adapter.enqueueBulk(DRAIN);
   if (settle) {
-    await q(`ANALYZE ${SCHEMA}.job`);
+    await q(`ANALYZE ${on.schema}.job`);
     await checkpoint();
   }
+  // The worker process's adapter (adapters/ours.mjs) takes its schema from the environment it is forked with.
+  process.env.BENCH_OURS_SCHEMA = on.schema;
   const children = await startWorkers({ lib: 'ours', concurrency: 10, size: DRAIN });
-  const { seconds } = await drain({ adapter: drainQueue, children, total: DRAIN, timeoutMs: 120_000 + DRAIN * 20 });
-  await forgetSince(since, { vacuum });
+  const { seconds } = await drain({ adapter: on.drainQueue, children, total: DRAIN, timeoutMs: 120_000 + DRAIN * 20 });
+  await forgetSince(on.schema, since, { vacuum });
   return DRAIN / seconds;
 }
 
-// A bulk fill leaves gigabytes for the kernel to write back after the checkpoint; drains measured
-// during that writeback ran at a third of their rate (15k jobs/s against 46k on the same table once
-// quiet). A history built over 30 days has no such burst, so the measurement waits it out: until
-// the kernel's dirty and writeback pages are under 64 MB (Linux; elsewhere it just checkpoints).
+// A bulk fill leaves gigabytes for the kernel to write back after its checkpoint: wait until the
+// kernel's dirty and writeback pages are under 64 MB (Linux; elsewhere it only checkpoints).
 async function settleIo() {
   await checkpoint();
   const t0 = now();
@@ -132,37 +144,53 @@ async function settleIo() {
   return ms(t0, now()) / 1000;
 }
 
-async function drains(label) {
-  // One drain first, not counted: the worker's first start in a run, and the first pass over the table.
-  step(`${label} warm-up drain: ${fmt(await timedDrain())} jobs/s (not counted)`);
-  const out = [];
+/** Drains on the empty and the kept table in turns (the order alternating), after a warm-up each. */
+async function drainsInTurns() {
+  for (const on of [bare, kept]) step(`${on.schema} warm-up drain: ${fmt(await timedDrain(on))} jobs/s (not counted)`);
+  const out = new Map([
+    [bare, []],
+    [kept, []],
+  ]);
   for (let r = 0; r < RUNS; r++) {
-    out.push(await timedDrain());
-    step(`${label} drain ${r + 1}/${RUNS}: ${fmt(out.at(-1))} jobs/s`);
+    for (const on of r % 2 ? [kept, bare] : [bare, kept]) {
+      out.get(on).push(await timedDrain(on));
+      step(`${on.schema} drain ${r + 1}/${RUNS}: ${fmt(out.get(on).at(-1))} jobs/s`);
+    }
   }
-  return { runs: out, median: probe.median(out) };
+  const summary = (runs) => ({ runs, median: probe.median(runs) });
+  return { empty: summary(out.get(bare)), kept: summary(out.get(kept)) };
 }
 
-async function claimLatency(label) {
-  const since = Date.now();
-  await withPg((c) => probe.queueProbeJobs(c, SCHEMA, CLAIMS * 10 + 1000));
-  await q(`ANALYZE ${SCHEMA}.job`);
-  const samples = await probe.probeClaims({
-    schema: SCHEMA,
-    claimSql: CLAIM_SQL,
-    sessionOptions: WORKER_SESSION_OPTIONS,
-    count: CLAIMS,
-    everyMs: 2,
-  });
-  await forgetSince(since);
-  const s = probe.latencySummary(samples);
-  step(`${label} claim of 10: p50 ${fmt(s.p50, 2)} ms, p99 ${fmt(s.p99, 2)} ms`);
-  return s;
+/** Single claims of 10 with the worker's claim statement, on both tables in turns: 4 rounds each. */
+async function claimsInTurns() {
+  const samples = new Map([
+    [bare, []],
+    [kept, []],
+  ]);
+  for (let r = 0; r < 4; r++) {
+    for (const on of r % 2 ? [kept, bare] : [bare, kept]) {
+      const since = Date.now();
+      const n = Math.ceil(CLAIMS / 4);
+      await withPg((c) => probe.queueProbeJobs(c, on.schema, n * 10 + 1000));
+      await q(`ANALYZE ${on.schema}.job`);
+      const got = await probe.probeClaims({
+        schema: on.schema,
+        claimSql: on.claimSql,
+        sessionOptions: WORKER_SESSION_OPTIONS,
+        count: n,
+        everyMs: 2,
+      });
+      samples.get(on).push(...got);
+      await forgetSince(on.schema, since);
+    }
+  }
+  const e = probe.latencySummary(samples.get(bare));
+  const k = probe.latencySummary(samples.get(kept));
+  step(
+    `claim of 10: empty p50 ${fmt(e.p50, 2)} / p99 ${fmt(e.p99, 2)} ms, kept p50 ${fmt(k.p50, 2)} / p99 ${fmt(k.p99, 2)} ms`,
+  );
+  return { empty: e, kept: k };
 }
-
-// ---- 1. the empty table
-await settleIo();
-const empty = { drain: await drains('empty'), claim: await claimLatency('empty') };
 
 // ---- 2. the history: N finished jobs over 30 days, written in chunks
 const endMs = Date.now() - 60_000;
@@ -188,8 +216,12 @@ const sizes = await withPg((c) => relationSizes(c, SCHEMA));
 const counts = (await q(`SELECT state, count(*)::int AS n FROM ${SCHEMA}.job GROUP BY state ORDER BY state`)).rows;
 const executions = Number((await q(`SELECT count(*) AS n FROM ${SCHEMA}.job_execution`)).rows[0].n);
 
-// ---- 3. the claim at N kept
-const kept = { drain: await drains(`${fmt(ROWS)} kept`), claim: await claimLatency(`${fmt(ROWS)} kept`) };
+// ---- 3. the claim: the empty table and N kept, in turns
+const drainFigures = await drainsInTurns();
+const claimFigures = await claimsInTurns();
+const empty = { drain: drainFigures.empty, claim: claimFigures.empty };
+const atN = { drain: drainFigures.kept, claim: claimFigures.kept };
+await bare.adapter.cleanup();
 
 // ---- 4. retention: one day of history (1/30 of N) per pass, through the library's RetentionService.
 // Succeeded jobs pass their retention; failed and cancelled ones stay (retention.failed outlasts the
@@ -228,19 +260,19 @@ async function underLoad(label, pass) {
   const retention = pass ? pass().finally(() => (running = false)) : null;
   const probing = probe.probeClaims({
     schema: SCHEMA,
-    claimSql: CLAIM_SQL,
+    claimSql: kept.claimSql,
     sessionOptions: WORKER_SESSION_OPTIONS,
     everyMs: 10,
     until: () => !running,
   });
   const drained = [];
   while (pass ? running || drained.length === 0 : drained.length < RUNS) {
-    drained.push({ jobsPerSec: await timedDrain({ vacuum: false, settle: false }), during: running });
+    drained.push({ jobsPerSec: await timedDrain(kept, { vacuum: false, settle: false }), during: running });
   }
   running = false;
   const claims = probe.latencySummary(await probing);
   const r = retention ? await retention : null;
-  await forgetSince(since, { vacuum: false });
+  await forgetSince(SCHEMA, since, { vacuum: false });
   const counted = drained.filter((d, k) => d.during || k === 0).map((d) => d.jobsPerSec);
   const out = { label, drainJobsPerSec: probe.median(counted), drains: counted.length, claims, retention: r };
   step(
@@ -254,7 +286,7 @@ for (const pause of PAUSES) loaded.push(await underLoad(`retention, pause ${paus
 
 // ---- 5. dead rows and vacuum
 const statsAfterRetention = await withPg((c) => tableStats(c, SCHEMA));
-const drainDead = await timedDrain({ vacuum: false });
+const drainDead = await timedDrain(kept, { vacuum: false });
 t = now();
 await q(`VACUUM ${SCHEMA}.job`);
 await q(`VACUUM ${SCHEMA}.job_execution`);
@@ -265,9 +297,9 @@ const av = await withPg((c) => autovacuumSettings(c, SCHEMA));
 
 // ---- the report
 const ratio = (a, b) => a / b;
-const drainRatio = ratio(kept.drain.median, empty.drain.median);
-const p50Ratio = ratio(kept.claim.p50, empty.claim.p50);
-const p99Ratio = ratio(kept.claim.p99, empty.claim.p99);
+const drainRatio = ratio(atN.drain.median, empty.drain.median);
+const p50Ratio = ratio(atN.claim.p50, empty.claim.p50);
+const p99Ratio = ratio(atN.claim.p99, empty.claim.p99);
 log('');
 log(`# Large history: ${fmt(ROWS)} finished jobs kept`);
 log(
@@ -286,10 +318,10 @@ log(
 log('| figure | empty | kept | kept / empty |');
 log('| --- | --- | --- | --- |');
 log(
-  `| drain (jobs/s) | ${fmt(empty.drain.median)} (${empty.drain.runs.map((x) => fmt(x)).join(', ')}) | ${fmt(kept.drain.median)} (${kept.drain.runs.map((x) => fmt(x)).join(', ')}) | ${fmt(drainRatio, 3)} |`,
+  `| drain (jobs/s) | ${fmt(empty.drain.median)} (${empty.drain.runs.map((x) => fmt(x)).join(', ')}) | ${fmt(atN.drain.median)} (${atN.drain.runs.map((x) => fmt(x)).join(', ')}) | ${fmt(drainRatio, 3)} |`,
 );
-log(`| claim of 10, p50 (ms) | ${fmt(empty.claim.p50, 2)} | ${fmt(kept.claim.p50, 2)} | ${fmt(p50Ratio, 3)} |`);
-log(`| claim of 10, p99 (ms) | ${fmt(empty.claim.p99, 2)} | ${fmt(kept.claim.p99, 2)} | ${fmt(p99Ratio, 3)} |`);
+log(`| claim of 10, p50 (ms) | ${fmt(empty.claim.p50, 2)} | ${fmt(atN.claim.p50, 2)} | ${fmt(p50Ratio, 3)} |`);
+log(`| claim of 10, p99 (ms) | ${fmt(empty.claim.p99, 2)} | ${fmt(atN.claim.p99, 2)} | ${fmt(p99Ratio, 3)} |`);
 log(
   `| drain after retention, before VACUUM (jobs/s) | | ${fmt(drainDead)} | ${fmt(drainDead / empty.drain.median, 3)} |`,
 );
@@ -342,6 +374,7 @@ log(
   `autovacuum ${autovacuumRan ? 'ran on the job tables during the run' : 'did not run on the job tables during the run'}; VACUUM of job and job_execution after retention: ${fmt(vacuumAfterSeconds, 1)} s`,
 );
 
-if (!args.keep) await adapter.cleanup();
-else await adapter.close();
+if (!args.keep) await kept.adapter.cleanup();
+else await kept.adapter.close();
+await bare.adapter.close();
 process.exit(pass ? 0 : 1);
