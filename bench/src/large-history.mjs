@@ -35,6 +35,7 @@ if (args.help) {
   --claims=N      single claims of 10 timed per latency figure (default 400)
   --pauses=a,b    retention.pause values compared under load, ms (default 0,20,50,100)
   --chunk=N       retention.chunk for the passes (default: the library's)
+  --payload=N     pad each drained job's payload with N bytes (default 0: { i: n } only)
   --keep          leave the schema ${SCHEMA} in place at the end
   DATABASE_URL / BENCH_DB as for npm run bench (the schemas live in database "bench")`);
   process.exit(0);
@@ -47,6 +48,8 @@ const PAUSES = String(args.pauses ?? '0,20,50,100')
   .split(',')
   .map(Number);
 const CHUNK = args.chunk === undefined ? undefined : Number(args.chunk);
+// Bytes of padding in each drained job's payload: 0 leaves it { i }, far smaller than a history row.
+const PAD = Number(args.payload ?? 0);
 const SPAN = 30 * DAY;
 const DIST = new URL('../../dist/lib/index.js', import.meta.url).href;
 const lib = await import(DIST);
@@ -112,7 +115,8 @@ async function forgetSince(schema, since, { vacuum = true } = {}) {
 /** One drain by a worker process (the real JobWorker, as npm run bench runs it): jobs per second. */
 async function timedDrain(on, { vacuum = true, settle = true } = {}) {
   const since = Date.now();
-  await on.adapter.enqueueBulk(DRAIN);
+  if (PAD > 0) await on.adapter.enqueueBulkPayload(DRAIN, { pad: 'x'.repeat(PAD) });
+  else await on.adapter.enqueueBulk(DRAIN);
   if (settle) {
     await q(`ANALYZE ${on.schema}.job`);
     await checkpoint();
@@ -313,7 +317,7 @@ log(
 );
 log('');
 log(
-  `## Claim: empty table against ${fmt(ROWS)} kept (drain of ${fmt(DRAIN)}, 1 worker process, concurrency 10; median of ${RUNS})`,
+  `## Claim: empty table against ${fmt(ROWS)} kept (drain of ${fmt(DRAIN)}${PAD ? ` with ${PAD} bytes of payload padding` : ''}, 1 worker process, concurrency 10; median of ${RUNS})`,
 );
 log('| figure | empty | kept | kept / empty |');
 log('| --- | --- | --- | --- |');
