@@ -19,6 +19,8 @@ function rowsFor(titles) {
     { scenario: 'drain50', field: 'jobsPerSec', title: t('drain50'), unit: 'rate', better: 'higher' },
     { scenario: 'drain2x10', field: 'jobsPerSec', title: t('drain2x10'), unit: 'rate', better: 'higher' },
     { scenario: 'drain2x10', field: 'exactlyOnce', title: 'each job ran exactly once (2 processes)', unit: 'check' },
+    { scenario: 'drain4x5', field: 'jobsPerSec', title: t('drain4x5'), unit: 'rate', better: 'higher' },
+    { scenario: 'drain4x5', field: 'exactlyOnce', title: 'each job ran exactly once (4 processes)', unit: 'check' },
     { scenario: 'latency', field: 'p50', title: 'enqueue→start p50 (ms)', unit: 'ms', better: 'lower' },
     { scenario: 'latency', field: 'p95', title: 'enqueue→start p95 (ms)', unit: 'ms', better: 'lower' },
     { scenario: 'latency', field: 'p99', title: 'enqueue→start p99 (ms)', unit: 'ms', better: 'lower' },

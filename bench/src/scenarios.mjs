@@ -99,6 +99,7 @@ export function buildScenarios(scale) {
     drainScenario('drain10', 10, 1),
     drainScenario('drain50', 50, 1),
     drainScenario('drain2x10', 10, 2),
+    drainScenario('drain4x5', 5, 4),
     // Flow control (this library only): each beside the figure it must not fall far below, and
     // measured right after it, before the scenarios that write millions of rows (claim1m) leave
     // PostgreSQL busy with their aftermath.
