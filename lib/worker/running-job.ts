@@ -28,6 +28,9 @@ import type { RunFaults, RunnerDeps } from './runner-deps.js';
 
 const RESULT_FIX = 'return a summary and keep the data in a table of your own';
 
+/** An attempt the testing kit does not touch: shared, as nearly every attempt is one. */
+const NO_FAULTS: RunFaults = Object.freeze({});
+
 /** Why a running attempt was stopped from outside the handler. */
 type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
 
@@ -42,7 +45,8 @@ export class RunningJob {
   private stopReason: StopReason | null = null;
   /** Rejects the wait on a running handler; set only while one is awaited. */
   private rejectWait: ((reason: unknown) => void) | null = null;
-  private readonly staged: Continuation[] = [];
+  /** Made on the first ctx.continueWith(): most attempts stage none. */
+  private staged: Continuation[] | null = null;
   /** Set for a hook run after the attempt already ended (see runFailureHook). */
   private ended = false;
   /** The handler this attempt ran with (a scoped one is made per run), for its onFailure. */
@@ -60,7 +64,7 @@ export class RunningJob {
     readonly job: ClaimedJob,
     private readonly registered: RegisteredJob,
     readonly deps: RunnerDeps,
-    private readonly faults: RunFaults = {},
+    private readonly faults: RunFaults = NO_FAULTS,
   ) {}
 
   get logger(): JobLogger {
@@ -109,7 +113,7 @@ export class RunningJob {
         `ctx.continueWith() in job "${this.job.name}" (${this.job.id}): ${refused}. Potential fix: call continueWith() before ctx.transaction().`,
       );
     }
-    this.staged.push(continuation);
+    (this.staged ??= []).push(continuation);
   }
 
   /** Throws why the attempt was stopped, if it was. */
@@ -305,7 +309,7 @@ export class RunningJob {
 
   /** Staged continuations that this way of ending releases ('always' goes with every end). */
   private release(end: 'success' | 'failure' | 'cancel'): Continuation[] | undefined {
-    if (this.staged.length === 0) return undefined;
+    if (!this.staged) return undefined;
     return this.staged.filter((c) => c.on === end || c.on === 'always');
   }
 
