@@ -31,6 +31,8 @@ export interface ContextHost {
   stage(continuation: Continuation): void;
 }
 
+const HOST = Symbol('host');
+
 /** The parents of a job that has none: shared, and frozen so that no handler can add to it. */
 const NO_PARENTS: readonly string[] = Object.freeze([]);
 
@@ -55,11 +57,14 @@ class AttemptContext implements JobContext {
   readonly batchId: string | null;
   readonly parentIds: readonly string[];
 
-  /** A JS private field: the attempt's internals stay out of the handler's reach, as in closures. */
-  readonly #host: ContextHost;
+  /**
+   * Under a module-private symbol, not a #field: the attempt's internals stay out of the handler's
+   * reach, and a view made with Object.create(ctx) (the interceptors' context) still finds it.
+   */
+  readonly [HOST]: ContextHost;
 
   constructor(host: ContextHost) {
-    this.#host = host;
+    this[HOST] = host;
     const { job } = host;
     this.jobId = job.id;
     this.name = job.name;
@@ -72,11 +77,11 @@ class AttemptContext implements JobContext {
   }
 
   get signal(): AbortSignal {
-    return this.#host.signal();
+    return this[HOST].signal();
   }
 
   get step(): JobContext['step'] {
-    const host = this.#host;
+    const host = this[HOST];
     return ((name: string, second: unknown, third?: unknown) => {
       refuseAfterEnd(host, 'ctx.step()');
       return host.steps().step(name, second, third);
@@ -84,12 +89,12 @@ class AttemptContext implements JobContext {
   }
 
   get stepKey(): JobContext['stepKey'] {
-    const { id } = this.#host.job;
+    const { id } = this[HOST].job;
     return (name) => stepKey(id, name);
   }
 
   get sleep(): JobContext['sleep'] {
-    const host = this.#host;
+    const host = this[HOST];
     return async (name, ms) => {
       refuseAfterEnd(host, 'ctx.sleep()');
       return host.steps().sleep(name, sleepTarget('ctx.sleep', host.job, ms), 'ctx.sleep');
@@ -97,7 +102,7 @@ class AttemptContext implements JobContext {
   }
 
   get sleepUntil(): JobContext['sleepUntil'] {
-    const host = this.#host;
+    const host = this[HOST];
     return async (name, until) => {
       refuseAfterEnd(host, 'ctx.sleepUntil()');
       return host.steps().sleep(name, sleepTarget('ctx.sleepUntil', host.job, until), 'ctx.sleepUntil');
@@ -105,7 +110,7 @@ class AttemptContext implements JobContext {
   }
 
   get transaction(): JobContext['transaction'] {
-    const host = this.#host;
+    const host = this[HOST];
     return async <T>(fn: (manager: EntityManager) => Promise<T>) => {
       refuseAfterEnd(host, 'ctx.transaction()');
       return host.transaction().run<T>(fn);
@@ -113,7 +118,7 @@ class AttemptContext implements JobContext {
   }
 
   get snooze(): JobContext['snooze'] {
-    const { job } = this.#host;
+    const { job } = this[HOST];
     return (ms, reason) => {
       if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_SNOOZE_MS) {
         throw new JobsError(
@@ -125,7 +130,7 @@ class AttemptContext implements JobContext {
   }
 
   get progress(): JobContext['progress'] {
-    const { job, deps } = this.#host;
+    const { job, deps } = this[HOST];
     return (fraction, message) => {
       if (typeof fraction !== 'number' || !(fraction >= 0 && fraction <= 1)) {
         return Promise.reject(
@@ -140,7 +145,7 @@ class AttemptContext implements JobContext {
   }
 
   get addToBatch(): JobContext['addToBatch'] {
-    const { job, deps } = this.#host;
+    const { job, deps } = this[HOST];
     return async (ref, payload, options = {}) => {
       if (!job.batchId) {
         throw new JobsError(
@@ -158,7 +163,7 @@ class AttemptContext implements JobContext {
   }
 
   get continueWith(): JobContext['continueWith'] {
-    const host = this.#host;
+    const host = this[HOST];
     const { job, deps } = host;
     return (ref, payload, options = {}) => {
       const { on = 'success', ...rest } = options;

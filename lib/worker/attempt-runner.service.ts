@@ -102,11 +102,19 @@ export class AttemptRunner {
     const { job } = run;
     const started = this.events.observed ? performance.now() : -1;
     // The start and the span ids are written with the outcome (see encodeOutcomes), in no statement of their own.
-    const begin = (span: SpanIds | null): Promise<RunResult> => {
-      job.started = span ? { at: this.clock.now(), traceId: span.traceId, spanId: span.spanId } : this.untracedStart();
-      return run.execute();
-    };
-    const result = this.tracing.enabled ? await this.tracing.trace(job, begin, (r) => r.outcome) : await begin(null);
+    let result: RunResult;
+    if (this.tracing.enabled) {
+      const begin = (span: SpanIds | null): Promise<RunResult> => {
+        job.started = span
+          ? { at: this.clock.now(), traceId: span.traceId, spanId: span.spanId }
+          : this.untracedStart();
+        return run.execute();
+      };
+      result = await this.tracing.trace(job, begin, (r) => r.outcome);
+    } else {
+      job.started = this.untracedStart();
+      result = await run.execute();
+    }
     // Before the outcome goes to the batcher: the last report must land while the job is still active.
     const progressWritten = this.progress!.forget(job);
     if (progressWritten) await progressWritten;
