@@ -7,6 +7,7 @@ import {
   JobEvents,
   JobTracing,
   QUEUE_SETTINGS,
+  SystemClock,
   WorkerShutdownError,
   type AttemptOutcome,
   type ClaimedJob,
@@ -155,10 +156,11 @@ export class AttemptRunner {
    * drain moved into V8's old generation (see bench/RESULTS.md, "Memory").
    */
   private untracedStart(): AttemptStart {
-    const now = this.clock.now();
+    // The machine's clock is read without a Date: one is made only when the millisecond changed.
+    const ms = this.clock instanceof SystemClock ? Date.now() : this.clock.now().getTime();
     const last = this.lastStart;
-    if (last && last.at.getTime() === now.getTime()) return last;
-    return (this.lastStart = Object.freeze({ at: now, traceId: null, spanId: null }));
+    if (last && last.at.getTime() === ms) return last;
+    return (this.lastStart = Object.freeze({ at: new Date(ms), traceId: null, spanId: null }));
   }
 
   /** Writes the progress reports still pending (before outcomes are drained at shutdown). */

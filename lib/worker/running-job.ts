@@ -31,6 +31,12 @@ const RESULT_FIX = 'return a summary and keep the data in a table of your own';
 /** An attempt the testing kit does not touch: shared, as nearly every attempt is one. */
 const NO_FAULTS: RunFaults = Object.freeze({});
 
+/**
+ * A success with no result and nothing staged, as most attempts end: one shared, frozen result
+ * instead of two objects per job held until its outcome is written.
+ */
+const SUCCEEDED_EMPTY: RunResult = Object.freeze({ outcome: Object.freeze({ kind: 'succeeded', result: null }) });
+
 /** Why a running attempt was stopped from outside the handler. */
 type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
 
@@ -178,10 +184,10 @@ export class RunningJob {
       const result = await this.waitFor(handler, ctx, chain);
       if (this.transactionOfRun?.committed) return this.recordedSuccess();
       if (this.stopReason === 'cancel') return this.cancelled();
-      return {
-        outcome: { kind: 'succeeded', result: this.checkResult(result) },
-        continuations: this.release('success'),
-      };
+      const value = this.checkResult(result);
+      const continuations = this.release('success');
+      if (value === null && !continuations) return SUCCEEDED_EMPTY;
+      return { outcome: { kind: 'succeeded', result: value }, continuations };
     } catch (error) {
       // Stopped while ctx.transaction() was writing the success: what it committed stands.
       if (this.transactionOfRun && (await this.transactionOfRun.committedDespiteStop())) {
