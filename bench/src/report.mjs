@@ -37,6 +37,9 @@ function rowsFor(titles) {
     { derived: 'groupsRatio', title: '100 groups ÷ plain drain 2 × 10', unit: 'pct' },
     { scenario: 'unique', field: 'jobsPerSec', title: t('unique'), unit: 'rate' },
     { derived: 'uniqueRatio', title: 'unique-key enqueue ÷ plain bulk enqueue', unit: 'pct' },
+    // Against the PostgreSQL peers, as `single`: Redis without persistence commits nothing to disk.
+    { scenario: 'uniqueone', field: 'jobsPerSec', title: t('uniqueone'), unit: 'rate', better: 'higher', versus: 'postgres' },
+    { derived: 'uniqueOneRatio', title: 'single unique-key enqueue ÷ plain single enqueue', unit: 'pct' },
     { scenario: 'steps3', field: 'jobsPerSec', title: t('steps3'), unit: 'rate' },
     { derived: 'stepsRatio', title: '3 durable steps per job ÷ plain drain at concurrency 10', unit: 'pct' },
     { scenario: 'txdrain', field: 'jobsPerSec', title: t('txdrain'), unit: 'rate' },
@@ -84,6 +87,7 @@ const DERIVED = {
   limitRatio: ['limit', 'drain2x10'],
   groupsRatio: ['groups', 'drain2x10'],
   uniqueRatio: ['unique', 'bulk'],
+  uniqueOneRatio: ['uniqueone', 'single'],
   stepsRatio: ['steps3', 'drain10'],
   txRatio: ['txdrain', 'drain10'],
   encBulkRatio: ['encbulk', 'bulk'],

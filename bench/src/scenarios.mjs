@@ -133,6 +133,22 @@ export function buildScenarios(scale) {
         return { jobsPerSec: bulkN / (ms(t, now()) / 1000) };
       },
     },
+    // Every peer has unique enqueue of one job (graphile-worker's jobKey, pg-boss's singletonKey,
+    // BullMQ's deduplication): each key twice, the second a duplicate, reported beside `single`.
+    {
+      id: 'uniqueone',
+      title: `single enqueue ${k(singleN)} with unique keys, each key twice, one at a time (calls/s)`,
+      supports: (adapter) => typeof adapter.enqueueUnique === 'function',
+      async run(adapter) {
+        const keys = Math.ceil(singleN / 2);
+        const t = now();
+        for (let i = 0; i < singleN; i++) await adapter.enqueueUnique(i, `k-${i % keys}`);
+        const seconds = ms(t, now()) / 1000;
+        const created = await adapter.jobCount();
+        if (created !== keys) throw new Error(`uniqueone: ${created} jobs exist, ${keys} expected`);
+        return { jobsPerSec: singleN / seconds };
+      },
+    },
     // Durable steps and ctx.transaction (this library only), beside drain10, the plain drain they
     // are reported against: every step is a write and a commit of its own.
     {

@@ -200,7 +200,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
           if (!job) continue;
           claimed++;
           // One job at a time, and no claim on its outcome write: the claimer need not count it.
-          this.claimer.jobReleased(job, false);
+          this.claimer.jobReleased(job);
           if (reports.length >= request.limit) {
             await this.outcomes.handBack(this.id, [job], this.clock.now(), null);
             throw new JobsError(

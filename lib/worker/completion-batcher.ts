@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Clock, FinishedAttempt } from '../model/index.js';
+import type { ClaimedJob, Clock, FinishedAttempt } from '../model/index.js';
 import type { ClaimRequest, ClaimResult } from '../storage/jobs/claim/claim-storage.interface.js';
 import type { OutcomeStorage } from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import type { WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
@@ -44,6 +44,8 @@ export class CompletionBatcher {
   private deadline = Infinity;
   private stopped = false;
   private readonly idleWaiters: Array<() => void> = [];
+  /** Attempts whose job this worker claimed again before their outcome was written (see withdraw). */
+  private readonly withdrawn = new Set<ClaimedJob>();
 
   constructor(
     private readonly storage: OutcomeStorage,
@@ -77,6 +79,16 @@ export class CompletionBatcher {
     });
   }
 
+  /**
+   * The worker claimed `job` again while this attempt's outcome waited: the
+   * attempt's lease is gone, and its outcome must not share a statement with
+   * the next attempt's (the writes key their rows by job id). It resolves
+   * false, unwritten; a write of it under way is refused by the fence.
+   */
+  withdraw(job: ClaimedJob): void {
+    this.withdrawn.add(job);
+  }
+
   private pump(): void {
     if (this.stopped || Date.now() < this.pausedUntil) return;
     while (this.queue.length && this.inFlight < this.maxInFlight) {
@@ -85,12 +97,18 @@ export class CompletionBatcher {
       void this.write(batch).finally(() => {
         this.inFlight--;
         this.pump();
-        if (this.inFlight === 0 && this.queue.length === 0) for (const w of this.idleWaiters.splice(0)) w();
+        if (this.inFlight === 0 && this.queue.length === 0) {
+          // Withdrawn attempts whose outcome had been written before they were withdrawn.
+          this.withdrawn.clear();
+          for (const w of this.idleWaiters.splice(0)) w();
+        }
       });
     }
   }
 
-  private async write(batch: Pending[]): Promise<void> {
+  private async write(pending: Pending[]): Promise<void> {
+    const batch = this.withdrawn.size ? this.withoutWithdrawn(pending) : pending;
+    if (batch.length === 0) return;
     try {
       const now = this.clock.now();
       // Outcomes that carry continuations need their own transaction; the rest go together.
@@ -106,6 +124,7 @@ export class CompletionBatcher {
       }
       this.failures = 0;
       for (const p of batch) p.resolve(applied.has(p.attempt.job.id));
+      if (this.withdrawn.size) for (const p of batch) this.withdrawn.delete(p.attempt.job);
     } catch (error) {
       this.queue.unshift(...batch);
       this.failures++;
@@ -116,6 +135,14 @@ export class CompletionBatcher {
       this.pausedUntil = Math.max(this.pausedUntil, Date.now() + wait);
       this.scheduleResume();
     }
+  }
+
+  private withoutWithdrawn(batch: Pending[]): Pending[] {
+    return batch.filter((p) => {
+      if (!this.withdrawn.delete(p.attempt.job)) return true;
+      p.resolve(false);
+      return false;
+    });
   }
 
   private async writePlain(attempts: FinishedAttempt[], now: Date): Promise<Set<string>> {

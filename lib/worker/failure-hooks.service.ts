@@ -145,6 +145,8 @@ export class FailureHooks {
   private track(run: RunningJob, hookAttempt: number, hook: () => Promise<void>, none = false): void {
     const workerId = this.workerId!;
     const { job } = run;
+    // Claimed again by this worker: the earlier run's lease ran out (a stall), and it must not settle this run's hook.
+    this.running.get(job.id)?.run.stop('lost-lease');
     const done = hook()
       .then(
         (): FailureHookEnd => ({ state: 'done', error: null, none }),
@@ -159,7 +161,9 @@ export class FailureHooks {
       .catch((error: Error) =>
         this.logger.error(`Recording the onFailure hook of job ${job.id} failed: ${error.message}`),
       )
-      .finally(() => this.running.delete(job.id));
+      .finally(() => {
+        if (this.running.get(job.id)?.run === run) this.running.delete(job.id);
+      });
     this.running.set(job.id, { run, done });
   }
 

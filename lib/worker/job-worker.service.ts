@@ -39,9 +39,10 @@ const MISSING_KEY_WAIT_MS = 1_000;
 export class JobWorker implements LeaseHolder {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private readonly logger = new Logger('JobWorker');
+  /** By job id: one attempt per job, the latest claim's (see claimedAgain). */
   private readonly running = new Map<string, RunningJob>();
   /** Outcomes handed to the batcher but not yet written: their leases must stay alive. */
-  private readonly finishing = new Map<string, number>();
+  private readonly finishing = new Map<string, ClaimedJob>();
   private readonly claimer: Claimer;
   private readonly batcher: CompletionBatcher;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
@@ -74,6 +75,7 @@ export class JobWorker implements LeaseHolder {
       options,
       logger: this.logger,
       runAttempt: (job) => this.startJob(job),
+      claimedAgain: (jobs) => this.claimedAgain(jobs),
     });
     this.batcher = new CompletionBatcher(
       outcomes,
@@ -150,17 +152,20 @@ export class JobWorker implements LeaseHolder {
     const run = this.attempts.create(job);
     this.running.set(job.id, run);
     void this.attempts.run(run).then(async (result) => {
-      this.running.delete(job.id);
-      if (result.outcome) {
-        logOutcome(this.logger, job, result.outcome, this.clock);
-        this.finishing.set(job.id, job.attempt);
-        this.claimer.attemptEnded(job.id, true);
+      // Not the entry any more: the job was claimed again meanwhile, and this attempt's lease is gone.
+      const current = this.running.get(job.id) === run;
+      if (current) this.running.delete(job.id);
+      if (result.outcome && (current || result.recorded)) {
         const { outcome } = result;
+        logOutcome(this.logger, job, outcome, this.clock);
+        this.claimer.attemptEnded(job, true);
+        let applied: boolean | null = true;
         // ctx.transaction() wrote it with the handler's own writes; everything else goes as for any outcome.
-        const applied = result.recorded
-          ? true
-          : await this.batcher.add({ job, outcome, continuations: result.continuations });
-        this.finishing.delete(job.id);
+        if (!result.recorded) {
+          this.finishing.set(job.id, job);
+          applied = await this.batcher.add({ job, outcome, continuations: result.continuations });
+          if (this.finishing.get(job.id) === job) this.finishing.delete(job.id);
+        }
         this.attempts.recorded(job, outcome, result.durationMs, applied);
         if (applied === false) {
           this.recordLostSpan(job);
@@ -171,15 +176,45 @@ export class JobWorker implements LeaseHolder {
           this.hooks.runLocal(run);
         }
       } else {
-        this.claimer.attemptEnded(job.id, false);
-        if (result.reason === 'lost-lease') {
+        this.claimer.attemptEnded(job, false);
+        if (result.outcome) {
+          // It ended before the stop sent by the claim of its next attempt could cut it short.
+          this.attempts.recorded(job, result.outcome, result.durationMs, false);
+          this.recordLostSpan(job);
+          this.logger.warn(
+            `Job ${job.name} ${job.id} attempt ${job.attempt}: its ${result.outcome.kind} outcome was not recorded, this worker claimed the job again after its lease ran out`,
+          );
+        } else if (result.reason === 'lost-lease') {
           this.recordLostSpan(job);
           this.logger.warn(`Job ${job.name} ${job.id} lost its lease; its outcome was discarded`);
         }
       }
-      this.claimer.jobReleased(job, !!result.outcome);
+      this.claimer.jobReleased(job);
       if (this.running.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     });
+  }
+
+  /**
+   * A claim handed this worker jobs it may still run, or still be recording,
+   * under an earlier claim: that claim's lease ran out and the rescue (or
+   * another instance's) put the job back. The earlier attempt is stopped as
+   * for a lost lease (whatever it writes is fenced anyway) and is no longer
+   * held, so the renewals and the cancel go to the new attempt only.
+   */
+  private claimedAgain(jobs: readonly ClaimedJob[]): void {
+    if (this.running.size === 0 && this.finishing.size === 0) return;
+    for (const job of jobs) {
+      const run = this.running.get(job.id);
+      if (run) {
+        this.running.delete(job.id);
+        run.stop('lost-lease');
+      }
+      const finishing = this.finishing.get(job.id);
+      if (finishing) {
+        this.finishing.delete(job.id);
+        this.batcher.withdraw(finishing);
+      }
+    }
   }
 
   /** The rescue that took the job wrote its interrupted row without the span only this worker knows. */
@@ -204,8 +239,8 @@ export class JobWorker implements LeaseHolder {
     await this.outcomes
       .handBack(this.id, [job], runAt, null)
       .catch((e: Error) => this.logger.error(`Handing back job ${job.id} failed: ${e.message}`));
-    this.claimer.attemptEnded(job.id, false);
-    this.claimer.jobReleased(job, false);
+    this.claimer.attemptEnded(job, false);
+    this.claimer.jobReleased(job);
   }
 
   private cancelLocal(id: string): void {
@@ -228,7 +263,7 @@ export class JobWorker implements LeaseHolder {
   held(): HeldJob[] {
     const held: HeldJob[] = this.claimer.unstarted().map((j) => ({ id: j.id, attempt: j.attempt }));
     for (const { job } of this.running.values()) held.push({ id: job.id, attempt: job.attempt, started: job.started });
-    for (const [id, attempt] of this.finishing) held.push({ id, attempt });
+    for (const { id, attempt } of this.finishing.values()) held.push({ id, attempt });
     return held;
   }
 
@@ -236,10 +271,12 @@ export class JobWorker implements LeaseHolder {
     return this.running.size;
   }
 
-  leasesLost(ids: readonly string[]): void {
-    for (const id of ids) {
-      this.running.get(id)?.stop('lost-lease');
-      this.claimer.withdraw(id);
+  leasesLost(lost: readonly HeldJob[]): void {
+    for (const { id, attempt } of lost) {
+      // A renewal sent before this worker claimed the job again speaks of the earlier attempt, stopped already.
+      const run = this.running.get(id);
+      if (run?.job.attempt === attempt) run.stop('lost-lease');
+      this.claimer.withdraw(id, attempt);
     }
   }
 

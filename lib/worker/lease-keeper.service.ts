@@ -21,8 +21,8 @@ export interface LeaseHolder {
   held(): HeldJob[];
   /** How many jobs run now (reported with the heartbeat). */
   runningCount(): number;
-  /** Jobs whose lease was taken: stop them and never write their outcome. */
-  leasesLost(ids: readonly string[]): void;
+  /** Held jobs (as held() gave them) whose lease was taken: stop them and never write their outcome. */
+  leasesLost(jobs: readonly HeldJob[]): void;
   /** Jobs someone asked to cancel (a fallback for a missed notification). */
   cancelRequested(ids: readonly string[]): void;
 }

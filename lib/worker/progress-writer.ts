@@ -15,7 +15,8 @@ interface Slot {
  * value always lands.
  */
 export class ProgressWriter {
-  private readonly slots = new Map<string, Slot>();
+  /** By attempt, not job id: an attempt that lost its lease must not flush or drop its job's next attempt's reports. */
+  private readonly slots = new Map<ClaimedJob, Slot>();
 
   constructor(
     private readonly storage: OutcomeStorage,
@@ -25,10 +26,10 @@ export class ProgressWriter {
   ) {}
 
   write(job: ClaimedJob, fraction: number, message: string | null): Promise<void> {
-    let slot = this.slots.get(job.id);
+    let slot = this.slots.get(job);
     if (!slot) {
       slot = { lastWrite: 0, pending: null, timer: null, writing: Promise.resolve() };
-      this.slots.set(job.id, slot);
+      this.slots.set(job, slot);
     }
     slot.pending = { fraction, message };
     const wait = slot.lastWrite + this.intervalMs - Date.now();
@@ -61,9 +62,9 @@ export class ProgressWriter {
    * Undefined (nothing to wait for) when the job never reported progress.
    */
   forget(job: ClaimedJob): Promise<void> | undefined {
-    const slot = this.slots.get(job.id);
+    const slot = this.slots.get(job);
     if (!slot) return undefined;
-    this.slots.delete(job.id);
+    this.slots.delete(job);
     return this.flush(job, slot);
   }
 

@@ -10,8 +10,9 @@ import {
   type JobsModuleOptions,
 } from 'nestjs-durable-jobs';
 import { ManualClock } from 'nestjs-durable-jobs/testing';
+import { DataSource } from 'typeorm';
 import { JobRescuer } from '../../lib/worker/job-rescuer.service.js';
-import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { sleep, waitFor } from '../support/wait.js';
@@ -192,6 +193,45 @@ describe('unique jobs', () => {
     });
     expect(created).toBe(holders.size - before.size);
     expect(await count(`SELECT count(*)::int AS n FROM "${schema}".job`)).toBe(3 + created);
+  });
+
+  it("in the caller's transaction: the key it took answers later enqueues in it, and a rollback frees the key", async () => {
+    const schema = uniqueSchema('fcuniqtx');
+    schemas.push(schema);
+    const app = await boot(schema, { worker: { enabled: false } });
+    const jobs = app.get(JobQueue);
+    // The caller's own data source: any TypeORM transaction on this database.
+    const ds = await new DataSource({ type: 'postgres', url: databaseUrl() }).initialize();
+    const key = { unique: { key: 'invoice-9' } };
+    let inside: Array<{ id: string; created: boolean }> = [];
+    await expect(
+      ds.transaction(async (manager) => {
+        inside = [await jobs.enqueue(Work, {}, { ...key, manager }), await jobs.enqueue(Work, {}, { ...key, manager })];
+        // Written in the transaction only: nothing is visible outside it yet.
+        expect(await count(`SELECT count(*)::int AS n FROM "${schema}".job`)).toBe(0);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(inside).toEqual([
+      { id: inside[0]!.id, created: true },
+      { id: inside[0]!.id, created: false },
+    ]);
+    expect(await count(`SELECT count(*)::int AS n FROM "${schema}".job`)).toBe(0);
+
+    // The key is free again; once held outside, an enqueue in a transaction is answered with that holder.
+    const held = await jobs.enqueue(Work, {}, key);
+    expect(held.created).toBe(true);
+    const again = await ds.transaction((manager) => jobs.enqueue(Work, {}, { ...key, manager }));
+    expect(again).toEqual({ id: held.id, created: false });
+    // Another way of holding the same key is a key of its own.
+    const queuedOnly = await jobs.enqueue(Work, {}, { unique: { key: 'invoice-9', while: 'queued' } });
+    expect(queuedOnly.created).toBe(true);
+    expect(await jobs.enqueue(Work, {}, { unique: { key: 'invoice-9', while: 'queued' } })).toEqual({
+      id: queuedOnly.id,
+      created: false,
+    });
+    expect(await count(`SELECT count(*)::int AS n FROM "${schema}".job`)).toBe(2);
+    await ds.destroy();
   });
 
   it('per window with "for": a new job once the window passed', async () => {

@@ -175,7 +175,7 @@ describe('monitoring.replica: reads from a real hot standby', () => {
       details: { jobs: { replicaLagMs: expect.any(Number) } },
     });
     await pause();
-    await app.get(JobQueue).enqueue(Noop, { n: 2 }, { delay: 3_600_000 });
+    const { id: unseen } = await app.get(JobQueue).enqueue(Noop, { n: 2 }, { delay: 3_600_000 });
     await sleep(1_200);
     const lag = (await monitor.replicaLag())!;
     expect(lag.standby).toBe(true);
@@ -195,6 +195,14 @@ describe('monitoring.replica: reads from a real hot standby', () => {
       DATABASE_URL: pair.primaryUrl,
     });
     expect(json(cli)).toMatchObject({ source: 'replica', lag: { standby: true, replayPaused: true } });
+    // The CLI's read commands read the replica too: the job the primary has is not listed yet.
+    const primaryEnv = { DATABASE_URL: pair.primaryUrl };
+    const listed = (replica: string[]) =>
+      runCli(['list', '--json', '--schema', schema, '--queue', 'replica', ...replica], primaryEnv).then((run) =>
+        json<{ jobs: Array<{ id: string }> }>(run).jobs.map((j) => j.id),
+      );
+    expect(await listed(['--replica-url', pair.replicaUrl])).not.toContain(unseen);
+    expect(await listed([])).toContain(unseen);
     const text = await runCli(['replica', '--schema', schema], {
       DATABASE_URL: pair.primaryUrl,
       JOBS_REPLICA_URL: pair.replicaUrl,
@@ -263,6 +271,10 @@ describe('monitoring.replica: reads from a real hot standby', () => {
   }, 60_000);
 
   it('a replica that stops answering degrades the health check and fails reads with a JobsDatabaseError', async () => {
+    // Every write refused on the standby is in its log: only the test's own INSERT of the first test is.
+    expect(pair.replicaLogLines(/cannot execute .* in a read-only transaction/)).toEqual([
+      expect.stringContaining('cannot execute INSERT in a read-only transaction'),
+    ]);
     await pair.stopReplica();
     const degraded = (await health({ maxReplicaLag: 1_000, timeout: 2_000 })) as {
       status: string;

@@ -124,7 +124,7 @@ export const modulePositions: OptionsPosition[] = [
   {
     where: 'JobsModule.forRoot()',
     path: 'retention.',
-    known: ['succeeded', 'failed', 'workers', 'interval'],
+    known: ['succeeded', 'failed', 'workers', 'interval', 'pause', 'chunk'],
     call: (o) => forRootWith('retention', o),
   },
   {

@@ -26,6 +26,8 @@ export interface StandbyPair {
   onReplica<T = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
   /** Waits until the replica has replayed everything the primary has written so far. */
   caughtUp(timeoutMs?: number): Promise<void>;
+  /** The standby's log lines so far that match `pattern` (its server log: every refused write is there). */
+  replicaLogLines(pattern: RegExp): string[];
   /** Stops the standby only (fast shutdown): the primary runs on. */
   stopReplica(): Promise<void>;
   stop(): Promise<void>;
@@ -85,8 +87,10 @@ async function startServer(
   dir: string,
   port: number,
   ids: { uid: number; gid: number } | undefined,
-): Promise<LiveServer & { log: LogTail }> {
+): Promise<LiveServer & { log: LogTail; lines: string[] }> {
   const log = new LogTail();
+  const lines: string[] = [];
+  log.onLine = (line) => lines.push(line);
   const child: ChildProcess = spawn(path.join(bin, 'postgres'), ['-D', dir, '-p', String(port)], {
     ...(ids ?? {}),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -94,7 +98,7 @@ async function startServer(
   });
   child.stdout!.on('data', (d: Buffer) => log.add(d.toString()));
   child.stderr!.on('data', (d: Buffer) => log.add(d.toString()));
-  const server = { child, log, removeTraces: () => undefined };
+  const server = { child, log, lines, removeTraces: () => undefined };
   track(server);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   for (const end = Date.now() + 30_000; ;) {
@@ -211,6 +215,7 @@ export async function startStandbyPair(): Promise<StandbyPair> {
           await new Promise((r) => setTimeout(r, 50));
         }
       },
+      replicaLogLines: (pattern) => replica.lines.filter((line) => pattern.test(line)),
       async stopReplica() {
         await stopChild(replica.child);
         untrack(replica);

@@ -5,7 +5,7 @@ import type { ClaimRequest, ClaimResult } from '../../lib/storage/jobs/claim/cla
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../../lib/storage/workflows/workflow-storage.interface.js';
 import { CompletionBatcher, type ClaimOnOutcomeWrite } from '../../lib/worker/completion-batcher.js';
 import { ReadersWriterLock } from '../../lib/worker/readers-writer-lock.js';
-import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { dropSchemas, sql, takeLeaseAway, uniqueSchema } from '../support/database.js';
 import { workerStorage, type WorkerStorage } from '../support/job-storage.js';
 import { flowProviders, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -167,6 +167,20 @@ describe('CompletionBatcher', () => {
     const [theirs] = await storage.claims.claim(request('plain-fenced', 1, 'another-worker'));
     expect(await batcher().add(succeeded(theirs!))).toBe(false);
     expect(await states([theirs!])).toEqual([{ state: 'active', worker_id: 'another-worker' }]);
+  });
+
+  it('resolves a withdrawn outcome false, unwritten, even in one write with the next attempt of its job', async () => {
+    const [earlier] = await claimed('plain-again', 1);
+    // Its lease ran out and the rescue put it back: this worker claimed it again as attempt 2.
+    await takeLeaseAway(schema, earlier!.id);
+    const [again] = await storage.claims.claim(request('plain-again', 1));
+    expect(again).toMatchObject({ id: earlier!.id, attempt: 2 });
+    const shared = batcher();
+    const results = Promise.all([shared.add(cancelled(earlier!)), shared.add(succeeded(again!))]);
+    shared.withdraw(earlier!);
+    expect(await results).toEqual([false, true]);
+    expect(writes).toEqual([{ statement: 'finish', outcomes: 1 }]);
+    expect(await states([again!])).toEqual([{ state: 'succeeded', worker_id: WORKER }]);
   });
 
   it('claims for a limited queue in the success write’s own statement, answered before the outcomes resolve', async () => {

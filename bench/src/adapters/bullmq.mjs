@@ -77,6 +77,16 @@ export function create() {
       await q().add(QUEUE, { i });
     },
 
+    // Simple-mode deduplication (no ttl): a key is held until its job completes or fails.
+    async enqueueUnique(i, key) {
+      await q().add(QUEUE, { i }, { deduplication: { id: key } });
+    },
+
+    async jobCount() {
+      const counts = await q().getJobCounts();
+      return Object.values(counts).reduce((a, b) => a + b, 0);
+    },
+
     async prefillFinished(n) {
       const c = r();
       const base = `${PREFIX}:${QUEUE}:`;

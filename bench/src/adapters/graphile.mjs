@@ -64,6 +64,18 @@ export function create() {
       await u.addJob(TASK, { i });
     },
 
+    // jobKeyMode 'unsafe_dedupe' keeps the first job of a key as it is (the default, 'replace',
+    // overwrites its payload and run time: a debounce). It holds the key for as long as the job
+    // exists, a running one and one failed for good included.
+    async enqueueUnique(i, key) {
+      const u = await producer();
+      await u.addJob(TASK, { i }, { jobKey: key, jobKeyMode: 'unsafe_dedupe' });
+    },
+
+    async jobCount() {
+      return (await sql(`SELECT count(*)::int AS n FROM ${SCHEMA}._private_jobs`)).rows[0].n;
+    },
+
     // graphile-worker deletes a job when it succeeds, so its table never holds
     // finished successes. The rows it does keep are jobs that failed for good
     // (attempts = max_attempts); those are the "finished but kept" rows here.

@@ -162,6 +162,18 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
         await queue.enqueue(Noop, { i });
       },
 
+      // The uniqueone scenario: one enqueue with a unique key (held while queued or active, the default).
+      ...(flowControl && {
+        async enqueueUnique(i, key) {
+          const { queue, Noop } = await client();
+          await queue.enqueue(Noop, { i }, { unique: { key } });
+        },
+      }),
+
+      async jobCount() {
+        return Number((await sql(`SELECT count(*) AS n FROM ${SCHEMA}.job`)).rows[0].n);
+      },
+
       // Rows shaped like the ones the library leaves after a first attempt that
       // succeeded: no execution row, and UUIDv7 ids from the past (the library
       // makes time-ordered ids, so finished jobs sit at the old end of the key

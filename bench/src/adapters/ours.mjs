@@ -5,5 +5,6 @@ export const { create, settings } = await oursAdapter({
   name: 'ours',
   label: 'nestjs-durable-jobs',
   dist: new URL('../../../dist/lib/index.js', import.meta.url).href,
-  schema: 'bench_jobs',
+  // The large-history script sets its own schema (its worker processes inherit it).
+  schema: process.env.BENCH_OURS_SCHEMA ?? 'bench_jobs',
 });

@@ -6,6 +6,9 @@ import { DATABASE_URL, analyzeSchema, dropSchema, sql } from '../common.mjs';
 
 const SCHEMA = 'pgboss';
 const QUEUE = 'noop';
+// singletonKey only takes effect through a queue policy: 'exclusive' allows one job per key that
+// is created, retrying or active, as this library's default unique key is held.
+const UNIQUE_QUEUE = 'noop-unique';
 
 export const settings = (c) => ({
   batchSize: c,
@@ -51,6 +54,7 @@ export function create() {
       await dropSchema(SCHEMA);
       const b = await client();
       await b.createQueue(QUEUE, { notify: true });
+      await b.createQueue(UNIQUE_QUEUE, { policy: 'exclusive' });
     },
 
     async cleanup() {
@@ -68,6 +72,15 @@ export function create() {
     async enqueueOne(i) {
       const b = await client();
       await b.send(QUEUE, { i });
+    },
+
+    async enqueueUnique(i, key) {
+      const b = await client();
+      await b.send(UNIQUE_QUEUE, { i }, { singletonKey: key });
+    },
+
+    async jobCount() {
+      return (await sql(`SELECT count(*)::int AS n FROM ${SCHEMA}.job`)).rows[0].n;
     },
 
     // Completed jobs stay in pg-boss's job table until their retention ends,

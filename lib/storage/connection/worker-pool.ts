@@ -6,6 +6,25 @@ import { PoolExecutor } from './sql-executor.js';
 import { pgSessionSettings } from './timeouts.js';
 
 /**
+ * The worker's sessions plan without bitmap scans. The claim's estimate of
+ * due jobs multiplies the selectivities of state, queue and name as if they
+ * were independent; in a table that keeps a large finished history they are
+ * far from it (queued rows are few, of few queues), so the planner expects
+ * about one row and may pick a bitmap heap scan that reads and sorts every
+ * due job of the queue on each claim, instead of walking the claim index in
+ * order and stopping at the limit. Measured with 300,000 finished jobs kept
+ * and 5,000 due: a claim of 10 took 3.9 ms (p50) against 0.6 ms on an empty
+ * table, and grows with the backlog. Without bitmap scans the claims walk
+ * their indexes in order whatever the statistics say, and the outcome writes
+ * and renewals, which find their rows by id, use the primary key as before.
+ * Generic plans: the statements are prepared, and their plan then no longer
+ * depends on the statistics at all; a custom plan re-planned each claim, which
+ * with a large history's statistics cost 0.2 ms of a 0.5 ms claim (0.82 ms
+ * against 0.51 ms, p50, 300,000 kept).
+ */
+export const WORKER_SESSION_OPTIONS = '-c enable_bitmapscan=off -c plan_cache_mode=force_generic_plan';
+
+/**
  * The connections of a worker's hot path (claims, outcomes, renewals): a
  * small pool made from the very settings of TypeORM's pool, so the worker
  * neither waits behind the app's queries nor takes the app's connections.
@@ -20,12 +39,14 @@ export class WorkerPool {
   constructor(context: StorageContext, size: number, relaxedCommit: boolean) {
     // pg keeps a pool's settings as `options`; its typings leave them out.
     const base = (pgPoolOf(context.dataSource) as unknown as { options: pg.PoolConfig }).options;
-    const options = [base.options, relaxedCommit ? '-c synchronous_commit=off' : null].filter(Boolean).join(' ');
+    const options = [base.options, WORKER_SESSION_OPTIONS, relaxedCommit ? '-c synchronous_commit=off' : null]
+      .filter(Boolean)
+      .join(' ');
     this.pool = new pg.Pool({
       ...base,
       ...pgSessionSettings(context.timeouts, 'worker'),
       max: size,
-      options: options || undefined,
+      options,
       // A worker lives as long as the app: an idle spell must not cost the
       // next job a new connection (several ms, measured) on its way to start.
       idleTimeoutMillis: 0,

@@ -79,6 +79,33 @@ export function encodeNewJobColumns(jobs: readonly NewJob[]): string[] {
 }
 
 /**
+ * One job's columns as scalar parameters, in NEW_JOB_COLUMNS' order: the one-job unique insert
+ * (insertUniqueOne) compares its key, while and window with the holder's in the same statement.
+ */
+export function encodeNewJobValues(j: NewJob): unknown[] {
+  return [
+    j.id,
+    j.name,
+    j.queue,
+    j.payloadJson,
+    j.state,
+    j.priority,
+    j.runAt,
+    j.maxAttempts,
+    j.timeoutMs ?? null,
+    j.batchId ?? null,
+    j.groupKey ?? null,
+    j.uniqueKey ?? null,
+    j.remainingDependencies ?? 0,
+    j.traceContext ? JSON.stringify(j.traceContext) : null,
+    j.serialKey ?? null,
+    j.deadline ?? null,
+    j.uniqueWhile ?? null,
+    j.uniqueWindow ?? null,
+  ];
+}
+
+/**
  * Jobs that share every column but id and payload (one job type, one set of
  * options: the usual bulk call), as two array literals and the shared values
  * in the order of NEW_JOB_COLUMNS from the third on; null when they differ.

@@ -27,6 +27,8 @@ interface ClaimerDeps {
   logger: Logger;
   /** Starts an attempt of a claimed job; it counts as running until attemptEnded. */
   runAttempt: (job: ClaimedJob) => void;
+  /** Jobs a claim just handed this worker, before they join the unstarted ones (see supersede). */
+  claimedAgain?: (jobs: readonly ClaimedJob[]) => void;
 }
 
 /**
@@ -109,11 +111,11 @@ export class Claimer implements ClaimOnOutcomeWrite {
   }
 
   /** An attempt ended; `withOutcome`: its outcome is on its way to the database. */
-  attemptEnded(id: string, withOutcome: boolean): void {
+  attemptEnded(job: ClaimedJob, withOutcome: boolean): void {
     this.running--;
     this.prefetch.recordCompletion();
     if (!withOutcome) return;
-    this.controlled.ended(id);
+    this.controlled.ended(job);
     this.topUp();
   }
 
@@ -121,22 +123,22 @@ export class Claimer implements ClaimOnOutcomeWrite {
    * The job's outcome is written, or will not be here: a controlled job's
    * slot is free in the database, so look again now, not at the poll.
    */
-  jobReleased(job: ClaimedJob, outcomeHandedIn: boolean): void {
-    if (this.controlled.released(job.id, outcomeHandedIn)) this.workMayHaveArrived(job.queue);
+  jobReleased(job: ClaimedJob): void {
+    if (this.controlled.released(job)) this.workMayHaveArrived(job.queue);
     else this.topUp();
   }
 
   /**
    * Takes a job that has not started out of this claimer's hands (cancelled,
-   * or its lease lost). `freesSlot`: its queue is worth a look once the
-   * job's outcome is written.
+   * or its lease lost: then `attempt` is the claim's whose lease it was).
+   * `freesSlot`: its queue is worth a look once the job's outcome is written.
    */
-  withdraw(id: string): { job: ClaimedJob; freesSlot: boolean } | undefined {
-    const index = this.unstartedJobs.findIndex((j) => j.id === id);
+  withdraw(id: string, attempt?: number): { job: ClaimedJob; freesSlot: boolean } | undefined {
+    const index = this.unstartedJobs.findIndex((j) => j.id === id && (attempt === undefined || j.attempt === attempt));
     if (index < 0) return undefined;
-    const [job] = this.unstartedJobs.splice(index, 1);
+    const job = this.unstartedJobs.splice(index, 1)[0]!;
     this.deadlines.forget(id);
-    return { job: job!, freesSlot: this.controlled.released(id, false) };
+    return { job, freesSlot: this.controlled.released(job) };
   }
 
   /** Claimed jobs that have not started. */
@@ -184,6 +186,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.controlled.writeAnswered(request.queue, attempts, result?.jobs ?? null);
     if (!result) return;
     if (result.waitMs !== null) this.lookAgainIn(result.waitMs);
+    this.supersede(result.jobs);
     if (this.settings.rated(request.queue)) this.deadlines.claimed(result.jobs, request.now);
     this.unstartedJobs.push(...result.jobs);
     this.startUnstarted();
@@ -219,6 +222,28 @@ export class Claimer implements ClaimOnOutcomeWrite {
     if (late) this.handBackLate(late);
   }
 
+  /**
+   * A claim may hand this worker a job it still holds under an earlier claim:
+   * that claim's lease ran out (an event-loop stall, a slow database) and the
+   * rescue put the job back. The earlier attempt has lost its lease for sure.
+   * It goes before the new one joins, unstarted here or running and recording
+   * in the worker, so that only the new one is held, renewed and recorded.
+   */
+  private supersede(jobs: readonly ClaimedJob[]): void {
+    if (jobs.length === 0) return;
+    if (this.unstartedJobs.length) {
+      const ids = new Set(jobs.map((j) => j.id));
+      for (let i = this.unstartedJobs.length - 1; i >= 0; i--) {
+        const earlier = this.unstartedJobs[i]!;
+        if (!ids.has(earlier.id)) continue;
+        this.unstartedJobs.splice(i, 1);
+        this.deadlines.forget(earlier.id);
+        this.controlled.released(earlier);
+      }
+    }
+    this.deps.claimedAgain?.(jobs);
+  }
+
   /** Rate-limited jobs that cannot start within the lag their window counted: given back unspent, for a claim to take again. */
   private handBackLate(jobs: ClaimedJob[]): void {
     const { outcomes, workerId, clock, logger } = this.deps;
@@ -227,7 +252,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
       .catch((e: Error) => logger.error(`Handing back ${jobs.length} job(s) that missed their start: ${e.message}`))
       .finally(() => {
         this.lateHandBacks.delete(done);
-        for (const job of jobs) this.jobReleased(job, false);
+        for (const job of jobs) this.jobReleased(job);
       });
     this.lateHandBacks.add(done);
   }
@@ -285,6 +310,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
         return;
       }
       got += jobs.length;
+      this.supersede(jobs);
       if (this.settings.rated(queue)) this.deadlines.claimed(jobs, request.now);
       this.unstartedJobs.push(...jobs);
       this.startUnstarted();

@@ -13,8 +13,12 @@ const GROUPED_HORIZON_MS = 10;
  * whether a job's end calls for another look.
  */
 export class ControlledLedger {
-  /** Claimed jobs of controlled queues, by id, with their queue: their end frees what a limit counted. */
-  private readonly held = new Map<string, string>();
+  /**
+   * Claimed jobs of controlled queues, by id: their end frees what a limit counted. A job this
+   * worker claims again (its earlier claim's lease ran out) is held by the latest claim only:
+   * the job holds one slot, and the earlier attempt's end frees nothing.
+   */
+  private readonly held = new Map<string, ClaimedJob>();
   /**
    * Per queue: jobs that ended here and whose outcome is not written yet.
    * Kept for every controlled queue, read for limited ones only: a queue's
@@ -23,8 +27,10 @@ export class ControlledLedger {
   private readonly unwritten = new Map<string, number>();
   /** Per limited queue, the jobs a claim on an outcome write asked for: one such claim at a time per queue. */
   private readonly claimsOnOutcomeWrites = new Map<string, number>();
+  /** The jobs counted in `unwritten`, until their release. */
+  private readonly ending = new Set<ClaimedJob>();
   /** Jobs whose outcome write claimed for their queue: that claim was the look their end calls for. */
-  private readonly endsAnsweredByWrite = new Set<string>();
+  private readonly endsAnsweredByWrite = new Set<ClaimedJob>();
 
   constructor(
     private readonly settings: QueueSettings,
@@ -70,7 +76,7 @@ export class ControlledLedger {
 
   /** Jobs a controlled claim got: their ends free what their queue's limits counted. */
   claimed(jobs: readonly ClaimedJob[]): void {
-    for (const job of jobs) this.held.set(job.id, job.queue);
+    for (const job of jobs) this.held.set(job.id, job);
   }
 
   /**
@@ -86,8 +92,7 @@ export class ControlledLedger {
     if (idle <= 0) return null;
     const inWrite = new Map<string, number>();
     for (const { job } of attempts) {
-      const queue = this.held.get(job.id);
-      if (queue !== undefined) inWrite.set(queue, (inWrite.get(queue) ?? 0) + 1);
+      if (this.ending.has(job)) inWrite.set(job.queue, (inWrite.get(job.queue) ?? 0) + 1);
     }
     for (const [queue, n] of inWrite) {
       const asked = this.claimsOnOutcomeWrites.has(queue);
@@ -110,31 +115,33 @@ export class ControlledLedger {
   writeAnswered(queue: string, attempts: readonly FinishedAttempt[], claimed: readonly ClaimedJob[] | null): void {
     this.claimsOnOutcomeWrites.delete(queue);
     if (!claimed) return;
-    for (const { job } of attempts) if (this.held.get(job.id) === queue) this.endsAnsweredByWrite.add(job.id);
+    for (const { job } of attempts) {
+      if (job.queue === queue && this.held.get(job.id) === job) this.endsAnsweredByWrite.add(job);
+    }
     this.claimed(claimed);
   }
 
   /** A controlled job ended here; its outcome is on its way to the database. */
-  ended(id: string): void {
-    const queue = this.held.get(id);
-    if (queue !== undefined) this.unwritten.set(queue, (this.unwritten.get(queue) ?? 0) + 1);
+  ended(job: ClaimedJob): void {
+    if (this.held.get(job.id) !== job) return;
+    this.ending.add(job);
+    this.unwritten.set(job.queue, (this.unwritten.get(job.queue) ?? 0) + 1);
   }
 
   /**
    * The job's outcome is written (or will not be, here): what it held is
    * free in the database. Returns whether its queue is worth another look:
-   * it was a controlled job, and its write did not claim for the queue.
+   * it was a controlled job, held by this claim of it (not one claimed
+   * again since), and its write did not claim for the queue.
    */
-  released(id: string, outcomeHandedIn: boolean): boolean {
-    const queue = this.held.get(id);
-    if (queue === undefined) return false;
-    this.held.delete(id);
-    const answered = this.endsAnsweredByWrite.delete(id);
-    if (outcomeHandedIn) {
-      const left = (this.unwritten.get(queue) ?? 1) - 1;
-      if (left > 0) this.unwritten.set(queue, left);
-      else this.unwritten.delete(queue);
+  released(job: ClaimedJob): boolean {
+    if (this.ending.delete(job)) {
+      const left = (this.unwritten.get(job.queue) ?? 1) - 1;
+      if (left > 0) this.unwritten.set(job.queue, left);
+      else this.unwritten.delete(job.queue);
     }
-    return !answered;
+    if (this.held.get(job.id) !== job) return false;
+    this.held.delete(job.id);
+    return !this.endsAnsweredByWrite.delete(job);
   }
 }

@@ -6,7 +6,7 @@ import type { ClaimRequest } from '../../../lib/storage/jobs/claim/claim-storage
 import { QUEUE_STORAGE, type QueueStorage } from '../../../lib/storage/queues/queue-storage.interface.js';
 import { Claimer } from '../../../lib/worker/claiming/claimer.js';
 import { resolveWorkerOptions } from '../../../lib/worker/worker-options.js';
-import { dropSchemas, uniqueSchema } from '../../support/database.js';
+import { dropSchemas, takeLeaseAway, uniqueSchema } from '../../support/database.js';
 import { workerStorage, type WorkerStorage } from '../../support/job-storage.js';
 import { flowProviders, Work } from '../../support/flow.jobs.js';
 import { startJobsApp } from '../../support/jobs-app.js';
@@ -32,7 +32,10 @@ beforeAll(async () => {
   const limits = { concurrency: 2 };
   app = await startJobsApp(
     schema,
-    { worker: { enabled: false }, queues: { 'cl-drain': limits, 'cl-limited': limits, 'cl-write': limits } },
+    {
+      worker: { enabled: false },
+      queues: { 'cl-drain': limits, 'cl-limited': limits, 'cl-write': limits, 'cl-again': limits },
+    },
     { providers: flowProviders(schema) },
   );
   storage = workerStorage(app);
@@ -65,9 +68,17 @@ afterAll(async () => {
   await dropSchemas(schema);
 });
 
-/** A started Claimer serving `queues` in that order, with `concurrency` slots and no prefetch. */
-async function startClaimer(queues: string[], concurrency = 1): Promise<{ claimer: Claimer; started: ClaimedJob[] }> {
+/**
+ * A started Claimer serving `queues` in that order, with `concurrency` slots and no prefetch
+ * (unless `prefetch`); `claimed` records what it tells JobWorker each claim handed it.
+ */
+async function startClaimer(
+  queues: string[],
+  concurrency = 1,
+  prefetch = 0,
+): Promise<{ claimer: Claimer; started: ClaimedJob[]; claimed: ClaimedJob[][] }> {
   const started: ClaimedJob[] = [];
+  const claimed: ClaimedJob[][] = [];
   const claimer = new Claimer({
     workerId: WORKER,
     claims: storage.claims,
@@ -75,14 +86,15 @@ async function startClaimer(queues: string[], concurrency = 1): Promise<{ claime
     queueStorage: app.get<QueueStorage>(QUEUE_STORAGE),
     registry: app.get(JobRegistry),
     clock: app.get(Clock),
-    options: resolveWorkerOptions({ concurrency, prefetch: 0, queues }),
+    options: resolveWorkerOptions({ concurrency, prefetch, queues }),
     logger: new Logger('Claimer'),
     runAttempt: (job) => started.push(job),
+    claimedAgain: (jobs) => claimed.push([...jobs]),
   });
   claimers.push(claimer);
   claimer.start();
   await claimer.settings.refresh();
-  return { claimer, started };
+  return { claimer, started, claimed };
 }
 
 async function enqueue(queue: string, n: number): Promise<void> {
@@ -108,8 +120,8 @@ const succeeded = (job: ClaimedJob): FinishedAttempt => ({ job, outcome: { kind:
 
 /** What JobWorker tells the claimer of an attempt that ended with no outcome to write. */
 function endWithoutOutcome(claimer: Claimer, job: ClaimedJob): void {
-  claimer.attemptEnded(job.id, false);
-  claimer.jobReleased(job, false);
+  claimer.attemptEnded(job, false);
+  claimer.jobReleased(job);
 }
 
 describe('Claimer', () => {
@@ -179,13 +191,13 @@ describe('Claimer', () => {
     expect(claims).toHaveLength(1);
 
     const [first] = started;
-    claimer.attemptEnded(first!.id, true);
+    claimer.attemptEnded(first!, true);
     await quiet();
     // A slot is idle here, but the database still counts the job: no statement.
     expect(claims).toHaveLength(1);
 
     await storage.outcomes.finish(WORKER, [succeeded(first!)], new Date(), LEASE);
-    claimer.jobReleased(first!, true);
+    claimer.jobReleased(first!);
     await quiet();
     expect(claims.map((c) => c.statement)).toEqual(['claimControlled', 'claimControlled']);
     expect(started).toHaveLength(3);
@@ -198,8 +210,8 @@ describe('Claimer', () => {
     await quiet();
     const [a, b] = started;
     expect(started).toHaveLength(2);
-    claimer.attemptEnded(a!.id, true);
-    claimer.attemptEnded(b!.id, true);
+    claimer.attemptEnded(a!, true);
+    claimer.attemptEnded(b!, true);
     await quiet();
     expect(claims).toHaveLength(1);
 
@@ -215,13 +227,54 @@ describe('Claimer', () => {
     claimer.claimAnswered(request!, both, written.claimed);
     expect(written.claimed.jobs).toHaveLength(2);
     expect(started.slice(2)).toEqual(written.claimed.jobs);
-    claimer.jobReleased(a!, true);
-    claimer.jobReleased(b!, true);
+    claimer.jobReleased(a!);
+    claimer.jobReleased(b!);
     await quiet();
     expect(claims).toHaveLength(1);
 
     claimer.stop();
-    claimer.attemptEnded(started[2]!.id, true);
+    claimer.attemptEnded(started[2]!, true);
     expect(claimer.claimFor([succeeded(started[2]!)])).toBeNull();
+  });
+
+  it('a job claimed again while its earlier attempt runs here: the earlier one ends holding nothing, the new one frees its slot', async () => {
+    await enqueue('cl-again', 1);
+    const { claimer, started } = await startClaimer(['cl-again'], 2);
+    claimer.lookForWork();
+    await quiet();
+    const [earlier] = started;
+    // Its lease ran out and the rescue put it back: this claimer takes it again while attempt 1 still runs.
+    await takeLeaseAway(schema, earlier!.id);
+    claimer.lookForWork();
+    await quiet();
+    const again = started[1]!;
+    expect(again).toMatchObject({ id: earlier!.id, attempt: 2 });
+
+    // Attempt 1 ends as JobWorker ends an attempt the new claim stopped.
+    endWithoutOutcome(claimer, earlier!);
+    await quiet();
+    await enqueue('cl-again', 1);
+    claimer.attemptEnded(again, true);
+    await storage.outcomes.finish(WORKER, [succeeded(again)], new Date(), LEASE);
+    claimer.jobReleased(again);
+    await quiet();
+    // Attempt 2's write freed the job's slot: the claimer looks at once, and starts the job enqueued meanwhile.
+    expect(started).toHaveLength(3);
+    expect(started[2]!.id).not.toBe(earlier!.id);
+  });
+
+  it('a job claimed again while its earlier claim waits unstarted here: only the new claim stays, and the worker hears of it first', async () => {
+    await enqueue('cl-buffer', 2);
+    const { claimer, started, claimed } = await startClaimer(['cl-buffer'], 1, 2);
+    claimer.lookForWork();
+    await quiet();
+    expect(started).toHaveLength(1);
+    const [waiting] = claimer.unstarted();
+    expect(waiting).toMatchObject({ attempt: 1 });
+    await takeLeaseAway(schema, waiting!.id);
+    claimer.lookForWork();
+    await quiet();
+    expect(claimer.unstarted()).toEqual([expect.objectContaining({ id: waiting!.id, attempt: 2 })]);
+    expect(claimed.at(-1)).toEqual([claimer.unstarted()[0]]);
   });
 });

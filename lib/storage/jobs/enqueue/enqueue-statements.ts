@@ -50,6 +50,44 @@ export function enqueueStatements(schema: string) {
       SELECT t.*, $19 FROM ${unnestNewJobs(1)}
       ${uniqueInsertEnd}`,
 
+    // One job with a unique key ($1..$18 as scalars, NEW_JOB_COLUMNS' order; $22: its ttl): the
+    // insert, and when its key is held, the holder, in one round trip. The holder is read in the
+    // statement's snapshot: one that committed after it began is not seen (no row then, and the
+    // caller looks it up), nor one past the ttl (uniqueHolders gives its key up). One branch per
+    // way of holding a key, each matching its unique index's predicate, so each is an index probe
+    // that the parameters switch on or off even in a generic plan.
+    insertUniqueOne: `WITH ins AS (
+      INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
+      VALUES ($1::uuid, $2::text, $3::text, $4::jsonb, $5::text, $6::int, $7::timestamptz, $8::int, $9::int,
+              $10::uuid, $11::text, $12::text, $13::int, $14::jsonb, $15::text, $16::timestamptz, $17::text,
+              $18::bigint, $19::timestamptz)
+      ON CONFLICT DO NOTHING
+      RETURNING id
+    ), n AS (
+      SELECT ${notifySql('queue', '$20', 'q')} FROM unnest($21::text[]) q WHERE EXISTS (SELECT 1 FROM ins)
+    ), held AS (
+      SELECT j.id, j.created_at FROM ${s}.job j
+       WHERE $18::bigint IS NULL AND $17::text = 'queued' AND j.unique_key = $12::text AND j.unique_window IS NULL
+         AND j.unique_while = 'queued' AND j.state IN ('waiting', 'queued')
+      UNION ALL
+      SELECT j.id, j.created_at FROM ${s}.job j
+       WHERE $18::bigint IS NULL AND $17::text = 'queued-or-active' AND j.unique_key = $12::text
+         AND j.unique_window IS NULL AND j.unique_while = 'queued-or-active' AND j.state IN ('waiting', 'queued', 'active')
+      UNION ALL
+      SELECT j.id, j.created_at FROM ${s}.job j
+       WHERE $18::bigint IS NULL AND $17::text = 'until-succeeded' AND j.unique_key = $12::text
+         AND j.unique_window IS NULL AND j.unique_while = 'until-succeeded'
+         AND j.state IN ('waiting', 'queued', 'active', 'failed')
+      UNION ALL
+      SELECT j.id, j.created_at FROM ${s}.job j
+       WHERE j.unique_key = $12::text AND j.unique_window = $18::bigint AND j.unique_window IS NOT NULL
+    )
+    SELECT id, true AS written FROM ins
+    UNION ALL SELECT NULL, NULL FROM n
+    UNION ALL SELECT h.id, false FROM held h
+     WHERE NOT EXISTS (SELECT 1 FROM ins)
+       AND ($22::bigint IS NULL OR h.created_at > $19::timestamptz - make_interval(secs => $22::bigint / 1000.0))`,
+
     // insertUnique for jobs that share all but id, payload and key (see encodeUniformJobs): three
     // arrays instead of eighteen, as insertUniform does for plain jobs.
     insertUniqueUniform: `WITH ins AS (
@@ -61,17 +99,34 @@ export function enqueueStatements(schema: string) {
 
     // The jobs holding these keys now, in the way each holds it ($2: while, $3: window, per key). A
     // holder enqueued longer ago than the key's ttl ($4, of the enqueue that finds it, at $5) gives
-    // the key up and runs on without it: a stuck job does not hold its key for ever.
-    uniqueHolders: `WITH held AS (
-      SELECT j.id, j.unique_key, j.unique_while, j.unique_window,
-             coalesce(j.created_at <= $5::timestamptz - make_interval(secs => k.ttl / 1000.0), false) AS stale
-        FROM ${s}.job j JOIN unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS k(key, while_, window_, ttl)
-          ON j.unique_key = k.key
-       WHERE (k.window_ IS NOT NULL AND j.unique_window = k.window_)
-          OR (k.window_ IS NULL AND j.unique_window IS NULL AND j.unique_while = k.while_ AND j.state = ANY(
-                CASE k.while_ WHEN 'queued' THEN ARRAY['waiting', 'queued']
-                              WHEN 'queued-or-active' THEN ARRAY['waiting', 'queued', 'active']
-                              ELSE ARRAY['waiting', 'queued', 'active', 'failed'] END))
+    // the key up and runs on without it: a stuck job does not hold its key for ever. One branch per
+    // way of holding a key, each with its unique index's predicate: a single OR of them matched no
+    // index, and every look-up read the whole table (finished jobs included).
+    uniqueHolders: `WITH k AS (
+      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS k(key, while_, window_, ttl)
+    ), found AS (
+      SELECT j.id, j.unique_key, j.unique_while, j.unique_window, j.created_at, k.ttl FROM k JOIN ${s}.job j
+          ON j.unique_key = k.key AND j.unique_window IS NULL AND j.unique_while = 'queued'
+         AND j.state IN ('waiting', 'queued')
+       WHERE k.window_ IS NULL AND k.while_ = 'queued'
+      UNION ALL
+      SELECT j.id, j.unique_key, j.unique_while, j.unique_window, j.created_at, k.ttl FROM k JOIN ${s}.job j
+          ON j.unique_key = k.key AND j.unique_window IS NULL AND j.unique_while = 'queued-or-active'
+         AND j.state IN ('waiting', 'queued', 'active')
+       WHERE k.window_ IS NULL AND k.while_ = 'queued-or-active'
+      UNION ALL
+      SELECT j.id, j.unique_key, j.unique_while, j.unique_window, j.created_at, k.ttl FROM k JOIN ${s}.job j
+          ON j.unique_key = k.key AND j.unique_window IS NULL AND j.unique_while = 'until-succeeded'
+         AND j.state IN ('waiting', 'queued', 'active', 'failed')
+       WHERE k.window_ IS NULL AND k.while_ = 'until-succeeded'
+      UNION ALL
+      SELECT j.id, j.unique_key, j.unique_while, j.unique_window, j.created_at, k.ttl FROM k JOIN ${s}.job j
+          ON j.unique_key = k.key AND j.unique_window = k.window_ AND j.unique_key IS NOT NULL
+         AND j.unique_window IS NOT NULL
+    ), held AS (
+      SELECT f.id, f.unique_key, f.unique_while, f.unique_window,
+             coalesce(f.created_at <= $5::timestamptz - make_interval(secs => f.ttl / 1000.0), false) AS stale
+        FROM found f
     ), released AS (
       UPDATE ${s}.job j SET unique_key = NULL FROM held h
        WHERE h.stale AND j.id = h.id AND j.unique_key = h.unique_key

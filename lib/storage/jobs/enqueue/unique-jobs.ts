@@ -1,6 +1,6 @@
 import { StorageFailure, type NewJob } from '../../../model/index.js';
 import type { SqlExecutor } from '../../connection/sql-executor.js';
-import { dueQueues, encodeNewJobColumns, encodeUniformJobs } from '../job-encoding.js';
+import { dueQueues, encodeNewJobColumns, encodeNewJobValues, encodeUniformJobs } from '../job-encoding.js';
 import type { EnqueueStatements } from './enqueue-statements.js';
 
 type Run = (
@@ -58,19 +58,15 @@ export async function insertUniqueJobs(
   for (let round = 0; pending.length; round++) {
     if (round === MAX_ROUNDS)
       throw keysChangingHands(`${pending.length} job(s) of ${jobNames(pending)} with unique keys`);
-    const uniform = encodeUniformJobs(pending, true);
-    const due = dueQueues(pending, now);
-    const insert = uniform
-      ? run('insertUniqueUniform', [...uniform, now, channel, due], executor)
-      : run('insertUnique', [...encodeNewJobColumns(pending), now, channel, due], executor);
-    const rows = await insert;
-    const written = new Set<string>();
-    for (const r of rows) if (r.id) written.add(r.id as string);
+    const { written, holder } = await insertRound(run, executor, pending, now, channel);
     const skipped: NewJob[] = [];
     const skippedKeys: string[] = [];
     pending.forEach((job, i) => {
       if (written.has(job.id)) settled.set(pendingKeys[i]!, job.id);
-      else {
+      else if (holder) {
+        duplicates.set(job.id, holder);
+        settled.set(pendingKeys[i]!, holder);
+      } else {
         skipped.push(job);
         skippedKeys.push(pendingKeys[i]!);
       }
@@ -100,15 +96,46 @@ export async function insertUniqueJobs(
   return duplicates;
 }
 
-async function replaceOne(run: Run, executor: SqlExecutor, job: NewJob, now: Date, channel: string): Promise<string> {
-  for (let round = 0; round < MAX_ROUNDS; round++) {
-    const [written] = await run(
-      'insertUnique',
-      [...encodeNewJobColumns([job]), now, channel, dueQueues([job], now)],
+/**
+ * One insert of `jobs`: the ids written, and for a single job the holder of its key when the
+ * statement could see it (see insertUniqueOne); the other jobs' holders are looked up after.
+ */
+async function insertRound(
+  run: Run,
+  executor: SqlExecutor,
+  jobs: readonly NewJob[],
+  now: Date,
+  channel: string,
+): Promise<{ written: Set<string>; holder?: string }> {
+  const written = new Set<string>();
+  const due = dueQueues(jobs, now);
+  if (jobs.length === 1) {
+    const job = jobs[0]!;
+    const rows = await run(
+      'insertUniqueOne',
+      [...encodeNewJobValues(job), now, channel, due, job.uniqueTtl ?? null],
       executor,
     );
-    if (written?.id) return job.id;
-    const holder = (await holdersOf(run, executor, [job], now)).get(holdKey(job));
+    let holder: string | undefined;
+    for (const r of rows) {
+      if (r.written === true) written.add(r.id as string);
+      else if (r.written === false) holder = r.id as string;
+    }
+    return { written, holder };
+  }
+  const uniform = encodeUniformJobs(jobs, true);
+  const rows = await (uniform
+    ? run('insertUniqueUniform', [...uniform, now, channel, due], executor)
+    : run('insertUnique', [...encodeNewJobColumns(jobs), now, channel, due], executor));
+  for (const r of rows) if (r.id) written.add(r.id as string);
+  return { written };
+}
+
+async function replaceOne(run: Run, executor: SqlExecutor, job: NewJob, now: Date, channel: string): Promise<string> {
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const inserted = await insertRound(run, executor, [job], now, channel);
+    if (inserted.written.has(job.id)) return job.id;
+    const holder = inserted.holder ?? (await holdersOf(run, executor, [job], now)).get(holdKey(job));
     if (!holder) continue;
     // The holder takes this payload and run time unless it already runs (then it stays as it is).
     await run('replaceUnique', [holder, job.uniqueKey, channel, job.payloadJson, job.runAt, now], executor);

@@ -84,16 +84,21 @@ export function maintenanceStatements(schema: string) {
     // Retention walks the primary key: ids are UUIDv7, so "created before the
     // cutoff" is a key range and no completed_at index is paid for on every
     // completion. Batch members go with their batch; parents wait for children.
+    // Each chunk starts past the last id the one before it deleted ($5): the
+    // rows it passed over (kept longer, or parents still waited on) are not
+    // read again by every later chunk, which made a pass over millions of rows
+    // quadratic in the rows kept between them.
     prune: `WITH doomed AS (
       SELECT j.id FROM ${s}.job j
-       WHERE j.id < $1::uuid AND j.state = ANY($2::text[]) AND j.completed_at < $3 AND j.batch_id IS NULL
+       WHERE j.id > $5::uuid AND j.id < $1::uuid AND j.state = ANY($2::text[]) AND j.completed_at < $3
+         AND j.batch_id IS NULL
          AND NOT (j.has_dependents AND EXISTS (
                SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
                 WHERE d.parent_job_id = j.id AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)})))
        ORDER BY j.id LIMIT $4
        FOR UPDATE SKIP LOCKED
     )
-    DELETE FROM ${s}.job j USING doomed WHERE j.id = doomed.id RETURNING 1`,
+    DELETE FROM ${s}.job j USING doomed WHERE j.id = doomed.id RETURNING j.id`,
 
     // Rows of workers stopped (or silent: crashed) before $1.
     pruneWorkers: `DELETE FROM ${s}.worker WHERE coalesce(stopped_at, last_heartbeat) < $1 RETURNING 1`,

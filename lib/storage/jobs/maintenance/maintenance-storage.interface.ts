@@ -15,6 +15,13 @@ export interface RescueResult {
   failed: number;
 }
 
+/** What one retention chunk deleted. */
+export interface PruneChunk {
+  deleted: number;
+  /** The highest id it deleted; null when it deleted none. */
+  last: string | null;
+}
+
 /**
  * What keeps the job table healthy without anyone asking: rescuing jobs of
  * crashed workers, failing jobs past their deadline, retention, and the
@@ -28,8 +35,12 @@ export interface MaintenanceStorage {
   rescueExpired(now: Date, limit: number): Promise<RescueResult>;
   /** Fails up to `limit` queued or waiting jobs whose deadline passed; returns how many. */
   expireDeadlines(now: Date, limit: number): Promise<number>;
-  /** Deletes up to `limit` jobs in `states` that ended before `before`; returns how many. */
-  prune(states: readonly string[], before: Date, limit: number): Promise<number>;
+  /**
+   * Deletes up to `limit` jobs in `states` that ended before `before`, of ids
+   * above `after` (null: from the first); returns how many, and the highest id
+   * deleted, where the next chunk of the pass starts.
+   */
+  prune(states: readonly string[], before: Date, limit: number, after: string | null): Promise<PruneChunk>;
   /** Deletes up to `limit` settled batches that ended before `before`, with their members. */
   pruneBatches(before: Date, limit: number): Promise<number>;
   /** Deletes the rows of workers stopped, or silent, since before `before`. */

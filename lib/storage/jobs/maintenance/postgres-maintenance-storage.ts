@@ -1,8 +1,16 @@
 import type { StorageContext } from '../../storage-context.js';
 import { uuidv7Floor } from '../job-encoding.js';
 import { StatementRunner } from '../statement-runner.js';
-import type { MaintenanceStorage, RescueResult, WorkerRegistration } from './maintenance-storage.interface.js';
+import type {
+  MaintenanceStorage,
+  PruneChunk,
+  RescueResult,
+  WorkerRegistration,
+} from './maintenance-storage.interface.js';
 import { maintenanceStatements, type MaintenanceStatements } from './maintenance-statements.js';
+
+/** Below every id: a pass's first chunk starts at the beginning of the key range. */
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** Rescue, deadlines, retention and the worker registry: statements run now and then, unnamed. */
 export class PostgresMaintenanceStorage implements MaintenanceStorage {
@@ -32,9 +40,17 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
     return row?.expired ?? 0;
   }
 
-  async prune(states: readonly string[], before: Date, limit: number): Promise<number> {
-    const rows = await this.run('prune', [uuidv7Floor(before), states, before, limit]);
-    return rows.length;
+  async prune(states: readonly string[], before: Date, limit: number, after: string | null): Promise<PruneChunk> {
+    const rows = await this.run<{ id: string }>('prune', [
+      uuidv7Floor(before),
+      states,
+      before,
+      limit,
+      after ?? NIL_UUID,
+    ]);
+    let last: string | null = null;
+    for (const { id } of rows) if (last === null || id > last) last = id;
+    return { deleted: rows.length, last };
   }
 
   async pruneBatches(before: Date, limit: number): Promise<number> {

@@ -13,8 +13,8 @@ export interface HeldJob {
 
 /** What a lease renewal learned. */
 export interface LeaseRenewal {
-  /** Jobs this worker no longer owns: stop them, never write their outcome. */
-  lost: string[];
+  /** The held jobs (as given, with their attempt) this worker no longer owns: stop them, never write their outcome. */
+  lost: HeldJob[];
   /** Jobs someone asked to cancel (a fallback for a missed notification). */
   cancelRequested: string[];
 }

@@ -139,7 +139,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     const rows = await this.runWorker(spans ? 'renewTraced' : 'renew', spans ? [...values, spans] : values);
     const kept = new Set(rows.map((r) => r.id as string));
     return {
-      lost: jobs.filter((j) => !kept.has(j.id)).map((j) => j.id),
+      lost: jobs.filter((j) => !kept.has(j.id)),
       cancelRequested: rows.filter((r) => r.cancel_requested).map((r) => r.id as string),
     };
   }

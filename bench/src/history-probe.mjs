@@ -1,0 +1,119 @@
+// The large-history script's probes: the worker's claim statement timed alone,
+// and retention passes run through the library's own RetentionService.
+import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import pg from 'pg';
+import { DATABASE_URL, ms, now, sleep } from './common.mjs';
+
+export const PROBE_QUEUE = 'probe';
+const PROBE_JOB = 'probe-job';
+
+export function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (!sorted.length) return NaN;
+  const k = (sorted.length - 1) * p;
+  const lo = Math.floor(k);
+  const hi = Math.ceil(k);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (k - lo);
+}
+
+export const median = (values) => percentile(values, 0.5);
+
+/** Queues `n` probe jobs, rows shaped as the library's enqueue writes them. */
+export async function queueProbeJobs(c, schema, n) {
+  await c.query(
+    `INSERT INTO ${schema}.job (id, name, queue, payload, state, priority, run_at, attempt, max_attempts, created_at)
+     SELECT (lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 3)
+             || '8' || substr(md5(random()::text), 1, 15))::uuid,
+            $2, $3, jsonb_build_object('i', g), 'queued', 0, now() - interval '1 second', 0, 3, now()
+       FROM generate_series(1, $1::int) g`,
+    [n, PROBE_JOB, PROBE_QUEUE],
+  );
+}
+
+/**
+ * The worker's claim statement (the plain claim, prepared, on a connection
+ * with the worker's session settings, `sessionOptions`, that commits as
+ * the worker's do) claiming 10 probe jobs, `count` times, one
+ * every `everyMs`, or until `until()` says stop; each claimed batch is marked
+ * succeeded outside the timing, as the worker's outcome write would. Returns
+ * the latencies in ms.
+ */
+export async function probeClaims({
+  schema,
+  claimSql,
+  sessionOptions,
+  count = Infinity,
+  everyMs = 10,
+  until = () => false,
+}) {
+  const c = new pg.Client({ connectionString: DATABASE_URL, options: sessionOptions });
+  await c.connect();
+  try {
+    await c.query('SET synchronous_commit = off');
+    const out = [];
+    for (let k = 0; k < count && !until(); k++) {
+      const t = now();
+      const { rows } = await c.query({
+        name: 'claim',
+        text: claimSql,
+        values: [PROBE_QUEUE, new Date(), [PROBE_JOB], 10, 'probe-worker', 30_000],
+      });
+      out.push(ms(t, now()));
+      if (rows.length) {
+        await c.query(
+          `UPDATE ${schema}.job SET state = 'succeeded', lease_expires_at = NULL, completed_at = now()
+            WHERE id = ANY($1::uuid[])`,
+          [rows.map((r) => r.id)],
+        );
+      }
+      await sleep(everyMs);
+    }
+    return out;
+  } finally {
+    await c.end();
+  }
+}
+
+export function latencySummary(samples) {
+  return { n: samples.length, p50: percentile(samples, 0.5), p99: percentile(samples, 0.99) };
+}
+
+/**
+ * One retention pass of the library's RetentionService, in an app of its own
+ * (worker off, so nothing else runs), with `retention` as its options. Returns
+ * the rows it deleted and the seconds it took.
+ */
+export async function retentionPass({ lib, schema, retention, countSql }) {
+  const { JobsModule, RetentionService } = lib;
+  class HistoryRetentionModule {}
+  const AppModule = Reflect.decorate(
+    [
+      Module({
+        imports: [
+          JobsModule.forRoot({
+            connection: DATABASE_URL,
+            schema,
+            worker: { enabled: false },
+            scheduler: { enabled: false },
+            unregisteredJobs: 'ignore',
+            retention,
+          }),
+        ],
+      }),
+    ],
+    HistoryRetentionModule,
+  );
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+  try {
+    const before = await countSql();
+    const t = now();
+    await app.get(RetentionService).prune();
+    const seconds = ms(t, now()) / 1000;
+    const deleted = before - (await countSql());
+    return { deleted, seconds, rowsPerSec: deleted / seconds };
+  } finally {
+    await app.close();
+  }
+}

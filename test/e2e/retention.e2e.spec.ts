@@ -1,0 +1,117 @@
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { JobsError, JobsModule, RetentionService, type RetentionOptions } from 'nestjs-durable-jobs';
+import { uuidv7 } from '../../lib/model/uuid.js';
+import { resolveRetentionOptions } from '../../lib/worker/retention-options.js';
+import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { startJobsApp } from '../support/jobs-app.js';
+import { waitFor } from '../support/wait.js';
+
+/** Retention's chunks, the rest between them, and its options' checks. */
+const schema = uniqueSchema('ret');
+const DAY = 86_400_000;
+const apps: INestApplication[] = [];
+
+afterAll(async () => {
+  for (const app of apps) await app.close().catch(() => undefined);
+  await dropSchemas(schema);
+});
+
+async function boot(retention: RetentionOptions): Promise<RetentionService> {
+  // No worker: nothing prunes on a timer, each test runs its passes itself.
+  const app = await startJobsApp(schema, { worker: { enabled: false }, retention }, { providers: [] });
+  apps.push(app);
+  return app.get(RetentionService);
+}
+
+/** A finished job as the worker leaves it, ended `ago` ms before now, with an id of its time. */
+async function finished(state: 'succeeded' | 'failed', ago: number, name: string): Promise<string> {
+  const at = new Date(Date.now() - ago);
+  const id = uuidv7(at.getTime());
+  await sql(
+    `INSERT INTO "${schema}".job (id, name, queue, state, run_at, attempt, created_at, started_at, completed_at)
+     VALUES ($1, $2, 'default', $3, $4, 1, $4, $4, $4)`,
+    [id, name, state, at],
+  );
+  return id;
+}
+
+const names = async (): Promise<string[]> =>
+  (await sql<{ name: string }>(`SELECT name FROM "${schema}".job ORDER BY id`)).map((r) => r.name);
+
+beforeEach(async () => {
+  if (apps.length) await sql(`DELETE FROM "${schema}".job`);
+});
+
+describe('retention options', () => {
+  it('a bad pause or chunk fails forRoot (and a forRootAsync factory) with a JobsError naming the field and the fix', async () => {
+    expect(() => JobsModule.forRoot({ retention: { pause: -1 } })).toThrow(
+      new JobsError(
+        'JobsModule: retention.pause must be an integer number of ms from 0 to 2147483647, got -1. ' +
+          'Potential fix: retention: { pause: 20 }.',
+      ),
+    );
+    // forRootAsync: the factory's options are checked as they arrive, before the database is opened.
+    await expect(
+      Test.createTestingModule({
+        imports: [
+          JobsModule.forRootAsync({ useFactory: () => ({ connection: databaseUrl(), retention: { chunk: 0 } }) }),
+        ],
+      }).compile(),
+    ).rejects.toThrow(/^JobsModule: retention\.chunk must be an integer from 1 to 100000, got 0\./);
+    expect(() => resolveRetentionOptions({ chunk: 0 })).toThrow(
+      /^JobsModule: retention\.chunk must be an integer from 1 to 100000, got 0\. Potential fix: retention: \{ chunk: 2000 \}\.$/,
+    );
+    expect(() => resolveRetentionOptions({ chunk: 2.5 })).toThrow(/retention\.chunk must be an integer/);
+    expect(() => resolveRetentionOptions({ pause: '20' as never })).toThrow(/got the string "20"/);
+    expect(() => resolveRetentionOptions({ interval: 0 })).toThrow(
+      /retention\.interval must be an integer number of ms from 1/,
+    );
+    expect(() => resolveRetentionOptions({ succeeded: 0 })).toThrow(
+      /retention\.succeeded must be a positive integer number of ms, or false to keep the rows, got 0/,
+    );
+    expect(() => resolveRetentionOptions({ failed: true as never })).toThrow(/retention\.failed must be/);
+  });
+
+  it('fills in the defaults: 7 and 30 days, a minute, 20 ms of rest between chunks of 2000', () => {
+    expect(resolveRetentionOptions(undefined)).toEqual({
+      succeeded: 7 * DAY,
+      failed: 30 * DAY,
+      workers: 7 * DAY,
+      interval: 60_000,
+      pause: 20,
+      chunk: 2_000,
+    });
+    expect(resolveRetentionOptions({ succeeded: false, pause: 0, chunk: 1 })).toMatchObject({
+      succeeded: false,
+      pause: 0,
+      chunk: 1,
+    });
+  });
+});
+
+describe('a pass in chunks with a rest between them', () => {
+  it('deletes every row past its retention, across the chunks, and keeps the rows between them', async () => {
+    const retention = await boot({ chunk: 3, pause: 5 });
+    // Old successes with old failures (kept for 30 days) between them: each chunk starts past the
+    // last row the one before it deleted, so the kept rows must not stop it or be deleted.
+    for (let k = 0; k < 10; k++) {
+      await finished('succeeded', 20 * DAY - k * 1000, `old-ok-${k}`);
+      if (k % 3 === 0) await finished('failed', 20 * DAY - k * 1000 - 500, `old-failed-${k}`);
+    }
+    await finished('succeeded', 2 * DAY, 'recent-ok');
+    await retention.prune();
+    expect(await names()).toEqual(['old-failed-0', 'old-failed-3', 'old-failed-6', 'old-failed-9', 'recent-ok']);
+  });
+
+  it('stop() during the rest ends the pass after its current chunk, without waiting out the rest', async () => {
+    // An hour's rest: a stop that waited for it would outlast the test's timeout.
+    const retention = await boot({ chunk: 1, pause: 3_600_000 });
+    for (let k = 0; k < 3; k++) await finished('succeeded', 20 * DAY - k * 1000, `old-ok-${k}`);
+    const pass = retention.prune();
+    await waitFor('the first chunk', async () => (await names()).length === 2);
+    await retention.stop();
+    await pass;
+    expect(await names()).toEqual(['old-ok-1', 'old-ok-2']);
+  });
+});
