@@ -7,6 +7,7 @@ import {
   JobEvents,
   JobTracing,
   QUEUE_SETTINGS,
+  SystemClock,
   WorkerShutdownError,
   type AttemptOutcome,
   type ClaimedJob,
@@ -21,6 +22,8 @@ import { ProgressWriter } from './progress-writer.js';
 import { leaseLostError, RunningJob, type RunFaults, type RunnerDeps, type RunResult } from './running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
+type AttemptStart = NonNullable<ClaimedJob['started']>;
+
 /**
  * Runs attempts for a worker: resolves the handler, gives it its context
  * (progress, continuations, batch additions), and wraps the run in the
@@ -33,6 +36,7 @@ export class AttemptRunner {
   private readonly logger = new Logger('JobWorker');
   private deps: RunnerDeps | null = null;
   private progress: ProgressWriter | null = null;
+  private lastStart: AttemptStart | null = null;
 
   constructor(
     private readonly registry: JobRegistry,
@@ -88,9 +92,9 @@ export class AttemptRunner {
    * `faults` are the testing kit's, for this attempt only: a stand-in handler that fails runs in
    * the real context, retry decision and outcome, and dieAfterStep stops it after a step's work.
    */
-  create(job: ClaimedJob, faults: RunFaults = {}): RunningJob {
+  create(job: ClaimedJob, faults?: RunFaults): RunningJob {
     const registered = this.registry.get(job.name)!;
-    const { handler } = faults;
+    const handler = faults?.handler;
     return new RunningJob(job, handler ? { ...registered, instance: handler } : registered, this.deps!, faults);
   }
 
@@ -99,11 +103,19 @@ export class AttemptRunner {
     const { job } = run;
     const started = this.events.observed ? performance.now() : -1;
     // The start and the span ids are written with the outcome (see encodeOutcomes), in no statement of their own.
-    const begin = (span: SpanIds | null): Promise<RunResult> => {
-      job.started = { at: this.clock.now(), traceId: span?.traceId ?? null, spanId: span?.spanId ?? null };
-      return run.execute();
-    };
-    const result = this.tracing.enabled ? await this.tracing.trace(job, begin, (r) => r.outcome) : await begin(null);
+    let result: RunResult;
+    if (this.tracing.enabled) {
+      const begin = (span: SpanIds | null): Promise<RunResult> => {
+        job.started = span
+          ? { at: this.clock.now(), traceId: span.traceId, spanId: span.spanId }
+          : this.untracedStart();
+        return run.execute();
+      };
+      result = await this.tracing.trace(job, begin, (r) => r.outcome);
+    } else {
+      job.started = this.untracedStart();
+      result = await run.execute();
+    }
     // Before the outcome goes to the batcher: the last report must land while the job is still active.
     const progressWritten = this.progress!.forget(job);
     if (progressWritten) await progressWritten;
@@ -135,6 +147,20 @@ export class AttemptRunner {
     const { name, message } = applied === false ? leaseLostError(job.id) : new WorkerShutdownError();
     const reason = applied === false ? 'lost-lease' : 'shutdown';
     this.events.jobEnded(job, { kind: 'stalled', reason, error: { name, message } }, durationMs);
+  }
+
+  /**
+   * The start of an attempt without a span: one frozen object per millisecond, shared by the
+   * attempts that start in it. Each job holds its start until its outcome is written, and at
+   * tens of thousands of jobs a second an object and a Date apiece were a fifth of what a
+   * drain moved into V8's old generation (see bench/RESULTS.md, "Memory").
+   */
+  private untracedStart(): AttemptStart {
+    // The machine's clock is read without a Date: one is made only when the millisecond changed.
+    const ms = this.clock instanceof SystemClock ? Date.now() : this.clock.now().getTime();
+    const last = this.lastStart;
+    if (last && last.at.getTime() === ms) return last;
+    return (this.lastStart = Object.freeze({ at: new Date(ms), traceId: null, spanId: null }));
   }
 
   /** Writes the progress reports still pending (before outcomes are drained at shutdown). */

@@ -28,6 +28,15 @@ import type { RunFaults, RunnerDeps } from './runner-deps.js';
 
 const RESULT_FIX = 'return a summary and keep the data in a table of your own';
 
+/** An attempt the testing kit does not touch: shared, as nearly every attempt is one. */
+const NO_FAULTS: RunFaults = Object.freeze({});
+
+/**
+ * A success with no result and nothing staged, as most attempts end: one shared, frozen result
+ * instead of two objects per job held until its outcome is written.
+ */
+const SUCCEEDED_EMPTY: RunResult = Object.freeze({ outcome: Object.freeze({ kind: 'succeeded', result: null }) });
+
 /** Why a running attempt was stopped from outside the handler. */
 type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
 
@@ -42,7 +51,8 @@ export class RunningJob {
   private stopReason: StopReason | null = null;
   /** Rejects the wait on a running handler; set only while one is awaited. */
   private rejectWait: ((reason: unknown) => void) | null = null;
-  private readonly staged: Continuation[] = [];
+  /** Made on the first ctx.continueWith(): most attempts stage none. */
+  private staged: Continuation[] | null = null;
   /** Set for a hook run after the attempt already ended (see runFailureHook). */
   private ended = false;
   /** The handler this attempt ran with (a scoped one is made per run), for its onFailure. */
@@ -60,7 +70,7 @@ export class RunningJob {
     readonly job: ClaimedJob,
     private readonly registered: RegisteredJob,
     readonly deps: RunnerDeps,
-    private readonly faults: RunFaults = {},
+    private readonly faults: RunFaults = NO_FAULTS,
   ) {}
 
   get logger(): JobLogger {
@@ -109,7 +119,7 @@ export class RunningJob {
         `ctx.continueWith() in job "${this.job.name}" (${this.job.id}): ${refused}. Potential fix: call continueWith() before ctx.transaction().`,
       );
     }
-    this.staged.push(continuation);
+    (this.staged ??= []).push(continuation);
   }
 
   /** Throws why the attempt was stopped, if it was. */
@@ -174,10 +184,10 @@ export class RunningJob {
       const result = await this.waitFor(handler, ctx, chain);
       if (this.transactionOfRun?.committed) return this.recordedSuccess();
       if (this.stopReason === 'cancel') return this.cancelled();
-      return {
-        outcome: { kind: 'succeeded', result: this.checkResult(result) },
-        continuations: this.release('success'),
-      };
+      const value = this.checkResult(result);
+      const continuations = this.release('success');
+      if (value === null && !continuations) return SUCCEEDED_EMPTY;
+      return { outcome: { kind: 'succeeded', result: value }, continuations };
     } catch (error) {
       // Stopped while ctx.transaction() was writing the success: what it committed stands.
       if (this.transactionOfRun && (await this.transactionOfRun.committedDespiteStop())) {
@@ -305,7 +315,7 @@ export class RunningJob {
 
   /** Staged continuations that this way of ending releases ('always' goes with every end). */
   private release(end: 'success' | 'failure' | 'cancel'): Continuation[] | undefined {
-    if (this.staged.length === 0) return undefined;
+    if (!this.staged) return undefined;
     return this.staged.filter((c) => c.on === end || c.on === 'always');
   }
 

@@ -128,15 +128,16 @@ export class Renewal implements JobHandler<{ tag: string; until: string }> {
   }
 }
 
-/** Records what it sees of its batch and parents, and runs one step. */
+/** Records what it sees of its batch and parents, and runs one step; it takes ctx's methods apart, as a handler may. */
 @Job('steps-member')
 export class Member implements JobHandler<{ tag: string; continueTo?: string }> {
   constructor(private readonly log: StepLog) {}
 
   async run(p: { tag: string; continueTo?: string }, ctx: JobContext): Promise<string> {
-    this.log.lineage.set(ctx.jobId, { tag: p.tag, batchId: ctx.batchId, parentIds: ctx.parentIds });
-    await ctx.step('work', () => this.log.call(p.tag, 'work', ctx));
-    if (p.continueTo) ctx.continueWith(Member, { tag: p.continueTo });
+    const { jobId, batchId, parentIds, step, continueWith } = ctx;
+    this.log.lineage.set(jobId, { tag: p.tag, batchId, parentIds });
+    await step('work', () => this.log.call(p.tag, 'work', ctx));
+    if (p.continueTo) continueWith(Member, { tag: p.continueTo });
     return p.tag;
   }
 }

@@ -188,6 +188,15 @@ export function encodeFlags<T>(rows: readonly T[], flag: (row: T) => boolean): s
 }
 
 /**
+ * Job ids as a `uuid[]` parameter: one literal built here rather than the
+ * driver's quoted and escaped element per id, on the outcome writes that
+ * run once per completion batch (uuids need neither quotes nor escapes).
+ */
+export function uuidList(ids: readonly string[]): string {
+  return arrayLiteral(ids, (id) => id, false);
+}
+
+/**
  * `{a,b,NULL}`. Quoted elements escape backslash and double quote, which is
  * all an array literal needs inside quotes; plain ones are values that never
  * hold a separator (uuids, numbers, ISO timestamps, state names).
@@ -221,7 +230,8 @@ export function uuidv7Floor(at: Date): string {
 
 /**
  * Outcomes as the success and failure writes take them: ids, and per-row
- * values as JSON objects keyed by job id (see outcomeStatements); each
+ * values as JSON objects keyed by job id (see outcomeStatements; the
+ * successes' attempts already as JSON text); each
  * error's texts cut to `maxErrorBytes` (before sealing, so the bound is the
  * plaintext's), an encrypted job's result and error sealed. For successes
  * with a span, `traces` holds `trace/span/handler start in epoch ms` (null
@@ -231,15 +241,17 @@ export function uuidv7Floor(at: Date): string {
  */
 export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: JobCipher, maxErrorBytes: number) {
   const succeededIds: string[] = [];
-  const succeededAttempts: Record<string, number> = {};
+  // The attempts as JSON, `{"<id>":<attempt>,…}`, written as it goes: an object keyed by hundreds of
+  // ids turns into a hash table before it is serialized, per batch (ids are uuids, safe as JSON keys).
+  let succeededAttempts = '';
   const results: Record<string, unknown> = {};
   let traces: Record<string, string> | null = null;
   const failedIds: string[] = [];
   const failures: Record<string, object> = {};
   for (const { job, outcome } of attempts) {
     if (outcome.kind === 'succeeded') {
+      succeededAttempts += `${succeededIds.length ? ',' : ''}"${job.id}":${job.attempt}`;
       succeededIds.push(job.id);
-      succeededAttempts[job.id] = job.attempt;
       if (outcome.result !== undefined && outcome.result !== null) {
         results[job.id] = sealValueFor(cipher, job, outcome.result);
       }
@@ -281,7 +293,7 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
       };
     }
   }
-  return { succeededIds, succeededAttempts, results, traces, failedIds, failures };
+  return { succeededIds, succeededAttempts: `{${succeededAttempts}}`, results, traces, failedIds, failures };
 }
 
 /** An attempt's claim and start times and span ids, as the outcome writes read them (absent keys read as null). */

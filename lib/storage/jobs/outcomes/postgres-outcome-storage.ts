@@ -2,7 +2,7 @@ import { boundError, type FinishedAttempt, type JobCipher, type SerializedError 
 import type { SqlExecutor } from '../../connection/sql-executor.js';
 import type { StorageContext } from '../../storage-context.js';
 import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
-import { encodeOutcomes } from '../job-encoding.js';
+import { encodeOutcomes, uuidList } from '../job-encoding.js';
 import { claimResult, type ClaimRow } from '../job-rows.js';
 import { openClaimed, sealErrorFor } from '../job-sealing.js';
 import { StatementRunner } from '../statement-runner.js';
@@ -63,7 +63,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       this.cipher,
       this.maxErrorBytes,
     );
-    const values = [succeededIds, workerId, now, this.channel, JSON.stringify(succeededAttempts)];
+    const values = [uuidList(succeededIds), workerId, now, this.channel, succeededAttempts];
     const [rows, applied] = await Promise.all([
       this.runWorker<ClaimRow & { done: boolean }>('succeedAndClaim', [
         ...values,
@@ -112,11 +112,11 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
         this.runWorker(
           'succeed',
           [
-            succeededIds,
+            uuidList(succeededIds),
             workerId,
             now,
             this.channel,
-            JSON.stringify(succeededAttempts),
+            succeededAttempts,
             JSON.stringify(results),
             traces && JSON.stringify(traces),
           ],
@@ -125,7 +125,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       );
     }
     if (failedIds.length) {
-      const values = [failedIds, workerId, now, this.channel, JSON.stringify(failures), leaseMs];
+      const values = [uuidList(failedIds), workerId, now, this.channel, JSON.stringify(failures), leaseMs];
       writes.push(this.runWorker('fail', values, tx));
     }
     for (const rows of await Promise.all(writes)) for (const row of rows) if (row.id) applied.add(row.id as string);
