@@ -6,9 +6,9 @@ import { ms, now, sleep } from './common.mjs';
 const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 
 class Child {
-  constructor(lib, concurrency, size, mode) {
+  constructor(lib, concurrency, size, mode, handlerMs, flow) {
     // Same Node binary as the orchestrator: every library runs on the one Node 22.
-    this.proc = fork(WORKER, [lib, String(concurrency), String(size), mode], {
+    this.proc = fork(WORKER, [lib, String(concurrency), String(size), mode, String(handlerMs), flow ?? ''], {
       execPath: process.execPath,
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -93,8 +93,8 @@ class Child {
 
 // Starts `count` worker processes and lets them consume together once all of
 // them have loaded their library.
-export async function startWorkers({ lib, count = 1, concurrency, size, mode = 'drain' }) {
-  const children = Array.from({ length: count }, () => new Child(lib, concurrency, size, mode));
+export async function startWorkers({ lib, count = 1, concurrency, size, mode = 'drain', handlerMs = 0, flow }) {
+  const children = Array.from({ length: count }, () => new Child(lib, concurrency, size, mode, handlerMs, flow));
   try {
     await Promise.all(children.map((c) => c.wait('loaded', 60_000)));
     const ready = children.map((c) => c.wait('ready', 60_000));
@@ -162,4 +162,29 @@ export function exactlyOnce(results, size) {
   }
   const outside = results.reduce((a, r) => a + r.outside, 0);
   return { ok: missing === 0 && duplicated === 0 && outside === 0, missing, duplicated, outside };
+}
+
+// The most handlers running at once, over all jobs and within any one key (job i's key is
+// i % keys), from the handlers' own start and end times in every process. An end and a start at
+// the same instant count as one after the other.
+export function mostRunning(results, size, keys = 1) {
+  const events = [];
+  for (const r of results) {
+    for (let i = 0; i < size; i++) {
+      if (r.starts[i] === 0) continue;
+      events.push([r.starts[i], 1, i % keys], [r.ends[i] || r.starts[i], -1, i % keys]);
+    }
+  }
+  events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const perKey = new Int32Array(keys);
+  let running = 0;
+  let most = 0;
+  let mostPerKey = 0;
+  for (const [, d, k] of events) {
+    running += d;
+    perKey[k] += d;
+    if (running > most) most = running;
+    if (perKey[k] > mostPerKey) mostPerKey = perKey[k];
+  }
+  return { most, mostPerKey };
 }

@@ -31,16 +31,37 @@ function rowsFor(titles) {
     { derived: 'claimRatio', title: 'claim with finished rows kept ÷ empty table', unit: 'pct', better: 'higher' },
     { scenario: 'batch10k', field: 'dispatchSeconds', title: `${t('batch10k')}: dispatch (s)`, unit: 'ms' },
     { scenario: 'batch10k', field: 'jobsPerSec', title: `${t('batch10k')}: completion (jobs/s)`, unit: 'rate' },
-    { scenario: 'batch10k', field: 'exactlyOnce', title: `${t('batch10k')}: each member and the callback ran exactly once`, unit: 'check' },
+    {
+      scenario: 'batch10k',
+      field: 'exactlyOnce',
+      title: `${t('batch10k')}: each member and the callback ran exactly once`,
+      unit: 'check',
+    },
     { derived: 'batchRatio', title: 'batch completion ÷ plain drain at concurrency 10', unit: 'pct' },
-    { scenario: 'limit', field: 'jobsPerSec', title: t('limit'), unit: 'rate' },
+    { scenario: 'limit', field: 'jobsPerSec', title: t('limit'), unit: 'rate', better: 'higher' },
     { derived: 'limitRatio', title: 'limited queue ÷ plain drain 2 × 10', unit: 'pct' },
+    { scenario: 'limit', field: 'mostRunning', title: 'most running at once (limit 10)', unit: 'n' },
+    { scenario: 'limit', field: 'exactlyOnce', title: 'limited queue: each job ran exactly once', unit: 'check' },
+    ...flowMsRows(t, 'limit10ms', 'limit 10', 10),
+    { scenario: 'serial', field: 'jobsPerSec', title: t('serial'), unit: 'rate', better: 'higher' },
+    { derived: 'serialRatio', title: '100 serial keys ÷ plain drain 2 × 10', unit: 'pct' },
+    { scenario: 'serial', field: 'mostPerKey', title: 'most running at once of one serial key (limit 1)', unit: 'n' },
+    { scenario: 'serial', field: 'exactlyOnce', title: 'serial keys: each job ran exactly once', unit: 'check' },
+    ...flowMsRows(t, 'serial10ms', 'one per serial key', 20),
     { scenario: 'groups', field: 'jobsPerSec', title: t('groups'), unit: 'rate' },
     { derived: 'groupsRatio', title: '100 groups ÷ plain drain 2 × 10', unit: 'pct' },
+    ...flowMsRows(t, 'groups10ms', 'groups', 20),
     { scenario: 'unique', field: 'jobsPerSec', title: t('unique'), unit: 'rate' },
     { derived: 'uniqueRatio', title: 'unique-key enqueue ÷ plain bulk enqueue', unit: 'pct' },
     // Against the PostgreSQL peers, as `single`: Redis without persistence commits nothing to disk.
-    { scenario: 'uniqueone', field: 'jobsPerSec', title: t('uniqueone'), unit: 'rate', better: 'higher', versus: 'postgres' },
+    {
+      scenario: 'uniqueone',
+      field: 'jobsPerSec',
+      title: t('uniqueone'),
+      unit: 'rate',
+      better: 'higher',
+      versus: 'postgres',
+    },
     { derived: 'uniqueOneRatio', title: 'single unique-key enqueue ÷ plain single enqueue', unit: 'pct' },
     { scenario: 'steps3', field: 'jobsPerSec', title: t('steps3'), unit: 'rate' },
     { derived: 'stepsRatio', title: '3 durable steps per job ÷ plain drain at concurrency 10', unit: 'pct' },
@@ -50,6 +71,32 @@ function rowsFor(titles) {
     { derived: 'encBulkRatio', title: 'encrypted bulk enqueue ÷ plain bulk enqueue', unit: 'pct' },
     { scenario: 'encdrain', field: 'jobsPerSec', title: t('encdrain'), unit: 'rate' },
     { derived: 'encDrainRatio', title: 'encrypted drain ÷ plain drain at concurrency 10', unit: 'pct' },
+  ];
+}
+
+// A flow-control scenario with 10 ms handlers: its rate, how busy it kept its slots, the largest
+// share of the jobs one of the two processes ran, the most running at once (all, and per key).
+function flowMsRows(t, scenario, what, slots) {
+  return [
+    { scenario, field: 'jobsPerSec', title: t(scenario), unit: 'rate', better: 'higher' },
+    {
+      scenario,
+      field: 'utilisation',
+      title: `${what}, 10 ms jobs: slot utilisation (jobs/s × 0.010 ÷ ${slots})`,
+      unit: 'pct',
+      better: 'higher',
+    },
+    {
+      scenario,
+      field: 'maxShare',
+      title: `${what}, 10 ms jobs: largest share of the jobs in one process`,
+      unit: 'pct',
+    },
+    { scenario, field: 'mostRunning', title: `${what}, 10 ms jobs: most running at once`, unit: 'n' },
+    ...(scenario === 'limit10ms'
+      ? []
+      : [{ scenario, field: 'mostPerKey', title: `${what}, 10 ms jobs: most running at once of one key`, unit: 'n' }]),
+    { scenario, field: 'exactlyOnce', title: `${what}, 10 ms jobs: each job ran exactly once`, unit: 'check' },
   ];
 }
 
@@ -88,6 +135,7 @@ const DERIVED = {
   claimRatio: ['claim1m', 'claim0'],
   limitRatio: ['limit', 'drain2x10'],
   groupsRatio: ['groups', 'drain2x10'],
+  serialRatio: ['serial', 'drain2x10'],
   uniqueRatio: ['unique', 'bulk'],
   uniqueOneRatio: ['uniqueone', 'single'],
   stepsRatio: ['steps3', 'drain10'],

@@ -1,6 +1,6 @@
 // The measured scenarios. Each run gets freshly reset tables from the
 // orchestrator and returns plain numbers; the orchestrator takes medians.
-import { drain, exactlyOnce, startWorkers } from './children.mjs';
+import { drain, exactlyOnce, mostRunning, startWorkers } from './children.mjs';
 import { checkpoint, ms, now, range, sleep } from './common.mjs';
 
 // Pre-filled tables get the same treatment for every library before a
@@ -10,18 +10,24 @@ async function settle(adapter) {
   await checkpoint();
 }
 
-async function timedDrain(adapter, lib, { jobs, concurrency, processes = 1 }) {
-  const children = await startWorkers({ lib, count: processes, concurrency, size: jobs });
+// `handlerMs`: each handler waits that long; `flow`: the flow-control kind the workers consume
+// (an adapter's startWorker option); `keys`: job i's serial key or group is i % keys.
+async function timedDrain(adapter, lib, { jobs, concurrency, processes = 1, handlerMs = 0, flow, keys = 1 }) {
+  const children = await startWorkers({ lib, count: processes, concurrency, size: jobs, handlerMs, flow });
   const { seconds, results } = await drain({
     adapter,
     children,
     total: jobs,
-    timeoutMs: 60_000 + jobs * 10, // generous: a floor of ~100 jobs/s before we call it stuck
+    timeoutMs: 60_000 + jobs * (10 + handlerMs), // generous: a floor of ~100 jobs/s before we call it stuck
   });
   const once = exactlyOnce(results, jobs);
+  const running = mostRunning(results, jobs, keys);
   return {
     jobsPerSec: jobs / seconds,
     seconds,
+    mostRunning: running.most,
+    mostPerKey: running.mostPerKey,
+    maxShare: Math.max(...results.map((r) => r.done)) / jobs,
     rssMb: Math.max(...results.map((r) => r.maxRssKb)) / 1024,
     exactlyOnce: once,
     perProcess: results.map((r) => r.done),
@@ -45,6 +51,7 @@ export function buildScenarios(scale) {
   const claimN = S(2_000);
   const keptN = S(1_000_000);
   const batchN = S(10_000);
+  const flowMsN = S(4_000);
   const k = (n) => (n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
   const kept = keptN >= 1_000_000 && keptN % 1_000_000 === 0 ? `${keptN / 1_000_000}M` : k(keptN);
 
@@ -58,6 +65,22 @@ export function buildScenarios(scale) {
       await adapter.enqueueBulk(drainN);
       await settle(adapter);
       return timedDrain(adapter, lib, { jobs: drainN, concurrency, processes });
+    },
+  });
+
+  // Flow control, on every library whose adapter lists the kind in `flow`: two processes × 10,
+  // each run checked for the most handlers running at once (all jobs, and per key). `slots`: the
+  // slots 10 ms handlers could keep busy (10 for the limit, 20 for serial keys and groups), for
+  // the utilisation jobs/s × handler seconds ÷ slots.
+  const flowScenario = (id, what, { jobs, flow, keys = 1, handlerMs = 0, slots }) => ({
+    id,
+    title: `flow control: ${what}, 2 processes × 10 (jobs/s)`,
+    supports: (adapter) => adapter.flow?.includes(flow) === true,
+    async run(adapter, lib) {
+      await adapter.enqueueFlow(jobs, flow, keys);
+      await settle(adapter);
+      const m = await timedDrain(adapter, lib, { jobs, concurrency: 10, processes: 2, handlerMs, flow, keys });
+      return slots ? { ...m, utilisation: (m.jobsPerSec * handlerMs) / 1000 / slots } : m;
     },
   });
 
@@ -100,29 +123,32 @@ export function buildScenarios(scale) {
     drainScenario('drain50', 50, 1),
     drainScenario('drain2x10', 10, 2),
     drainScenario('drain4x5', 5, 4),
-    // Flow control (this library only): each beside the figure it must not fall far below, and
+    // Flow control: each beside the figure it must not fall far below, and
     // measured right after it, before the scenarios that write millions of rows (claim1m) leave
     // PostgreSQL busy with their aftermath.
-    {
-      id: 'limit',
-      title: `flow control: drain ${k(drainN)} in a queue limited to 10, 2 processes × 10 (jobs/s)`,
-      supports: (adapter) => adapter.flowControl === true,
-      async run(adapter, lib) {
-        await adapter.enqueueBulkWith(drainN, () => ({ queue: 'limited' }));
-        await settle(adapter);
-        return timedDrain(adapter, lib, { jobs: drainN, concurrency: 10, processes: 2 });
-      },
-    },
-    {
-      id: 'groups',
-      title: `flow control: drain ${k(drainN)} over 100 groups, 2 processes × 10 (jobs/s)`,
-      supports: (adapter) => adapter.flowControl === true,
-      async run(adapter, lib) {
-        await adapter.enqueueBulkWith(drainN, (i) => ({ queue: 'grouped', group: `tenant-${i % 100}` }));
-        await settle(adapter);
-        return timedDrain(adapter, lib, { jobs: drainN, concurrency: 10, processes: 2 });
-      },
-    },
+    flowScenario('limit', `drain ${k(drainN)} in a queue limited to 10`, { jobs: drainN, flow: 'limit' }),
+    flowScenario('limit10ms', `drain ${k(flowMsN)} jobs of 10 ms in a queue limited to 10`, {
+      jobs: flowMsN,
+      flow: 'limit',
+      handlerMs: 10,
+      slots: 10,
+    }),
+    flowScenario('serial', `drain ${k(drainN)} over 100 serial keys`, { jobs: drainN, flow: 'serial', keys: 100 }),
+    flowScenario('serial10ms', `drain ${k(flowMsN)} jobs of 10 ms over 100 serial keys`, {
+      jobs: flowMsN,
+      flow: 'serial',
+      keys: 100,
+      handlerMs: 10,
+      slots: 20,
+    }),
+    flowScenario('groups', `drain ${k(drainN)} over 100 groups`, { jobs: drainN, flow: 'groups', keys: 100 }),
+    flowScenario('groups10ms', `drain ${k(flowMsN)} jobs of 10 ms over 100 groups`, {
+      jobs: flowMsN,
+      flow: 'groups',
+      keys: 100,
+      handlerMs: 10,
+      slots: 20,
+    }),
     {
       id: 'unique',
       title: `flow control: enqueue ${k(bulkN)} with unique keys, half of them duplicates, one call (calls/s)`,

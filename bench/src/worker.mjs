@@ -1,13 +1,20 @@
 // A worker process: runs one library's worker with a no-op handler and tells
 // the orchestrator (over IPC) when jobs start, how many ran, and its peak RSS.
 //
-// argv: <library> <concurrency> <size> <mode: drain|latency>
+// argv: <library> <concurrency> <size> <mode: drain|latency> [<handler ms> [<flow: limit|serial|groups>]]
 import { load } from './adapters/index.mjs';
-import { now } from './common.mjs';
+import { now, sleep } from './common.mjs';
 
-const [lib, concArg, sizeArg, mode] = process.argv.slice(2);
+const [lib, concArg, sizeArg, mode, sleepArg = '0', flowArg = ''] = process.argv.slice(2);
 const concurrency = Number(concArg);
 const size = Number(sizeArg);
+const handlerMs = Number(sleepArg); // > 0: each handler waits that long, as a job doing I/O would
+const flow = flowArg || undefined;
+
+// Each job's first start and end (CLOCK_MONOTONIC ns, one clock for every process), so the
+// orchestrator can count how many ran at once from the handlers' own times.
+const starts = new Float64Array(size);
+const ends = new Float64Array(size);
 
 const send = (msg) => process.connected && process.send(msg);
 
@@ -24,6 +31,21 @@ function onJob(payload) {
     first = t;
     send({ type: 'first', t });
   }
+  const i = payload?.i;
+  const timed = Number.isInteger(i) && i >= 0 && i < size && starts[i] === 0;
+  if (timed) starts[i] = Number(t);
+  if (handlerMs > 0) {
+    return sleep(handlerMs).then(() => {
+      if (timed) ends[i] = Number(now());
+      finish(payload, t);
+    });
+  }
+  if (timed) ends[i] = Number(now());
+  finish(payload, t);
+}
+
+// Counted once the handler is done, so a drain ends only when every handler has returned.
+function finish(payload, t) {
   const i = payload?.i;
   if (Number.isInteger(i) && i >= 0 && i < size) {
     counts[i]++;
@@ -53,7 +75,7 @@ let ticker = null;
 process.on('message', async (msg) => {
   try {
     if (msg.type === 'go') {
-      await adapter.startWorker({ concurrency, onJob });
+      await adapter.startWorker({ concurrency, onJob, flow });
       ticker = setInterval(report, 5);
       send({ type: 'ready' });
     } else if (msg.type === 'stop') {
@@ -63,7 +85,9 @@ process.on('message', async (msg) => {
       await adapter.close();
       // Disconnect only once the result is handed over: at --scale=5 the counts (200 KB) were still
       // queued when the channel closed, and the orchestrator saw the worker exit without a result.
-      await new Promise((resolve) => process.send({ type: 'result', counts, done, outside, maxRssKb }, resolve));
+      await new Promise((resolve) =>
+        process.send({ type: 'result', counts, done, outside, maxRssKb, starts, ends }, resolve),
+      );
       process.disconnect();
     }
   } catch (e) {

@@ -73,6 +73,13 @@ export function create() {
       await q().addBulk(jobs);
     },
 
+    // A queue limited to 10: the global concurrency, held in Redis across every worker.
+    flow: ['limit'],
+    async enqueueFlow(n) {
+      await q().setGlobalConcurrency(10);
+      await this.enqueueBulk(n);
+    },
+
     async enqueueOne(i) {
       await q().add(QUEUE, { i });
     },

@@ -59,6 +59,15 @@ export function create() {
       await u.addJobs(specs);
     },
 
+    // Named queues: graphile-worker runs a queue's jobs one at a time, in order (serial keys).
+    flow: ['serial'],
+    async enqueueFlow(n, kind, keys) {
+      const u = await producer();
+      const specs = new Array(n);
+      for (let k = 0; k < n; k++) specs[k] = { identifier: TASK, payload: { i: k }, queueName: `k-${k % keys}` };
+      await u.addJobs(specs);
+    },
+
     async enqueueOne(i) {
       const u = await producer();
       await u.addJob(TASK, { i });

@@ -25,7 +25,9 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
   // Builds with encryption at rest take the scenarios that measure it.
   const encryption = typeof lib.EncryptedValueError === 'function';
   // A fixed key: the bench measures the sealing, not the key's secrecy.
-  const keyring = encryption ? { keys: { bench: Buffer.alloc(32, 7).toString('base64') }, current: 'bench' } : undefined;
+  const keyring = encryption
+    ? { keys: { bench: Buffer.alloc(32, 7).toString('base64') }, current: 'bench' }
+    : undefined;
   // The 'limit' scenario's queue: at most 10 of its jobs run at once, across the worker processes.
   const queues = flowControl ? { limited: { concurrency: 10 } } : undefined;
 
@@ -49,7 +51,7 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
     async run(payload, ctx) {
       if (payload.steps) for (let s = 0; s < payload.steps; s++) await ctx.step(`s${s}`, () => s);
       if (payload.tx) await ctx.transaction(async () => null);
-      onJobHook(payload);
+      await onJobHook(payload);
     }
   }
   const NoopJob = Reflect.decorate([Job(JOB, { queue: 'default' })], Noop);
@@ -99,6 +101,8 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
       flowControl,
       durableSteps,
       encryption,
+      // The flow-control scenarios this build takes (enqueueFlow's kinds).
+      flow: flowControl ? ['limit', 'serial', 'groups'] : [],
 
       async open() {
         await client();
@@ -146,6 +150,17 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
         const items = new Array(n);
         for (let k = 0; k < n; k++) items[k] = { job: Noop, payload: { i: k }, options: optionsFor(k) };
         return (await queue.enqueueMany(items)).filter((r) => r.created).length;
+      },
+
+      // limit: the queue declared { concurrency: 10 }; serial: serialKey (one running per key);
+      // groups: fair shares over `keys` groups of one queue, with no per-group limit.
+      async enqueueFlow(n, kind, keys) {
+        const options = {
+          limit: () => ({ queue: 'limited' }),
+          serial: (i) => ({ serialKey: `k-${i % keys}` }),
+          groups: (i) => ({ queue: 'grouped', group: `tenant-${i % keys}` }),
+        }[kind];
+        await this.enqueueBulkWith(n, options);
       },
 
       // One batch of n - 1 members, each counting in the same batch row, and

@@ -69,6 +69,16 @@ export function create() {
       await b.insert(QUEUE, jobs);
     },
 
+    // Serial keys: a group per key, and the workers fetch with groupConcurrency 1 (counted in the
+    // database, across processes).
+    flow: ['serial'],
+    async enqueueFlow(n, kind, keys) {
+      const b = await client();
+      const jobs = new Array(n);
+      for (let k = 0; k < n; k++) jobs[k] = { data: { i: k }, group: { id: `k-${k % keys}` } };
+      await b.insert(QUEUE, jobs);
+    },
+
     async enqueueOne(i) {
       const b = await client();
       await b.send(QUEUE, { i });
@@ -113,7 +123,7 @@ export function create() {
       return rows[0].n;
     },
 
-    async startWorker({ concurrency, onJob }) {
+    async startWorker({ concurrency, onJob, flow }) {
       worker = boss({ useListenNotify: true });
       await worker.start();
       await worker.work(
@@ -124,6 +134,7 @@ export function create() {
           burstWhenBatchFull: true,
           pollingIntervalSeconds: 0.5,
           notifyPollingIntervalSeconds: 0.5,
+          ...(flow === 'serial' ? { groupConcurrency: 1 } : {}),
         },
         async (jobs) => {
           await Promise.all(jobs.map((j) => onJob(j.data)));
