@@ -19,7 +19,7 @@ import { PostgresStepStorage } from './storage/jobs/postgres-step-storage.js';
 import { STEP_STORAGE } from './storage/jobs/step-storage.interface.js';
 import { WorkerConnections } from './storage/jobs/worker-connections.js';
 import { MONITORING_READS } from './storage/monitoring/monitoring-reads.interface.js';
-import { monitoringReads } from './storage/monitoring/postgres-monitoring-reads.js';
+import { monitoringReads, type OperatorStorages } from './storage/monitoring/postgres-monitoring-reads.js';
 import { MONITORING_STORAGE } from './storage/monitoring/monitoring-storage.interface.js';
 import { PostgresMonitoringStorage } from './storage/monitoring/postgres-monitoring-storage.js';
 import { JobNotifications } from './storage/notifications/job-notifications.interface.js';
@@ -90,13 +90,34 @@ export function storageProviders(): Provider[] {
     fromContext(MONITORING_STORAGE, (c) => new PostgresMonitoringStorage(c)),
     {
       provide: MONITORING_READS,
-      inject: [StorageContext, ReplicaConnection, PostgresEnqueueStorage, PostgresOutcomeStorage],
+      inject: [
+        StorageContext,
+        ReplicaConnection,
+        PostgresEnqueueStorage,
+        PostgresOutcomeStorage,
+        MONITORING_STORAGE,
+        ADMIN_STORAGE,
+        JOB_CONTROL_STORAGE,
+        WORKFLOW_STORAGE,
+        QUEUE_STORAGE,
+        SCHEDULE_STORAGE,
+      ],
       useFactory: (
         c: StorageContext,
         replica: ReplicaConnection,
         enqueue: PostgresEnqueueStorage,
         outcomes: PostgresOutcomeStorage,
-      ) => monitoringReads(c, replica.dataSource && c.on(replica.dataSource), { enqueue, outcomes }),
+        monitoring: OperatorStorages['monitoring'],
+        admin: OperatorStorages['admin'],
+        jobs: OperatorStorages['jobs'],
+        batches: OperatorStorages['batches'],
+        queues: OperatorStorages['queues'],
+        schedules: OperatorStorages['schedules'],
+      ) =>
+        monitoringReads(
+          { monitoring, admin, jobs, batches, queues, schedules },
+          replica.dataSource && { context: c.on(replica.dataSource), primary: c, writes: { enqueue, outcomes } },
+        ),
     },
     fromContext(QUEUE_STORAGE, (c) => new PostgresQueueStorage(c)),
     fromContext(ADMIN_STORAGE, (c) => new PostgresAdminStorage(c)),

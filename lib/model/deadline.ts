@@ -20,3 +20,22 @@ export async function settlesWithin(work: Promise<unknown>, ms: number): Promise
     clearTimeout(timer);
   }
 }
+
+/**
+ * `work`'s answer, or a rejection `no answer within <ms> ms` once `ms` have
+ * passed without one (the work itself goes on): for checks that must answer
+ * in time whatever a silent database does.
+ */
+export async function answerWithin<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,6 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import { checkOptions, describeValue, JobsDatabaseError, JobsError, optionShape } from '../model/index.js';
+import {
+  answerWithin,
+  checkOptions,
+  describeValue,
+  JobsDatabaseError,
+  JobsError,
+  optionShape,
+} from '../model/index.js';
 import { JobsMonitor } from './jobs-monitor.service.js';
 
 /** What `isHealthy()` checks: how many due jobs count as degraded, and how long the database may take to answer. */
@@ -56,22 +63,17 @@ export class JobsHealthIndicator {
     const lag = maxLag === undefined ? null : this.lagWithin(timeout);
     // Read alongside the counts; a down database returns first and leaves it unread.
     lag?.catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
     let state;
     try {
-      state = await Promise.race([
+      state = await answerWithin(
         Promise.all([
           this.monitor.counts({ finished: false, fromPrimary: true }),
           this.monitor.workers({ stoppedWithin: 0, fromPrimary: true }),
         ]),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer within ${timeout} ms`)), timeout);
-        }),
-      ]);
+        timeout,
+      );
     } catch (error) {
       return indicator.down({ message: `The jobs database is unreachable: ${(error as Error).message}` });
-    } finally {
-      clearTimeout(timer);
     }
     const [counts, workers] = state;
     const alive = workers.filter((w) => w.alive);
@@ -124,14 +126,8 @@ export class JobsHealthIndicator {
 
   /** The replica's lag, or why it could not be measured within `timeout`. */
   private async lagWithin(timeout: number): Promise<{ ms: number | null; replayPaused: boolean } | { error: string }> {
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const lag = await Promise.race([
-        this.monitor.replicaLag(),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer within ${timeout} ms`)), timeout);
-        }),
-      ]);
+      const lag = await answerWithin(this.monitor.replicaLag(), timeout);
       if (!lag) {
         throw new JobsError(
           'JobsHealthIndicator.isHealthy(): "maxReplicaLag" is set, but JobsModule has no "monitoring.replica". Potential fix: leave maxReplicaLag out, or set monitoring: { replica }.',
@@ -141,8 +137,6 @@ export class JobsHealthIndicator {
     } catch (error) {
       if (error instanceof JobsError && !(error instanceof JobsDatabaseError)) throw error;
       return { error: (error as Error).message };
-    } finally {
-      clearTimeout(timer);
     }
   }
 }

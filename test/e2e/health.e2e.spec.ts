@@ -1,8 +1,9 @@
-import { ServiceUnavailableException, type INestApplication } from '@nestjs/common';
-import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import type { INestApplication } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { Job, JobQueue, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
-import { JobsHealthIndicator } from 'nestjs-durable-jobs/health';
+import { JobsHealthIndicator, type JobsHealthOptions } from 'nestjs-durable-jobs/health';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { checkHealth } from '../support/health-check.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -25,14 +26,7 @@ async function boot(schema: string, options: Partial<JobsModuleOptions>) {
     providers: [JobsHealthIndicator, Served, Unserved],
   });
   apps.push(app);
-  const check = (opts = {}) =>
-    app
-      .get(HealthCheckService)
-      .check([() => app.get(JobsHealthIndicator).isHealthy('jobs', opts)])
-      .catch((error: unknown) => {
-        if (error instanceof ServiceUnavailableException) return { http: 503, ...(error.getResponse() as object) };
-        throw error;
-      });
+  const check = (opts: JobsHealthOptions = {}) => checkHealth(app, opts);
   return { app, check };
 }
 

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
-import { Module, ServiceUnavailableException, type INestApplication } from '@nestjs/common';
-import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { Module, type INestApplication } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
 import { chromium } from 'playwright-core';
@@ -17,9 +17,10 @@ import {
   type JobsModuleOptions,
 } from 'nestjs-durable-jobs';
 import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
-import { JobsHealthIndicator } from 'nestjs-durable-jobs/health';
+import { JobsHealthIndicator, type JobsHealthOptions } from 'nestjs-durable-jobs/health';
 import { json, runCli } from '../support/cli-process.js';
 import { uniqueSchema } from '../support/database.js';
+import { checkHealth } from '../support/health-check.js';
 import { startStandbyPair, type StandbyPair } from '../support/standby.js';
 import { sleep, waitFor } from '../support/wait.js';
 
@@ -84,14 +85,7 @@ const http = async (method: 'GET' | 'POST', path: string) => {
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : null };
 };
-const health = (opts: object) =>
-  app
-    .get(HealthCheckService)
-    .check([() => app.get(JobsHealthIndicator).isHealthy('jobs', opts)])
-    .catch((error: unknown) => {
-      if (error instanceof ServiceUnavailableException) return { http: 503, ...(error.getResponse() as object) };
-      throw error;
-    });
+const health = (opts: JobsHealthOptions) => checkHealth(app, opts);
 
 beforeAll(async () => {
   pair = await startStandbyPair();

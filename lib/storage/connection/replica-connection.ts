@@ -4,6 +4,7 @@ import { describeValue, JobsError, settlesWithin, toDatabaseError } from '../../
 import { quoteIdent } from './sql-identifiers.js';
 import { initialize, ownedDataSource, toPostgresOptions } from './jobs-connection.js';
 import type { ResolvedTimeouts } from './timeouts.js';
+import { PRIMARY_WAL_POSITION } from './wal-position.js';
 
 /** What `monitoring.replica` takes: the app's DataSource on the replica, a postgres URL, or TypeORM postgres options. */
 export type ReplicaSource = DataSource | string | Record<string, unknown>;
@@ -15,9 +16,7 @@ const CATCH_UP_MS = 10_000;
 
 /** Waits until the standby has replayed the primary's current WAL position, at most `ms`; false if it has not. */
 async function replayedUpTo(primary: DataSource, replica: DataSource, ms: number): Promise<boolean> {
-  const [{ lsn }] = (await primary.query(
-    'SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text AS lsn',
-  )) as [{ lsn: string }];
+  const [{ lsn }] = (await primary.query(PRIMARY_WAL_POSITION)) as [{ lsn: string }];
   for (const end = Date.now() + ms; ;) {
     const [{ done }] = (await replica.query('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS done', [lsn])) as [
       { done: boolean },

@@ -10,22 +10,33 @@ import type { MonitoringReads } from './monitoring-reads.interface.js';
 import { PostgresMonitoringStorage } from './postgres-monitoring-storage.js';
 import { measureReplicaLag } from './replica-lag.js';
 
-/** The operators' read storages on the replica's context (or the primary's own, when there is no replica). */
+/** The storages operators read, as the primary's module has them. */
+export type OperatorStorages = Omit<MonitoringReads, 'source' | 'lag'>;
+
+/**
+ * Operators' reads: the primary's own storages when there is no replica,
+ * otherwise the same storages built on the replica's context.
+ */
 export function monitoringReads(
-  primary: StorageContext,
-  replica: StorageContext | null,
-  /** The workflow storage's write partners; its read methods, the only ones reachable here, never call them. */
-  writes: { enqueue: PostgresEnqueueStorage; outcomes: PostgresOutcomeStorage },
+  primary: OperatorStorages,
+  replica: {
+    context: StorageContext;
+    /** The primary's context: where the lag's other end is read. */
+    primary: StorageContext;
+    /** The workflow storage's write partners; its read methods, the only ones reachable here, never call them. */
+    writes: { enqueue: PostgresEnqueueStorage; outcomes: PostgresOutcomeStorage };
+  } | null,
 ): MonitoringReads {
-  const c = replica ?? primary;
+  if (!replica) return { source: 'primary', ...primary, lag: async () => null };
+  const c = replica.context;
   return {
-    source: replica ? 'replica' : 'primary',
+    source: 'replica',
     monitoring: new PostgresMonitoringStorage(c),
     admin: new PostgresAdminStorage(c),
     jobs: new PostgresJobControlStorage(c),
-    batches: new PostgresWorkflowStorage(c, writes.enqueue, writes.outcomes),
+    batches: new PostgresWorkflowStorage(c, replica.writes.enqueue, replica.writes.outcomes),
     queues: new PostgresQueueStorage(c),
     schedules: new PostgresScheduleStorage(c),
-    lag: async () => (replica ? measureReplicaLag(primary.executor, replica.executor) : null),
+    lag: () => measureReplicaLag(replica.primary.executor, c.executor),
   };
 }

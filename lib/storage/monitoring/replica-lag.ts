@@ -1,8 +1,6 @@
 import type { ReplicaLag } from '../../model/index.js';
 import type { PoolExecutor } from '../connection/sql-executor.js';
-
-// The primary's WAL position (inserted, so commits not flushed yet count too); a primary that is itself a standby (a cascade) reports what it replayed.
-const PRIMARY_LSN = `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text AS lsn`;
+import { PRIMARY_WAL_POSITION } from '../connection/wal-position.js';
 
 // $1 the primary's position, read first: the replica may have replayed past it since, hence greatest(…, 0).
 const REPLICA_POSITION = `SELECT pg_is_in_recovery() AS standby,
@@ -25,7 +23,7 @@ interface PositionRow {
  * stands for.
  */
 export async function measureReplicaLag(primary: PoolExecutor, replica: PoolExecutor): Promise<ReplicaLag> {
-  const [{ lsn }] = (await primary.query<{ lsn: string }>(PRIMARY_LSN)) as [{ lsn: string }];
+  const [{ lsn }] = (await primary.query<{ lsn: string }>(PRIMARY_WAL_POSITION)) as [{ lsn: string }];
   const [row] = (await replica.query<PositionRow>(REPLICA_POSITION, [lsn])) as [PositionRow];
   const bytes = row.bytes === null ? null : Number(row.bytes);
   let ms: number | null = null;
