@@ -4,8 +4,10 @@ import { Job, JobQueue, JobQueues, JobsError, type JobHandler, type JobsModuleOp
 import type { ClaimedJob, FinishedAttempt } from '../../lib/model/index.js';
 import { type ClaimRequest } from '../../lib/storage/jobs/claim/claim-storage.interface.js';
 import { JobWorker } from '../../lib/worker/job-worker.service.js';
+import pg from 'pg';
+import { notificationChannel } from '../../lib/storage/notifications/notification-topics.js';
 import { runCli } from '../support/cli-process.js';
-import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, NamedWork, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { maxOverlap, sampler } from '../support/samplers.js';
@@ -123,7 +125,6 @@ describe('an outcome write that claims (how a limited queue refills its slots)',
 
     const first = await storage.claims.claimControlled(claim('a'));
     expect(first.jobs.map((j) => order.indexOf(j.id))).toEqual([0, 1]);
-    expect((await storage.claims.claimControlled(claim('b'))).jobs).toEqual([]);
 
     // One of a's two ends: its slot, and only its slot, is refilled in the same statement.
     const one = await storage.outcomes.finishAndClaim('a', succeeded(first.jobs[0]!), new Date(), 30_000, claim('a'));
@@ -143,13 +144,15 @@ describe('an outcome write that claims (how a limited queue refills its slots)',
     expect(fenced.claimed.jobs).toEqual([]);
     expect(await active()).toEqual(['a:1', 'a:2']);
 
-    // Both of a's end: two slots free, two claimed, in enqueue order; the limit still holds.
+    // Both of a's end: two slots free, two claimed, in enqueue order; the limit still holds. b's
+    // claim above waited, but a minute ago: its wait has lapsed, so a takes every free slot.
+    const later = { ...claim('a'), now: new Date(Date.now() + 60_000) };
     const both = await storage.outcomes.finishAndClaim(
       'a',
       succeeded(first.jobs[1]!, one.claimed.jobs[0]!),
-      new Date(),
+      later.now,
       30_000,
-      claim('a'),
+      later,
     );
     expect(both.applied.size).toBe(2);
     expect(both.claimed.jobs.map((j) => order.indexOf(j.id))).toEqual([3, 4]);
@@ -157,6 +160,98 @@ describe('an outcome write that claims (how a limited queue refills its slots)',
     expect(
       (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n,
     ).toBe(3);
+  });
+
+  it('while another worker waits for a slot, stops at its share of the limit and wakes the one waiting', async () => {
+    const schema = uniqueSchema('fcshare');
+    schemas.push(schema);
+    const app = await boot(schema, { worker: { enabled: false }, queues: { limited: { concurrency: 4 } } });
+    const storage = workerStorage(app);
+    const refs = await app
+      .get(JobQueue)
+      .enqueueMany(
+        Array.from({ length: 12 }, (_, seq) => ({ job: Work, payload: { seq }, options: { queue: 'limited' } })),
+      );
+    const order = refs.map((r) => r.id);
+    // Workers whose handlers of the queue run long ask for shares.
+    const claim = (workerId: string, limit = 10, share = true): ClaimRequest => ({
+      workerId,
+      queue: 'limited',
+      names: ['fc-work'],
+      limit,
+      now: new Date(),
+      leaseMs: 30_000,
+      share,
+    });
+    const succeeded = (...jobs: ClaimedJob[]): FinishedAttempt[] =>
+      jobs.map((job) => ({ job, outcome: { kind: 'succeeded', result: null } }));
+    const held = async () =>
+      Object.fromEntries(
+        (
+          await sql<{ worker_id: string; n: number }>(
+            `SELECT worker_id, count(*)::int AS n FROM "${schema}".job WHERE state = 'active' GROUP BY 1`,
+          )
+        ).map((r) => [r.worker_id, r.n]),
+      );
+    const listener = new pg.Client({ connectionString: databaseUrl() });
+    await listener.connect();
+    const wakeUps: string[] = [];
+    listener.on('notification', (n) => wakeUps.push(n.payload ?? ''));
+    await listener.query(`LISTEN "${notificationChannel(schema)}"`);
+    try {
+      // Nobody else wants the queue: a takes every slot.
+      const a = await storage.claims.claimControlled(claim('a'));
+      expect(a.jobs.map((j) => order.indexOf(j.id))).toEqual([0, 1, 2, 3]);
+      // b finds none free, and waits.
+      expect((await storage.claims.claimControlled(claim('b'))).jobs).toEqual([]);
+      expect(wakeUps).toEqual([]);
+
+      // a's ends free slots; while b waits, a refills none of them past its share (2 of 4) and wakes b.
+      const firstEnd = await storage.outcomes.finishAndClaim('a', succeeded(a.jobs[0]!), new Date(), 30_000, claim('a'));
+      expect(firstEnd.claimed.jobs).toEqual([]);
+      await waitFor('the wake-up for b', async () => wakeUps.includes('q:limited'), 5_000);
+      const secondEnd = await storage.outcomes.finishAndClaim(
+        'a',
+        succeeded(a.jobs[1]!),
+        new Date(),
+        30_000,
+        claim('a'),
+      );
+      expect(secondEnd.claimed.jobs).toEqual([]);
+      expect(await held()).toEqual({ a: 2 });
+
+      // b takes the two slots left for it, and no more: a waits too now (its claims came back short).
+      const b = await storage.claims.claimControlled(claim('b'));
+      expect(b.jobs.map((j) => order.indexOf(j.id))).toEqual([4, 5]);
+      expect(await held()).toEqual({ a: 2, b: 2 });
+
+      // Each refills its own: a's end is a's slot again, b gets nothing more while a waits.
+      const thirdEnd = await storage.outcomes.finishAndClaim('a', succeeded(a.jobs[2]!), new Date(), 30_000, claim('a'));
+      expect(thirdEnd.claimed.jobs.map((j) => order.indexOf(j.id))).toEqual([6]);
+      expect((await storage.claims.claimControlled(claim('b'))).jobs).toEqual([]);
+      expect(await held()).toEqual({ a: 2, b: 2 });
+
+      // A claim that does not ask for shares takes every free slot, waiting workers or not.
+      const noShare = await storage.outcomes.finishAndClaim(
+        'a',
+        succeeded(a.jobs[3]!),
+        new Date(),
+        30_000,
+        claim('a', 10, false),
+      );
+      expect(noShare.claimed.jobs.map((j) => order.indexOf(j.id))).toEqual([7]);
+      expect(await held()).toEqual({ a: 2, b: 2 });
+
+      // A worker that asks for no more than it gets does not wait: b's small claim clears its entry.
+      const bEnd = await storage.outcomes.finishAndClaim('b', succeeded(b.jobs[0]!), new Date(), 30_000, claim('b', 1));
+      expect(bEnd.claimed.jobs.map((j) => order.indexOf(j.id))).toEqual([8]);
+      const [row] = await sql<{ waiting: string[] }>(
+        `SELECT waiting_workers AS waiting FROM "${schema}".job_queue WHERE name = 'limited'`,
+      );
+      expect(row!.waiting).toEqual(['a']);
+    } finally {
+      await listener.end();
+    }
   });
 });
 

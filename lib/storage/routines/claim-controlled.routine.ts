@@ -8,6 +8,7 @@ import {
   WRITE_KEY_LOGS,
   WRITE_NAME_LOGS,
 } from './rate-fragments.js';
+import { LIMIT_SHARE, RECORD_WAIT } from './limit-shares.js';
 import { defineRoutine } from './routine.js';
 import {
   activeInQueue,
@@ -58,7 +59,8 @@ const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j
 export const CLAIM_CONTROLLED = defineRoutine(
   'claim_controlled',
   `CREATE FUNCTION :SCHEMA.:ROUTINE(
-  p_queue text, p_names text[], p_limit int, p_now timestamptz, p_worker text, p_lease_ms float8)
+  p_queue text, p_names text[], p_limit int, p_now timestamptz, p_worker text, p_lease_ms float8, p_channel text,
+  p_share boolean)
 RETURNS TABLE (id uuid, name text, queue text, payload jsonb, attempt int, max_attempts int, timeout_ms int,
                batch_id uuid, trace_context jsonb, deadline timestamptz, wait_ms float8)
 LANGUAGE plpgsql
@@ -69,6 +71,14 @@ DECLARE
   v_q record;
   v_room int := p_limit;
   v_active int;
+  -- The queue's concurrency limit: this worker's active jobs, the free slots, the most this claim
+  -- may take of them, the other workers waiting for slots (LIMIT_SHARE), and this one's wait.
+  v_mine int;
+  v_free int;
+  v_bound int;
+  v_waiting int := 0;
+  v_wants boolean;
+  v_until timestamptz;
   v_in_window int;
   v_oldest timestamptz;
   v_wait float8;
@@ -77,7 +87,7 @@ DECLARE
   v_ids uuid[];
   v_chosen_groups text[];
   v_chosen_names text[];
-  v_claimed int;
+  v_claimed int := 0;
   v_named boolean;
   v_counted boolean;
   v_walk int;
@@ -115,9 +125,14 @@ BEGIN
   BEGIN
     ${QUEUE_RATE_ROOM}
 
+    -- Counted after the lock: each statement's snapshot holds every claim before this one.
+    ${LIMIT_SHARE}
+    IF v_room <= 0 THEN
+      EXIT claim;
+    END IF;
+
     -- A queue limited as a whole and nothing else: its plain jobs in claim order, no more than its
-    -- concurrency leaves room for, counted in the claiming statement itself (it runs after the lock,
-    -- so its snapshot holds every claim before this one).
+    -- concurrency (or this worker's share of it) leaves room for.
     IF NOT (v_q.has_groups OR v_q.has_serial OR v_named) THEN
       RETURN QUERY
       WITH u AS (
@@ -125,8 +140,7 @@ BEGIN
           ...DUE,
           ...WRITE,
           table: ':SCHEMA.job',
-          limit: `CASE WHEN v_q.concurrency IS NULL THEN v_room ELSE greatest(0, least(v_room, v_q.concurrency - (
-              SELECT count(*) FROM :SCHEMA.job a WHERE ${ACTIVE})::int)) END`,
+          limit: 'v_room',
           returning: `${RETURNED}, j.priority, j.run_at`,
         })}
       )
@@ -140,14 +154,6 @@ BEGIN
          WHERE jq.name = p_queue;
       END IF;
       EXIT claim;
-    END IF;
-
-    IF v_q.concurrency IS NOT NULL THEN
-      SELECT count(*) INTO v_active FROM :SCHEMA.job a WHERE ${ACTIVE};
-      v_room := least(v_room, v_q.concurrency - v_active);
-      IF v_room <= 0 THEN
-        EXIT claim;
-      END IF;
     END IF;
 
     -- Groups with queued work: first those returning with new work, then in rotation order from the one
@@ -322,6 +328,8 @@ BEGIN
     ${WRITE_NAME_LOGS}
     ${WRITE_KEY_LOGS}
   END claim;
+
+  ${RECORD_WAIT}
 
   ${KEYED_RATE_WAIT}
 

@@ -8,6 +8,7 @@ import type { ClaimOnOutcomeWrite } from '../completion-batcher.js';
 import type { ResolvedWorkerOptions } from '../worker-options.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { ControlledLedger } from './controlled-ledger.js';
+import { HandlerTimes } from './handler-times.js';
 import { QueueSettings } from './queue-settings.js';
 import { ServedQueues } from './served-queues.js';
 import { StartDeadlines } from './start-deadlines.js';
@@ -45,6 +46,8 @@ export class Claimer implements ClaimOnOutcomeWrite {
   private readonly prefetch: AdaptivePrefetch;
   private readonly controlled: ControlledLedger;
   private readonly deadlines: StartDeadlines;
+  /** Whether a limited queue's claims ask for a share of its limit (ClaimRequest.share). */
+  private readonly handlerTimes = new HandlerTimes();
   /** Hand-backs of jobs that missed their start deadline, still under way. */
   private readonly lateHandBacks = new Set<Promise<void>>();
   private readonly concurrency: number;
@@ -114,6 +117,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   attemptEnded(job: ClaimedJob, withOutcome: boolean): void {
     this.running--;
     this.prefetch.recordCompletion();
+    this.handlerTimes.ended(job);
     if (!withOutcome) return;
     this.controlled.ended(job);
     this.topUp();
@@ -217,6 +221,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
         continue;
       }
       this.running++;
+      if (this.settings.limited(job.queue)) this.handlerTimes.started(job);
       this.deps.runAttempt(job);
     }
     if (late) this.handBackLate(late);
@@ -332,7 +337,9 @@ export class Claimer implements ClaimOnOutcomeWrite {
 
   private request(queue: string, limit: number): ClaimRequest {
     const { workerId, registry, clock, options } = this.deps;
-    return { workerId, queue, names: registry.names(), limit, now: clock.now(), leaseMs: options.lease };
+    const request: ClaimRequest = { workerId, queue, names: registry.names(), limit, now: clock.now(), leaseMs: options.lease };
+    if (this.settings.limited(queue) && this.handlerTimes.runLong(queue)) request.share = true;
+    return request;
   }
 
   /** A rate limit said when the next job may start: look again then. */

@@ -34,7 +34,7 @@ export function claimStatements(schema: string) {
     claimControlled: `SELECT c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts AS "maxAttempts",
            c.timeout_ms AS "timeoutMs", c.batch_id AS "batchId", c.trace_context AS "traceContext", c.deadline,
            c.wait_ms AS "waitMs", ${LINEAGE_COLUMNS}
-      FROM ${s}.${ROUTINE_NAMES.claimControlled}($1, $3::text[], $4, $2, $5, $6) c ${lineageJoin(s, 'c')}`,
+      FROM ${s}.${ROUTINE_NAMES.claimControlled}($1, $3::text[], $4, $2, $5, $6, $7, $8) c ${lineageJoin(s, 'c')}`,
 
     // A loose index scan over the claim index: one probe per distinct queue.
     queuesWithWork: `WITH RECURSIVE q AS (

@@ -8,6 +8,13 @@ export interface ClaimRequest {
   limit: number;
   now: Date;
   leaseMs: number;
+  /**
+   * A controlled claim of a queue with a concurrency limit: while another
+   * worker waits for its slots, take no more than this worker's share of
+   * the limit (see the routine's limit-shares). The worker asks for it once
+   * the queue's handlers run long enough that where they run matters.
+   */
+  share?: boolean;
 }
 
 /** What a controlled claim got; `waitMs`: a rate limit held jobs back, and the next may start then. */

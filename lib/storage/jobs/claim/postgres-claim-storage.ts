@@ -13,6 +13,8 @@ const PREPARED: ReadonlyArray<keyof ClaimStatements> = ['claim', 'claimControlle
 export class PostgresClaimStorage implements ClaimStorage {
   private readonly statements: StatementRunner<keyof ClaimStatements>;
   private readonly cipher: JobCipher;
+  /** Where a claim that leaves a limit's free slots to waiting workers wakes them. */
+  private readonly channel: string;
 
   constructor(
     context: StorageContext,
@@ -20,6 +22,7 @@ export class PostgresClaimStorage implements ClaimStorage {
   ) {
     this.statements = new StatementRunner(claimStatements(context.schema), PREPARED, context.executor);
     this.cipher = context.cipher;
+    this.channel = context.channel;
   }
 
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
@@ -30,7 +33,7 @@ export class PostgresClaimStorage implements ClaimStorage {
   }
 
   async claimControlled(r: ClaimRequest): Promise<ClaimResult> {
-    const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs];
+    const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs, this.channel, r.share ?? false];
     const rows = await this.statements.run<ClaimRow>('claimControlled', values, this.connections.executor);
     return claimResult(this.cipher, rows, r.now);
   }

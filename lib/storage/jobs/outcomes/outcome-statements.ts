@@ -46,7 +46,7 @@ export function outcomeStatements(schema: string) {
     ), ${settleCte(s, 'u', `'succeeded'`, '$3', '$4')}
     SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
 
-    // succeed, and a claim of a limited queue ($7..$10) in the same statement: the slots these
+    // succeed, and a claim of a limited queue ($7..$10, $12) in the same statement: the slots these
     // outcomes free are refilled without a second round trip. The claim's argument reads u and
     // settled, so both are written before claim_controlled runs; as a volatile function its
     // statements see them (the freed slots count as free) and take the queue's lock after this
@@ -64,7 +64,7 @@ export function outcomeStatements(schema: string) {
     UNION ALL
     SELECT false, c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.timeout_ms, c.batch_id, c.trace_context,
            c.deadline, c.wait_ms, p.parent_ids, p.parent_batch_id
-      FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10) c
+      FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10, $4, $12) c
       ${lineageJoin(s, 'c')}`,
 
     // A failed attempt leaves a history row; the job row moves on in the same statement.

@@ -73,6 +73,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
         claim.limit,
         claim.leaseMs,
         traces && JSON.stringify(traces),
+        claim.share ?? false,
       ]),
       this.finish(
         workerId,

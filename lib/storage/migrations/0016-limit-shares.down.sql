@@ -1,0 +1,3 @@
+ALTER TABLE :SCHEMA.job_queue DROP COLUMN IF EXISTS waiting_until;
+
+ALTER TABLE :SCHEMA.job_queue DROP COLUMN IF EXISTS waiting_workers;
