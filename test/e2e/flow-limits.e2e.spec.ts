@@ -71,6 +71,31 @@ describe('a queue concurrency limit', () => {
     expect(await maxOverlap(schema, 'limited')).toBeGreaterThanOrEqual(3);
   });
 
+  it('is spread over the instances that serve it: with 20 ms jobs, neither of two runs much more than half', async () => {
+    const schema = uniqueSchema('fcspread');
+    schemas.push(schema);
+    // Ten slots each, four in the limit: either instance alone could hold every slot.
+    const instances = await fleet(schema, 2, { queues: { limited: { concurrency: 4 } } });
+    await instances[0]!
+      .get(JobQueue)
+      .enqueueMany(
+        Array.from({ length: 200 }, () => ({ job: Work, payload: { ms: 20 }, options: { queue: 'limited' } })),
+      );
+    await waitFor(
+      'the 200 jobs to run',
+      async () =>
+        (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n ===
+        200,
+      60_000,
+    );
+    const perWorker = await sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded' GROUP BY worker_id ORDER BY 1 DESC`,
+    );
+    expect(perWorker).toHaveLength(2);
+    expect(perWorker[0]!.n).toBeLessThanOrEqual(130);
+    expect(await maxOverlap(schema, 'limited')).toBeLessThanOrEqual(4);
+  });
+
   it("holds for one job name inside its queue (@Job's concurrency), while other jobs of the queue run beside it", async () => {
     const schema = uniqueSchema('fcname');
     schemas.push(schema);
