@@ -232,7 +232,13 @@ describe('an outcome write that claims (how a limited queue refills its slots)',
       expect(wakeUps).toEqual([]);
 
       // a's ends free slots; while b waits, a refills none of them past its share (2 of 4) and wakes b.
-      const firstEnd = await storage.outcomes.finishAndClaim('a', succeeded(a.jobs[0]!), new Date(), 30_000, claim('a'));
+      const firstEnd = await storage.outcomes.finishAndClaim(
+        'a',
+        succeeded(a.jobs[0]!),
+        new Date(),
+        30_000,
+        claim('a'),
+      );
       expect(firstEnd.claimed.jobs).toEqual([]);
       await waitFor('the wake-up for b', async () => wakeUps.includes('q:limited'), 5_000);
       const secondEnd = await storage.outcomes.finishAndClaim(
@@ -251,7 +257,13 @@ describe('an outcome write that claims (how a limited queue refills its slots)',
       expect(await held()).toEqual({ a: 2, b: 2 });
 
       // Each refills its own: a's end is a's slot again, b gets nothing more while a waits.
-      const thirdEnd = await storage.outcomes.finishAndClaim('a', succeeded(a.jobs[2]!), new Date(), 30_000, claim('a'));
+      const thirdEnd = await storage.outcomes.finishAndClaim(
+        'a',
+        succeeded(a.jobs[2]!),
+        new Date(),
+        30_000,
+        claim('a'),
+      );
       expect(thirdEnd.claimed.jobs.map((j) => order.indexOf(j.id))).toEqual([6]);
       expect((await storage.claims.claimControlled(claim('b'))).jobs).toEqual([]);
       expect(await held()).toEqual({ a: 2, b: 2 });

@@ -337,7 +337,14 @@ export class Claimer implements ClaimOnOutcomeWrite {
 
   private request(queue: string, limit: number): ClaimRequest {
     const { workerId, registry, clock, options } = this.deps;
-    const request: ClaimRequest = { workerId, queue, names: registry.names(), limit, now: clock.now(), leaseMs: options.lease };
+    const request: ClaimRequest = {
+      workerId,
+      queue,
+      names: registry.names(),
+      limit,
+      now: clock.now(),
+      leaseMs: options.lease,
+    };
     if (this.settings.limited(queue) && this.handlerTimes.runLong(queue)) request.share = true;
     return request;
   }
