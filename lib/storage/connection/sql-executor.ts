@@ -227,3 +227,16 @@ export function executorFor(scope: TxScope | undefined, fallback: PoolExecutor):
 export function asStorageTx(executor: SqlExecutor): StorageTx {
   return executor as unknown as StorageTx;
 }
+
+/**
+ * Runs reads that must agree with each other (a job row and its history) in
+ * one read-only snapshot: side by side on the pool, each would see its own
+ * moment, and a job that moved on between them would read as failed with
+ * the failed attempt missing from its history.
+ */
+export function inOneSnapshot<T>(executor: SqlExecutor, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  return executor.transaction(async (tx) => {
+    await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+    return fn(tx);
+  });
+}

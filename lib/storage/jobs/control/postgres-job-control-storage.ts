@@ -9,7 +9,7 @@ import {
   type JobState,
   type JobStep,
 } from '../../../model/index.js';
-import type { PoolExecutor } from '../../connection/sql-executor.js';
+import { inOneSnapshot, type PoolExecutor, type SqlExecutor } from '../../connection/sql-executor.js';
 import type { StorageContext } from '../../storage-context.js';
 import { executionPageFromRows, jobInfoFromRows } from '../job-rows.js';
 import { StatementRunner } from '../statement-runner.js';
@@ -33,8 +33,8 @@ export class PostgresJobControlStorage implements JobControlStorage {
     this.steps = stepStatements(context.schema);
   }
 
-  private run(key: keyof ControlStatements, values: unknown[]) {
-    return this.statements.run(key, values);
+  private run(key: keyof ControlStatements, values: unknown[], executor?: SqlExecutor) {
+    return this.statements.run(key, values, executor);
   }
 
   async cancel(id: string, now: Date): Promise<CancelResult> {
@@ -60,11 +60,11 @@ export class PostgresJobControlStorage implements JobControlStorage {
 
   async getJob(id: string, options: { stepResults?: boolean } = {}): Promise<JobInfo | null> {
     if (!isUuid(id)) return null;
-    const [[row], executionRows, steps] = await Promise.all([
-      this.run('getJob', [id]),
+    const [[row], executionRows, steps] = await inOneSnapshot(this.pool, async (tx) => [
+      await this.run('getJob', [id], tx),
       // One more than shown tells whether older ones exist.
-      this.run('latestExecutions', [id, LATEST_EXECUTIONS + 1]),
-      this.pool.query<JobStep>(this.steps.list, [id, options.stepResults === true]),
+      await this.run('latestExecutions', [id, LATEST_EXECUTIONS + 1], tx),
+      await tx.query<JobStep>(this.steps.list, [id, options.stepResults === true]),
     ]);
     if (!row) return null;
     return jobInfoFromRows(row, executionRows, steps, options.stepResults === true, this.cipher);
@@ -72,11 +72,11 @@ export class PostgresJobControlStorage implements JobControlStorage {
 
   async executions(id: string, after: ExecutionCursor | null, limit: number): Promise<JobExecutionPage | null> {
     if (!isUuid(id)) return null;
-    const [[row], rows] = await Promise.all([
-      this.run('jobAttempt', [id]),
+    const [[row], rows] = await inOneSnapshot(this.pool, async (tx) => [
+      await this.run('jobAttempt', [id], tx),
       after
-        ? this.run('executionsBefore', [id, after.attempt, after.id, limit + 1])
-        : this.run('latestExecutions', [id, limit + 1]),
+        ? await this.run('executionsBefore', [id, after.attempt, after.id, limit + 1], tx)
+        : await this.run('latestExecutions', [id, limit + 1], tx),
     ]);
     if (!row) return null;
     return executionPageFromRows(row, rows, after === null, limit, this.cipher);
