@@ -299,6 +299,9 @@ export class JobWorker implements LeaseHolder {
     await this.rescuer.stop();
     await this.notifications.stop();
     await this.claimer.handBackUnstarted();
+    await this.claims
+      .leaveWaits(this.id)
+      .catch((e: Error) => this.logger.warn(`Leaving slot waits failed: ${e.message}`));
     if (this.running.size) {
       this.logger.log(`Waiting up to ${this.options.shutdownGrace} ms for ${this.running.size} running job(s)`);
       await Promise.race([

@@ -96,6 +96,24 @@ describe('a queue concurrency limit', () => {
     expect(await maxOverlap(schema, 'limited')).toBeLessThanOrEqual(4);
   });
 
+  it('forgets the slot waits of an instance that stops, so the others need not keep to their shares for it', async () => {
+    const schema = uniqueSchema('fcleave');
+    schemas.push(schema);
+    const instances = await fleet(schema, 2, { queues: { limited: { concurrency: 1 } } });
+    await instances[0]!
+      .get(JobQueue)
+      .enqueueMany(
+        Array.from({ length: 6 }, () => ({ job: Work, payload: { ms: 300 }, options: { queue: 'limited' } })),
+      );
+    const waiting = async () =>
+      (await sql<{ w: string[] }>(`SELECT waiting_workers AS w FROM "${schema}".job_queue WHERE name = 'limited'`))[0]!
+        .w;
+    // Each asked for more than the one slot gives: both wait.
+    await waitFor('both instances to wait for the slot', async () => (await waiting()).length === 2, 10_000);
+    for (const app of apps.splice(0)) await app.close();
+    expect(await waiting()).toEqual([]);
+  });
+
   it("holds for one job name inside its queue (@Job's concurrency), while other jobs of the queue run beside it", async () => {
     const schema = uniqueSchema('fcname');
     schemas.push(schema);

@@ -23,9 +23,10 @@ import { activeInQueue } from './sql-fragments.js';
 /**
  * How long a worker counts as waiting after its last claim that wanted more.
  * A waiting worker asks again on every wake-up and at least at each poll
- * (1 s by default), and its entry is renewed once it is half spent; one that
- * stopped asking (it left, or its slots are busy with other queues) holds
- * the others at their share no longer than this.
+ * (1 s by default), and its entry is renewed once it is half spent. A worker
+ * that shuts down drops its entries (leaveWaits); one that stopped asking
+ * otherwise (it crashed, or its slots are busy with other queues) holds the
+ * others at their share no longer than this.
  */
 const WAIT_LAPSES = `interval '3 seconds'`;
 const RENEW_WITHIN = `interval '1500 milliseconds'`;

@@ -36,6 +36,15 @@ export function claimStatements(schema: string) {
            c.wait_ms AS "waitMs", ${LINEAGE_COLUMNS}
       FROM ${s}.${ROUTINE_NAMES.claimControlled}($1, $3::text[], $4, $2, $5, $6, $7, $8) c ${lineageJoin(s, 'c')}`,
 
+    // A stopping worker's waits for limited queues' slots (see limit-shares): the others need not keep
+    // to their shares for it until its entries lapse.
+    leaveWaits: `UPDATE ${s}.job_queue jq
+         SET (waiting_workers, waiting_until) = (
+               SELECT coalesce(array_agg(w.worker ORDER BY w.o), '{}'), coalesce(array_agg(w.until ORDER BY w.o), '{}')
+                 FROM unnest(jq.waiting_workers, jq.waiting_until) WITH ORDINALITY AS w(worker, until, o)
+                WHERE w.worker <> $1)
+       WHERE $1 = ANY(jq.waiting_workers)`,
+
     // A loose index scan over the claim index: one probe per distinct queue.
     queuesWithWork: `WITH RECURSIVE q AS (
       (SELECT queue FROM ${s}.job WHERE state = 'queued' ORDER BY queue LIMIT 1)

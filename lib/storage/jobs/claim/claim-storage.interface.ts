@@ -32,6 +32,8 @@ export interface ClaimStorage {
    * at a time per queue.
    */
   claimControlled(request: ClaimRequest): Promise<ClaimResult>;
+  /** Drops the worker's waits for limited queues' slots: it stops claiming. */
+  leaveWaits(workerId: string): Promise<void>;
   /** Queues that hold eligible work, for workers that serve every queue. */
   queuesWithWork(): Promise<string[]>;
   /** Opens the worker's own connections before its first claim, so the first jobs do not wait for them. */

@@ -38,6 +38,10 @@ export class PostgresClaimStorage implements ClaimStorage {
     return claimResult(this.cipher, rows, r.now);
   }
 
+  async leaveWaits(workerId: string): Promise<void> {
+    await this.statements.run('leaveWaits', [workerId]);
+  }
+
   async queuesWithWork(): Promise<string[]> {
     return (await this.statements.run('queuesWithWork', [])).map((r) => r.queue as string);
   }
