@@ -127,7 +127,12 @@ async function insertRound(
   const rows = await (uniform
     ? run('insertUniqueUniform', [...uniform, now, channel, due], executor)
     : run('insertUnique', [...encodeNewJobColumns(jobs), now, channel, due], executor));
-  for (const r of rows) if (r.id) written.add(r.id as string);
+  if (rows[0]?.written === jobs.length) {
+    for (const job of jobs) written.add(job.id);
+    return { written };
+  }
+  const found = await run('writtenOf', [jobs.map((j) => j.id)], executor);
+  for (const r of found) written.add(r.id as string);
   return { written };
 }
 
