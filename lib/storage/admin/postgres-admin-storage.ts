@@ -8,7 +8,7 @@ import {
   type JobState,
   type JobSummary,
 } from '../../model/index.js';
-import type { PoolExecutor } from '../connection/sql-executor.js';
+import { inOneSnapshot, type PoolExecutor } from '../connection/sql-executor.js';
 import { uuidv7Floor } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { StorageContext } from '../storage-context.js';
@@ -65,9 +65,10 @@ export class PostgresAdminStorage implements AdminStorage {
   }
 
   async jobEdges(id: string, childLimit: number) {
-    const [parents, children] = await Promise.all([
-      this.pool.query<Row>(this.sql.parents, [id]),
-      this.pool.query<Row>(this.sql.children, [id, childLimit]),
+    // One snapshot: a parent settling between two reads would show its child released and itself still active.
+    const [parents, children] = await inOneSnapshot(this.pool, async (tx) => [
+      await tx.query<Row>(this.sql.parents, [id]),
+      await tx.query<Row>(this.sql.children, [id, childLimit]),
     ]);
     return {
       parents: parents.map((r): DependencyEdge => ({

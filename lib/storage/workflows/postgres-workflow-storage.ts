@@ -9,7 +9,7 @@ import {
   type JobState,
   type NewJob,
 } from '../../model/index.js';
-import { asStorageTx, executorFor, PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
+import { asStorageTx, executorFor, inOneSnapshot, PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
 import { dueQueues, encodeFlags, encodeNewJobColumns, queueFeatures } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { PostgresEnqueueStorage } from '../jobs/enqueue/postgres-enqueue-storage.js';
@@ -181,13 +181,19 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   }
 
   async batchGraph(id: string): Promise<BatchGraph | null> {
-    const batch = await this.batchStatus(id);
-    if (!batch) return null;
-    const [members, callbacks, memberEdges] = await Promise.all([
-      this.batchMembers(id, { skip: 0, take: 100_000 }),
-      this.run('batchCallbacks', [id]),
-      this.run('memberEdges', [id]),
-    ]);
+    if (!isUuid(id)) return null;
+    // One snapshot: the batch's counts, its members' states and its callbacks' agree.
+    const read = await inOneSnapshot(this.pool, async (tx) => {
+      const [row] = await this.run('batch', [id], tx);
+      if (!row) return null;
+      const memberRows = await this.run('batchMembers', [id, null, 0, 100_000], tx);
+      const callbackRows = await this.run('batchCallbacks', [id], tx);
+      return { row, memberRows, callbacks: callbackRows, memberEdges: await this.run('memberEdges', [id], tx) };
+    });
+    if (!read) return null;
+    const batch = batchInfoFromRow(read.row);
+    const members = read.memberRows.map((r) => jobSummaryFromRow(r, this.cipher));
+    const { callbacks, memberEdges } = read;
     const roles: Record<string, BatchGraph['nodes'][number]['role']> = {
       success: 'then',
       failure: 'catch',
