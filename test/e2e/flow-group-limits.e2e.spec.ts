@@ -5,7 +5,7 @@ import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, Work } from '../support/flow.jobs.js';
 import { workerStorage } from '../support/job-storage.js';
 import { startJobsApp } from '../support/jobs-app.js';
-import { maxOverlap, sampler } from '../support/samplers.js';
+import { maxOverlap, sampler, succeededCount } from '../support/samplers.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -83,13 +83,7 @@ describe('per-group concurrency', () => {
         })),
       ).flat(),
     );
-    await waitFor(
-      'the 600 jobs to run',
-      async () =>
-        (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n ===
-        600,
-      60_000,
-    );
+    await waitFor('the 600 jobs to run', async () => (await succeededCount(schema)) === 600, 60_000);
     // Claimed (active) is what the limit counts: never more than 2 of a group, and the slots well used.
     expect(await perGroup.stop()).toBe(2);
     expect(await total.stop()).toBeGreaterThanOrEqual(15);

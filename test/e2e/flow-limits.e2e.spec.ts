@@ -10,7 +10,7 @@ import { runCli } from '../support/cli-process.js';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, NamedWork, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
-import { maxOverlap, sampler } from '../support/samplers.js';
+import { maxOverlap, sampler, succeededCount } from '../support/samplers.js';
 import { sleep, waitFor } from '../support/wait.js';
 
 /** Limits that hold across instances: concurrency, rate, pause, and where each value came from. */
@@ -57,13 +57,7 @@ describe('a queue concurrency limit', () => {
       .enqueueMany(
         Array.from({ length: 400 }, () => ({ job: Work, payload: { ms: 20 }, options: { queue: 'limited' } })),
       );
-    await waitFor(
-      'the 400 jobs to run',
-      async () =>
-        (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n ===
-        400,
-      60_000,
-    );
+    await waitFor('the 400 jobs to run', async () => (await succeededCount(schema)) === 400, 60_000);
     // Claimed (active) is what the limit counts: never more than 4, and 4 reached.
     expect(await active.stop()).toBe(4);
     // The handlers' own runs, on the database clock: never more than 4 at once either.
@@ -81,13 +75,7 @@ describe('a queue concurrency limit', () => {
       .enqueueMany(
         Array.from({ length: 200 }, () => ({ job: Work, payload: { ms: 20 }, options: { queue: 'limited' } })),
       );
-    await waitFor(
-      'the 200 jobs to run',
-      async () =>
-        (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n ===
-        200,
-      60_000,
-    );
+    await waitFor('the 200 jobs to run', async () => (await succeededCount(schema)) === 200, 60_000);
     const perWorker = await sql<{ n: number }>(
       `SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded' GROUP BY worker_id ORDER BY 1 DESC`,
     );
@@ -126,13 +114,7 @@ describe('a queue concurrency limit', () => {
       ...Array.from({ length: 40 }, () => ({ job: NamedWork, payload: { ms: 20 } })),
       ...Array.from({ length: 40 }, () => ({ job: Work, payload: { ms: 20 }, options: { queue: 'named' } })),
     ]);
-    await waitFor(
-      'the jobs to run',
-      async () =>
-        (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n ===
-        80,
-      60_000,
-    );
+    await waitFor('the jobs to run', async () => (await succeededCount(schema)) === 80, 60_000);
     expect(await named.stop()).toBe(2);
     // The unlimited name of the same queue was not held to 2.
     expect(await maxOverlap(schema, 'named')).toBeGreaterThan(2);
@@ -200,9 +182,7 @@ describe('an outcome write that claims (how a limited queue refills its slots)',
     expect(both.applied.size).toBe(2);
     expect(both.claimed.jobs.map((j) => order.indexOf(j.id))).toEqual([3, 4]);
     expect(await active()).toEqual(['a:3', 'a:4']);
-    expect(
-      (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n,
-    ).toBe(3);
+    expect(await succeededCount(schema)).toBe(3);
   });
 
   it('while another worker waits for a slot, stops at its share of the limit and wakes the one waiting', async () => {
@@ -396,10 +376,7 @@ describe('a rate limit', () => {
       .enqueueMany(Array.from({ length: 250 }, () => ({ job: Work, payload: {}, options: { queue: 'rated' } })));
     await waitFor(
       'the 250 jobs to run, or an instance to poll',
-      async () =>
-        polls.count > 0 ||
-        (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`))[0]!.n ===
-          250,
+      async () => polls.count > 0 || (await succeededCount(schema)) === 250,
       60_000,
     );
     // It keeps up: the instances wake when the window lets the next job start, not at their next poll.

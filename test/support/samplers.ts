@@ -36,3 +36,9 @@ export async function maxOverlap(schema: string, queue: string, tag?: string): P
   );
   return row!.n;
 }
+
+/** How many of the schema's jobs have succeeded. */
+export async function succeededCount(schema: string): Promise<number> {
+  const [row] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".job WHERE state = 'succeeded'`);
+  return row!.n;
+}

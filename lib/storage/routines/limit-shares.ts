@@ -63,6 +63,20 @@ export const LIMIT_SHARE = `IF v_q.concurrency IS NOT NULL THEN
     END IF;`;
 
 /**
+ * The waiting entries of the queue row `jq` but `worker`'s and those lapsed
+ * by `now`, and the rows `extra` adds (a UNION ALL branch of worker and
+ * until), as the two arrays a SET of (waiting_workers, waiting_until) takes.
+ * The claim renews or clears its worker's entry with it; a stopping worker
+ * drops its own (leaveWaits).
+ */
+export function waitingWithout(worker: string, now: string, extra = ''): string {
+  return `(SELECT coalesce(array_agg(w.worker), '{}'), coalesce(array_agg(w.until), '{}') FROM (
+                 SELECT w.worker, w.until FROM unnest(jq.waiting_workers, jq.waiting_until) AS w(worker, until)
+                  WHERE w.worker <> ${worker} AND w.until > ${now}
+                 ${extra}) w)`;
+}
+
+/**
  * After the claim: this worker waits when the limit (or its share) stopped
  * it short of what it asked for. The row is written only when that changes
  * or the entry is half spent, so a steady drain does not rewrite it on every
@@ -73,12 +87,11 @@ export const RECORD_WAIT = `IF v_bound IS NOT NULL THEN
     v_wants := v_claimed < p_limit AND v_claimed >= v_bound;
     IF (v_wants AND (v_until IS NULL OR v_until < p_now + ${RENEW_WITHIN})) OR (NOT v_wants AND v_until IS NOT NULL) THEN
       UPDATE :SCHEMA.job_queue jq
-         SET (waiting_workers, waiting_until) = (
-               SELECT coalesce(array_agg(w.worker), '{}'), coalesce(array_agg(w.until), '{}') FROM (
-                 SELECT w.worker, w.until FROM unnest(jq.waiting_workers, jq.waiting_until) AS w(worker, until)
-                  WHERE w.worker <> p_worker AND w.until > p_now
-                 UNION ALL
-                 SELECT p_worker, p_now + ${WAIT_LAPSES} WHERE v_wants) w)
+         SET (waiting_workers, waiting_until) = ${waitingWithout(
+           'p_worker',
+           'p_now',
+           `UNION ALL SELECT p_worker, p_now + ${WAIT_LAPSES} WHERE v_wants`,
+         )}
        WHERE jq.name = p_queue;
     END IF;
     IF p_share AND v_waiting > 0 AND v_bound < v_free AND v_claimed >= v_bound THEN

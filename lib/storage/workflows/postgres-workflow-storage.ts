@@ -168,32 +168,33 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     });
   }
 
-  async batchStatus(id: string): Promise<BatchInfo | null> {
+  async batchStatus(id: string, scope?: SqlExecutor): Promise<BatchInfo | null> {
     if (!isUuid(id)) return null;
-    const [row] = await this.run('batch', [id]);
+    const [row] = await this.run('batch', [id], scope);
     return row ? batchInfoFromRow(row) : null;
   }
 
-  async batchMembers(id: string, f: { state?: JobState; skip: number; take: number }): Promise<BatchMember[]> {
+  async batchMembers(
+    id: string,
+    f: { state?: JobState; skip: number; take: number },
+    scope?: SqlExecutor,
+  ): Promise<BatchMember[]> {
     if (!isUuid(id)) return [];
-    const rows = await this.run('batchMembers', [id, f.state ?? null, f.skip, f.take]);
+    const rows = await this.run('batchMembers', [id, f.state ?? null, f.skip, f.take], scope);
     return rows.map((r) => jobSummaryFromRow(r, this.cipher));
   }
 
   async batchGraph(id: string): Promise<BatchGraph | null> {
-    if (!isUuid(id)) return null;
     // One snapshot: the batch's counts, its members' states and its callbacks' agree.
     const read = await inOneSnapshot(this.pool, async (tx) => {
-      const [row] = await this.run('batch', [id], tx);
-      if (!row) return null;
-      const memberRows = await this.run('batchMembers', [id, null, 0, 100_000], tx);
-      const callbackRows = await this.run('batchCallbacks', [id], tx);
-      return { row, memberRows, callbacks: callbackRows, memberEdges: await this.run('memberEdges', [id], tx) };
+      const batch = await this.batchStatus(id, tx);
+      if (!batch) return null;
+      const members = await this.batchMembers(id, { skip: 0, take: 100_000 }, tx);
+      const callbacks = await this.run('batchCallbacks', [id], tx);
+      return { batch, members, callbacks, memberEdges: await this.run('memberEdges', [id], tx) };
     });
     if (!read) return null;
-    const batch = batchInfoFromRow(read.row);
-    const members = read.memberRows.map((r) => jobSummaryFromRow(r, this.cipher));
-    const { callbacks, memberEdges } = read;
+    const { batch, members, callbacks, memberEdges } = read;
     const roles: Record<string, BatchGraph['nodes'][number]['role']> = {
       success: 'then',
       failure: 'catch',

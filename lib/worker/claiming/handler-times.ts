@@ -4,7 +4,7 @@ import type { ClaimedJob } from '../../model/index.js';
  * From this average handler time on, a worker's claims of a limited queue
  * keep to its share of the limit while another worker waits for slots.
  * Sharing costs a claim per share: two workers of 5 slots turn a queue
- * limited to 10 in twice the claims one worker of 10 does (no-op jobs: 16%
+ * limited to 10 in twice the claims one worker of 10 does (no-op jobs: 21%
  * fewer a second in `npm run bench`, 25% at synchronous commit). It pays
  * where the handlers' time outweighs a few claim round trips (~1 ms each
  * here), which is also where running them all on one instance loads that

@@ -1,6 +1,7 @@
 import { quoteIdent } from '../../connection/sql-identifiers.js';
 import { LINEAGE_COLUMNS, lineageIfParents, lineageJoin } from '../job-fragments.js';
 import { ROUTINE_NAMES } from '../../routines/routine-catalog.js';
+import { waitingWithout } from '../../routines/limit-shares.js';
 import { plainClaim } from '../../routines/sql-fragments.js';
 
 /**
@@ -38,11 +39,7 @@ export function claimStatements(schema: string) {
 
     // A stopping worker's waits for limited queues' slots (see limit-shares): the others need not keep
     // to their shares for it until its entries lapse.
-    leaveWaits: `UPDATE ${s}.job_queue jq
-         SET (waiting_workers, waiting_until) = (
-               SELECT coalesce(array_agg(w.worker ORDER BY w.o), '{}'), coalesce(array_agg(w.until ORDER BY w.o), '{}')
-                 FROM unnest(jq.waiting_workers, jq.waiting_until) WITH ORDINALITY AS w(worker, until, o)
-                WHERE w.worker <> $1)
+    leaveWaits: `UPDATE ${s}.job_queue jq SET (waiting_workers, waiting_until) = ${waitingWithout('$1', 'now()')}
        WHERE $1 = ANY(jq.waiting_workers)`,
 
     // A loose index scan over the claim index: one probe per distinct queue.

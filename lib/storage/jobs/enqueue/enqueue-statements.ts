@@ -98,14 +98,14 @@ export function enqueueStatements(schema: string) {
         FROM unnest($1::uuid[], $2::jsonb[], $12::text[]) AS t(id, payload, key)
       ${uniqueInsertEnd}`,
 
+    // Which of these new jobs' rows a unique insert wrote, when it did not write them all.
+    writtenOf: `SELECT id FROM ${s}.job WHERE id = ANY($1::uuid[])`,
+
     // The jobs holding these keys now, in the way each holds it ($2: while, $3: window, per key). A
     // holder enqueued longer ago than the key's ttl ($4, of the enqueue that finds it, at $5) gives
     // the key up and runs on without it: a stuck job does not hold its key for ever. One branch per
     // way of holding a key, each with its unique index's predicate: a single OR of them matched no
     // index, and every look-up read the whole table (finished jobs included).
-    // Which of these new jobs' rows a unique insert wrote, when it did not write them all.
-    writtenOf: `SELECT id FROM ${s}.job WHERE id = ANY($1::uuid[])`,
-
     uniqueHolders: `WITH k AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS k(key, while_, window_, ttl)
     ), found AS (
