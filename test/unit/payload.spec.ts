@@ -81,7 +81,7 @@ describe('uuidv7', () => {
     const ids = Array.from({ length: 20_000 }, () => uuidv7(1_700_000_000_000));
     expect(new Set(ids).size).toBe(ids.length);
     expect([...ids].sort()).toEqual(ids);
-    for (const id of ids.slice(0, 50)) {
+    for (const id of ids) {
       expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     }
   });
