@@ -6,7 +6,7 @@ import { dueQueues, encodeNewJobColumns, encodeUniformJobs, queueFeatures } from
 import { StatementRunner } from '../statement-runner.js';
 import type { EnqueueStorage } from './enqueue-storage.interface.js';
 import { enqueueStatements, type EnqueueStatements } from './enqueue-statements.js';
-import { insertUniqueJobs } from './unique-jobs.js';
+import { insertUniqueJobs, type ChunkContext } from './unique-jobs.js';
 
 /**
  * The plain inserts and the one-job unique insert go as named prepared
@@ -43,28 +43,34 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
     executor: SqlExecutor,
     jobs: readonly NewJob[],
     now: Date,
-    settledKeys?: Map<string, string>,
+    chunk?: ChunkContext,
   ): Promise<Map<string, string>> {
     if (jobs.length === 0) return new Map();
     const features = queueFeatures(jobs);
     const unique = jobs.filter((j) => j.uniqueKey);
     const flags = features.groups.length > 0 || features.serial.length > 0;
     if (!unique.length && !flags) {
-      await this.insertPlain(executor, jobs, now);
+      const inserting = this.insertPlain(executor, jobs, now);
+      chunk?.sent?.();
+      await inserting;
       return new Map();
     }
     // One job with a unique key needs no transaction of its own: each of its statements is atomic,
     // the rounds allow for a holder changing hands between them, and a key given up past its ttl
     // is given up for good. BEGIN and COMMIT would double the round trips of a free key's enqueue.
     if (jobs.length === 1 && !flags) {
-      return insertUniqueJobs((k, v, e) => this.run(k, v, e), executor, jobs, now, this.channel, settledKeys);
+      return insertUniqueJobs((k, v, e) => this.run(k, v, e), executor, jobs, now, this.channel, chunk);
     }
     return executor.transaction(async (tx) => {
       await this.flagQueuesOn(tx, jobs, now, features);
       const plain = unique.length ? jobs.filter((j) => !j.uniqueKey) : jobs;
-      if (plain.length) await this.insertPlain(tx, plain, now);
+      if (plain.length) {
+        const inserting = this.insertPlain(tx, plain, now);
+        if (!unique.length) chunk?.sent?.();
+        await inserting;
+      }
       return unique.length
-        ? insertUniqueJobs((k, v, e) => this.run(k, v, e), tx, unique, now, this.channel, settledKeys)
+        ? insertUniqueJobs((k, v, e) => this.run(k, v, e), tx, unique, now, this.channel, chunk)
         : new Map();
     });
   }
@@ -105,13 +111,16 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
   async insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: TxScope): Promise<Map<string, string>> {
     const duplicates = new Map<string, string>();
     // Unique keys the call's earlier chunks settled, for its later ones.
-    const settledKeys = new Map<string, string>();
+    const settled = new Map<string, string>();
     await executorFor(tx, this.pool).transaction(async (conn) => {
       // The next chunk is pulled from the iterator (built) while the last one
       // is being inserted, so this process and PostgreSQL work at once rather
-      // than by turns. One statement at a time on the connection: pg 8
-      // deprecates queueing queries on a busy client. The iterator may throw
-      // (a job that fails its checks): the transaction then rolls back.
+      // than by turns: it is built once the chunk's rows are sent (a unique or
+      // flagged chunk sends a statement or two before them, whose answers are
+      // heard only between chunks otherwise). One statement at a time on the
+      // connection: pg 8 deprecates queueing queries on a busy client. The
+      // iterator may throw (a job that fails its checks): the transaction then
+      // rolls back.
       let inFlight: Promise<void> | null = null;
       const collect = (found: Map<string, string>) => {
         for (const [id, holder] of found) duplicates.set(id, holder);
@@ -119,7 +128,10 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
       try {
         for (const chunk of chunks) {
           if (inFlight) await inFlight;
-          inFlight = this.insertOn(conn, chunk, now, settledKeys).then(collect);
+          let sent!: () => void;
+          const rowsSent = new Promise<void>((resolve) => (sent = resolve));
+          inFlight = this.insertOn(conn, chunk, now, { settled, sent }).then(collect);
+          await Promise.race([rowsSent, inFlight]);
         }
         await inFlight;
       } catch (error) {

@@ -9,6 +9,19 @@ type Run = (
   executor: SqlExecutor,
 ) => Promise<Array<Record<string, unknown>>>;
 
+/**
+ * What one chunk of a many-chunk call shares with the others: the keys its
+ * transaction already settled (written, or found held), by holdKey, so a
+ * later job with one of them is answered here (its insert would only
+ * conflict, and a conflict costs PostgreSQL about what an insert does, plus
+ * the look-up of the holder); and `sent`, called once the chunk's rows are on
+ * their way to PostgreSQL, when the next chunk may be built.
+ */
+export interface ChunkContext {
+  readonly settled: Map<string, string>;
+  readonly sent?: () => void;
+}
+
 /** A holder can finish between our failed insert and the look-up; past this many rounds something is wrong. */
 const MAX_ROUNDS = 5;
 
@@ -25,14 +38,9 @@ export async function insertUniqueJobs(
   jobs: readonly NewJob[],
   now: Date,
   channel: string,
-  /**
-   * The keys this transaction already settled (written, or found held), by
-   * holdKey: a later job of the call with one of them is answered here. Its
-   * insert would only conflict, and a conflict costs PostgreSQL about what
-   * an insert does, plus the look-up of the holder.
-   */
-  settled = new Map<string, string>(),
+  chunk: ChunkContext = { settled: new Map() },
 ): Promise<Map<string, string>> {
+  const { settled } = chunk;
   const duplicates = new Map<string, string>();
   // Each job's key is built once: for 20k jobs the strings and their hashing were ~7% of the call.
   let pending: NewJob[] = [];
@@ -58,7 +66,7 @@ export async function insertUniqueJobs(
   for (let round = 0; pending.length; round++) {
     if (round === MAX_ROUNDS)
       throw keysChangingHands(`${pending.length} job(s) of ${jobNames(pending)} with unique keys`);
-    const { written, holder } = await insertRound(run, executor, pending, now, channel);
+    const { written, holder } = await insertRound(run, executor, pending, now, channel, chunk.sent);
     const skipped: NewJob[] = [];
     const skippedKeys: string[] = [];
     pending.forEach((job, i) => {
@@ -87,6 +95,7 @@ export async function insertUniqueJobs(
       settled.set(key, holder);
     });
   }
+  chunk.sent?.();
   echoes.forEach((job, i) => duplicates.set(job.id, settled.get(echoKeys[i]!)!));
   // A debounce writes one job at a time: it may have to update the holder instead.
   for (const job of jobs.filter((j) => j.uniqueReplace)) {
@@ -106,16 +115,19 @@ async function insertRound(
   jobs: readonly NewJob[],
   now: Date,
   channel: string,
+  sent?: () => void,
 ): Promise<{ written: Set<string>; holder?: string }> {
   const written = new Set<string>();
   const due = dueQueues(jobs, now);
   if (jobs.length === 1) {
     const job = jobs[0]!;
-    const rows = await run(
+    const inserting = run(
       'insertUniqueOne',
       [...encodeNewJobValues(job), now, channel, due, job.uniqueTtl ?? null],
       executor,
     );
+    sent?.();
+    const rows = await inserting;
     let holder: string | undefined;
     for (const r of rows) {
       if (r.written === true) written.add(r.id as string);
@@ -124,9 +136,8 @@ async function insertRound(
     return { written, holder };
   }
   const uniform = encodeUniformJobs(jobs, true);
-  const rows = await (uniform
-    ? run('insertUniqueUniform', [...uniform, now, channel, due], executor)
-    : run('insertUnique', [...encodeNewJobColumns(jobs), now, channel, due], executor));
+  const values = [...(uniform ?? encodeNewJobColumns(jobs)), now, channel, due];
+  const rows = await insertFreshFirst(run, executor, uniform ? 'Uniform' : '', values, sent);
   if (rows[0]?.written === jobs.length) {
     for (const job of jobs) written.add(job.id);
     return { written };
@@ -134,6 +145,36 @@ async function insertRound(
   const found = await run('writtenOf', [jobs.map((j) => j.id)], executor);
   for (const r of found) written.add(r.id as string);
   return { written };
+}
+
+/** The savepoint insertFreshFirst rolls back to; one at a time, as the transaction's statements run. */
+const FRESH = 'durable_jobs_fresh_keys';
+
+/**
+ * insertFresh, and where another transaction took one of its keys meanwhile (a unique violation),
+ * the same rows by insertUnique instead. Only in a transaction: every call of more than one job is.
+ * The savepoint is released either way, so a long call does not pile up subtransactions.
+ */
+async function insertFreshFirst(
+  run: Run,
+  executor: SqlExecutor,
+  form: '' | 'Uniform',
+  values: unknown[],
+  sent?: () => void,
+): Promise<Array<Record<string, unknown>>> {
+  await executor.query(`SAVEPOINT ${FRESH}`);
+  try {
+    const inserting = run(`insertFresh${form}`, values, executor);
+    sent?.();
+    const rows = await inserting;
+    await executor.query(`RELEASE SAVEPOINT ${FRESH}`);
+    return rows;
+  } catch (error) {
+    if ((error as { code?: string })?.code !== '23505') throw error;
+    await executor.query(`ROLLBACK TO SAVEPOINT ${FRESH}`);
+    await executor.query(`RELEASE SAVEPOINT ${FRESH}`);
+    return run(`insertUnique${form}`, values, executor);
+  }
 }
 
 async function replaceOne(run: Run, executor: SqlExecutor, job: NewJob, now: Date, channel: string): Promise<string> {
