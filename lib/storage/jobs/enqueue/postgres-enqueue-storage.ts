@@ -50,9 +50,7 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
     const unique = jobs.filter((j) => j.uniqueKey);
     const flags = features.groups.length > 0 || features.serial.length > 0;
     if (!unique.length && !flags) {
-      const inserting = this.insertPlain(executor, jobs, now);
-      chunk?.sent?.();
-      await inserting;
+      await this.insertPlain(executor, jobs, now, chunk?.sent);
       return new Map();
     }
     // One job with a unique key needs no transaction of its own: each of its statements is atomic,
@@ -64,22 +62,28 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
     return executor.transaction(async (tx) => {
       await this.flagQueuesOn(tx, jobs, now, features);
       const plain = unique.length ? jobs.filter((j) => !j.uniqueKey) : jobs;
-      if (plain.length) {
-        const inserting = this.insertPlain(tx, plain, now);
-        if (!unique.length) chunk?.sent?.();
-        await inserting;
-      }
+      // With unique jobs to follow, the chunk's rows are sent only once theirs are.
+      if (plain.length) await this.insertPlain(tx, plain, now, unique.length ? undefined : chunk?.sent);
       return unique.length
         ? insertUniqueJobs((k, v, e) => this.run(k, v, e), tx, unique, now, this.channel, chunk)
         : new Map();
     });
   }
 
-  private async insertPlain(executor: SqlExecutor, jobs: readonly NewJob[], now: Date): Promise<void> {
+  /** `sent` is told once the statement is on its way (see insertJobChunks). */
+  private async insertPlain(
+    executor: SqlExecutor,
+    jobs: readonly NewJob[],
+    now: Date,
+    sent?: () => void,
+  ): Promise<void> {
     const due = dueQueues(jobs, now);
     const uniform = encodeUniformJobs(jobs);
-    if (uniform) await this.run('insertUniform', [...uniform, now, this.channel, due], executor);
-    else await this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel, due], executor);
+    const inserting = uniform
+      ? this.run('insertUniform', [...uniform, now, this.channel, due], executor)
+      : this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel, due], executor);
+    sent?.();
+    await inserting;
   }
 
   /**
