@@ -3,6 +3,22 @@ import { notifySql } from '../../notifications/notification-topics.js';
 import { NEW_JOB_COLUMN_NAMES, unnestNewJobs } from '../job-encoding.js';
 
 /**
+ * The ways a job holds its unique key without a window (its unique_while), each with the states
+ * it holds the key in: the predicates of migration 0005's unique indexes. Every
+ * look-up of holders has one branch per way with that predicate, so that each branch is a probe
+ * of its index: one OR of them matched no index and read the whole table.
+ */
+const HOLDING_WAYS = [
+  { way: `'queued'`, states: `('waiting', 'queued')` },
+  { way: `'queued-or-active'`, states: `('waiting', 'queued', 'active')` },
+  { way: `'until-succeeded'`, states: `('waiting', 'queued', 'active', 'failed')` },
+] as const;
+
+/** Job `j` holds its key the way `way` says (no window). */
+const holdsWhile = ({ way, states }: (typeof HOLDING_WAYS)[number]) =>
+  `j.unique_window IS NULL AND j.unique_while = ${way} AND j.state IN ${states}`;
+
+/**
  * The enqueue SQL for one schema, built once: jobs go as column arrays, so
  * any number of them costs one round trip. The plain inserts run as
  * prepared statements (PostgresEnqueueStorage).
@@ -27,18 +43,12 @@ export function enqueueStatements(schema: string) {
    * once, before the insert: as a probe per new row, a job table the planner thought empty was
    * scanned for each new row (10k rows: 0.5 s, measured).
    */
-  const heldKeys = (only: (while_: string | null) => string) =>
+  const heldKeys = (only: (way: string | null) => string) =>
     `held AS MATERIALIZED (
-      ${[
-        [`'queued'`, `('waiting', 'queued')`],
-        [`'queued-or-active'`, `('waiting', 'queued', 'active')`],
-        [`'until-succeeded'`, `('waiting', 'queued', 'active', 'failed')`],
-      ]
-        .map(
-          ([way, states]) => `SELECT j.unique_key, j.unique_while AS way FROM ${s}.job j
-       WHERE ${only(way!)} j.unique_key = ANY($12::text[]) AND j.unique_window IS NULL AND j.unique_while = ${way}
-         AND j.state IN ${states}`,
-        )
+      ${HOLDING_WAYS.map(
+        (h) => `SELECT j.unique_key, j.unique_while AS way FROM ${s}.job j
+       WHERE ${only(h.way)} j.unique_key = ANY($12::text[]) AND ${holdsWhile(h)}`,
+      )
         .concat(
           `SELECT j.unique_key, 'w' || j.unique_window FROM ${s}.job j
        WHERE ${only(null)} j.unique_key = ANY($12::text[]) AND j.unique_window IS NOT NULL`,
@@ -100,9 +110,8 @@ export function enqueueStatements(schema: string) {
     // One job with a unique key ($1..$18 as scalars, NEW_JOB_COLUMNS' order; $22: its ttl): the
     // insert, and when its key is held, the holder, in one round trip. The holder is read in the
     // statement's snapshot: one that committed after it began is not seen (no row then, and the
-    // caller looks it up), nor one past the ttl (uniqueHolders gives its key up). One branch per
-    // way of holding a key, each matching its unique index's predicate, so each is an index probe
-    // that the parameters switch on or off even in a generic plan.
+    // caller looks it up), nor one past the ttl (uniqueHolders gives its key up). The parameters
+    // switch the branches (HOLDING_WAYS) on or off, even in a generic plan.
     insertUniqueOne: `WITH ins AS (
       INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
       VALUES ($1::uuid, $2::text, $3::text, $4::jsonb, $5::text, $6::int, $7::timestamptz, $8::int, $9::int,
@@ -113,18 +122,10 @@ export function enqueueStatements(schema: string) {
     ), n AS (
       SELECT ${notifySql('queue', '$20', 'q')} FROM unnest($21::text[]) q WHERE EXISTS (SELECT 1 FROM ins)
     ), held AS (
-      SELECT j.id, j.created_at FROM ${s}.job j
-       WHERE $18::bigint IS NULL AND $17::text = 'queued' AND j.unique_key = $12::text AND j.unique_window IS NULL
-         AND j.unique_while = 'queued' AND j.state IN ('waiting', 'queued')
-      UNION ALL
-      SELECT j.id, j.created_at FROM ${s}.job j
-       WHERE $18::bigint IS NULL AND $17::text = 'queued-or-active' AND j.unique_key = $12::text
-         AND j.unique_window IS NULL AND j.unique_while = 'queued-or-active' AND j.state IN ('waiting', 'queued', 'active')
-      UNION ALL
-      SELECT j.id, j.created_at FROM ${s}.job j
-       WHERE $18::bigint IS NULL AND $17::text = 'until-succeeded' AND j.unique_key = $12::text
-         AND j.unique_window IS NULL AND j.unique_while = 'until-succeeded'
-         AND j.state IN ('waiting', 'queued', 'active', 'failed')
+      ${HOLDING_WAYS.map(
+        (h) => `SELECT j.id, j.created_at FROM ${s}.job j
+       WHERE $18::bigint IS NULL AND $17::text = ${h.way} AND j.unique_key = $12::text AND ${holdsWhile(h)}`,
+      ).join('\n      UNION ALL ')}
       UNION ALL
       SELECT j.id, j.created_at FROM ${s}.job j
        WHERE j.unique_key = $12::text AND j.unique_window = $18::bigint AND j.unique_window IS NOT NULL
@@ -155,25 +156,15 @@ export function enqueueStatements(schema: string) {
     // The jobs holding these keys now, in the way each holds it ($2: while, $3: window, per key). A
     // holder enqueued longer ago than the key's ttl ($4, of the enqueue that finds it, at $5) gives
     // the key up and runs on without it: a stuck job does not hold its key for ever. One branch per
-    // way of holding a key, each with its unique index's predicate: a single OR of them matched no
-    // index, and every look-up read the whole table (finished jobs included).
+    // way of holding a key (HOLDING_WAYS).
     uniqueHolders: `WITH k AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS k(key, while_, window_, ttl)
     ), found AS (
-      SELECT j.id, j.unique_key, j.unique_while, j.unique_window, j.created_at, k.ttl FROM k JOIN ${s}.job j
-          ON j.unique_key = k.key AND j.unique_window IS NULL AND j.unique_while = 'queued'
-         AND j.state IN ('waiting', 'queued')
-       WHERE k.window_ IS NULL AND k.while_ = 'queued'
-      UNION ALL
-      SELECT j.id, j.unique_key, j.unique_while, j.unique_window, j.created_at, k.ttl FROM k JOIN ${s}.job j
-          ON j.unique_key = k.key AND j.unique_window IS NULL AND j.unique_while = 'queued-or-active'
-         AND j.state IN ('waiting', 'queued', 'active')
-       WHERE k.window_ IS NULL AND k.while_ = 'queued-or-active'
-      UNION ALL
-      SELECT j.id, j.unique_key, j.unique_while, j.unique_window, j.created_at, k.ttl FROM k JOIN ${s}.job j
-          ON j.unique_key = k.key AND j.unique_window IS NULL AND j.unique_while = 'until-succeeded'
-         AND j.state IN ('waiting', 'queued', 'active', 'failed')
-       WHERE k.window_ IS NULL AND k.while_ = 'until-succeeded'
+      ${HOLDING_WAYS.map(
+        (h) => `SELECT j.id, j.unique_key, j.unique_while, j.unique_window, j.created_at, k.ttl FROM k JOIN ${s}.job j
+          ON j.unique_key = k.key AND ${holdsWhile(h)}
+       WHERE k.window_ IS NULL AND k.while_ = ${h.way}`,
+      ).join('\n      UNION ALL ')}
       UNION ALL
       SELECT j.id, j.unique_key, j.unique_while, j.unique_window, j.created_at, k.ttl FROM k JOIN ${s}.job j
           ON j.unique_key = k.key AND j.unique_window = k.window_ AND j.unique_key IS NOT NULL
