@@ -1,13 +1,13 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { INestApplication } from '@nestjs/common';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Page, type Response } from 'playwright-core';
 import { Job, JobQueue, JobQueues, RecurringSchedules, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { dashboardProviders, fragile, HOSTILE, seedDashboard, type DashboardSeed } from '../support/dashboard.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
-import { waitFor } from '../support/wait.js';
+import { sleep, waitFor } from '../support/wait.js';
 
 /**
  * The dashboard in a real browser: headless Chromium (Debian's package,
@@ -91,7 +91,9 @@ beforeAll(async () => {
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   page.on('console', (message) => {
-    if (message.type() === 'error' || message.type() === 'warning') problems.push(`console: ${message.text()}`);
+    // The location names the resource of a failed load, which the text leaves out.
+    const at = message.location().url;
+    if (message.type() === 'error' || message.type() === 'warning') problems.push(`console: ${message.text()} (${at})`);
   });
 }, 60_000);
 
@@ -286,9 +288,27 @@ it('runs a delayed job now and deletes it once ended, each after confirming', as
   await confirmClick('button:text-is("Run now")', /Make dash-step .* due now/);
   expect(await flashed()).toBe('Due now.');
   await page.waitForSelector('.detail[data-state="succeeded"]', { timeout: 15_000 });
-  await confirmClick('button:text-is("Delete")', /Delete dash-step .* for good\?/);
-  expect(await flashed()).toBe('Deleted.');
-  await drawn('#/jobs');
+  // The delete's answer reaches the page 3.5 s after the job is gone, longer than the page's
+  // refresh interval (3 s): a refresh of the job's view meanwhile would be answered 404.
+  await page.route('**/delete', async (route) => {
+    const response = await route.fetch();
+    await sleep(3_500);
+    await route.fulfill({ response });
+  });
+  const viewStatuses: number[] = [];
+  const onResponse = (r: Response) => {
+    if (new URL(r.url()).pathname.endsWith(`/jobs/${seed.delayedId}`)) viewStatuses.push(r.status());
+  };
+  page.on('response', onResponse);
+  try {
+    await confirmClick('button:text-is("Delete")', /Delete dash-step .* for good\?/);
+    expect(await flashed()).toBe('Deleted.');
+    await drawn('#/jobs');
+  } finally {
+    page.off('response', onResponse);
+    await page.unroute('**/delete');
+  }
+  expect(viewStatuses.filter((status) => status !== 200)).toEqual([]);
   expect(await jobs.get(seed.delayedId)).toBeNull();
 });
 

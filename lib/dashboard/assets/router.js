@@ -96,14 +96,24 @@ function confirmAction(title, text, okLabel) {
  */
 export async function act(title, text, okLabel, run, done) {
   if (!(await confirmAction(title, text, okLabel))) return;
+  acting++;
   try {
+    // A load of the view must not reach the server after the action: the view of a job just
+    // deleted answers 404. So the action waits for a load under way, and the refresh loop
+    // starts none until it is over.
+    await inFlight;
     const result = await run();
     flash(typeof done === 'function' ? done(result) : done, 'ok');
   } catch (error) {
     flash(messageOf(error), 'error');
+  } finally {
+    acting--;
   }
   await refresh();
 }
+
+/** Actions under way (see act). */
+let acting = 0;
 
 /** @type {Views | null} */
 let views = null;
@@ -213,10 +223,10 @@ export function start(all) {
   window.addEventListener('hashchange', onNavigation);
   window.addEventListener('popstate', onNavigation);
   document.addEventListener('visibilitychange', () => {
-    if (!document.hidden) refresh();
+    if (!document.hidden && acting === 0) refresh();
   });
   setInterval(() => {
-    if (!document.hidden && !dialog().open) refresh();
+    if (!document.hidden && !dialog().open && acting === 0) refresh();
   }, REFRESH_MS);
   route();
 }
