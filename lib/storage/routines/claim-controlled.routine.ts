@@ -51,10 +51,13 @@ const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j
  * held jobs back, also a row with id NULL whose wait_ms says when the next
  * start is allowed.
  *
- * Its statements are planned once per connection (force_generic_plan): the
- * generic plans use the same indexes as the custom ones, and spare planning
- * on every call (in pgbench a grouped claim of 20 jobs took 1.65 ms planned
- * each time and 1.1 ms with the generic plans).
+ * Its statements are planned once per connection (force_generic_plan): with
+ * the job table's statistics the generic plans use the same indexes as the
+ * custom ones, and spare planning on every call (in pgbench a grouped claim
+ * of 20 jobs took 1.65 ms planned each time and 1.1 ms with the generic
+ * plans). Without statistics (a new schema before its first ANALYZE) the
+ * group walk may pick the arrival index and read every queued row: see the
+ * operating guide's "Planner statistics".
  */
 export const CLAIM_CONTROLLED = defineRoutine(
   'claim_controlled',
