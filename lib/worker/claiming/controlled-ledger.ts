@@ -52,10 +52,10 @@ export class ControlledLedger {
    * work. A deeper one drains a grouped queue faster (30 ms: about +20% on
    * 100 groups; 40 ms: +50% on a slower machine) but lets a tenant arriving
    * behind another's backlog of fast jobs wait behind that much:
-   * flow-groups-fast.e2e fails at 30 ms. An extra claim on the newcomer's
-   * NOTIFY did not rescue 40 ms: a burst of fast jobs runs before the
-   * notification is even read, and the chain (enqueue, NOTIFY, claim) still
-   * let 80-200 of the other tenant's jobs through.
+   * flow-groups-fast.e2e fails at 30 ms (its late tenants waited behind
+   * 216-244 of the other's jobs, against 54-116 at 10 ms). An extra claim on
+   * the newcomer's NOTIFY did not rescue 40 ms: a burst of fast jobs runs
+   * before the notification is even read.
    *
    * A rate-limited queue's jobs must start within RATE_START_LAG_MS of
    * their claim (StartDeadlines), so it gets no depth either: a job waiting
