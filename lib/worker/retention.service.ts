@@ -56,13 +56,13 @@ export class RetentionService {
 
   private async pass(): Promise<void> {
     const now = this.clock.now().getTime();
-    const { succeeded, failed, workers, chunk } = this.options;
+    const { succeeded, failed, workers } = this.options;
     let deleted = 0;
     try {
       if (succeeded !== false) deleted += await this.drain(['succeeded'], new Date(now - succeeded));
       if (failed !== false && !this.stopping) {
         deleted += await this.drain(['failed', 'cancelled', 'skipped'], new Date(now - failed));
-        if (!this.stopping) deleted += await this.storage.pruneBatches(new Date(now - failed), chunk);
+        if (!this.stopping) deleted += await this.drainBatches(new Date(now - failed));
       }
       if (deleted) this.logger.log(`Pruned ${deleted} finished job(s) and batch(es) past their retention`);
       if (workers !== false && !this.stopping) await this.storage.pruneWorkers(new Date(now - workers));
@@ -83,6 +83,28 @@ export class RetentionService {
       if (pause > 0) await this.rest(pause);
       if (this.stopping) return total;
     }
+  }
+
+  /**
+   * Settled batches go whole with their members, so their rounds are sized by
+   * member rows (about a chunk each), with the same rest between rounds.
+   */
+  private async drainBatches(before: Date): Promise<number> {
+    const { chunk, pause } = this.options;
+    let total = 0;
+    for (const state of ['succeeded', 'failed', 'cancelled'] as const) {
+      let after: string | null = null;
+      for (;;) {
+        const round = await this.storage.pruneBatches(state, before, after, chunk);
+        total += round.batches;
+        if (round.last === null || this.stopping) break;
+        after = round.last;
+        if (pause > 0) await this.rest(pause);
+        if (this.stopping) break;
+      }
+      if (this.stopping) break;
+    }
+    return total;
   }
 
   private rest(ms: number): Promise<void> {

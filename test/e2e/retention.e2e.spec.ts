@@ -36,11 +36,37 @@ async function finished(state: 'succeeded' | 'failed', ago: number, name: string
   return id;
 }
 
+/** A settled batch ended `ago` ms before now, with `members` finished member jobs of its time. */
+async function settledBatch(
+  name: string,
+  ago: number,
+  members: number,
+  state: 'succeeded' | 'failed' | 'executing' = 'succeeded',
+): Promise<string> {
+  const at = new Date(Date.now() - ago);
+  const id = uuidv7(at.getTime());
+  await sql(
+    `INSERT INTO "${schema}".job_batch (id, name, state, total, created_at, completed_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [id, name, state, members, at, state === 'executing' ? null : at],
+  );
+  for (let k = 0; k < members; k++) {
+    await sql(
+      `INSERT INTO "${schema}".job (id, name, queue, state, run_at, attempt, created_at, started_at, completed_at, batch_id)
+       VALUES ($1, $2, 'default', $3, $4, 1, $4, $4, $4, $5)`,
+      [uuidv7(at.getTime()), `${name}-member-${k}`, state === 'failed' ? 'failed' : 'succeeded', at, id],
+    );
+  }
+  return id;
+}
+
+const batchNames = async (): Promise<string[]> =>
+  (await sql<{ name: string }>(`SELECT name FROM "${schema}".job_batch ORDER BY id`)).map((r) => r.name);
+
 const names = async (): Promise<string[]> =>
   (await sql<{ name: string }>(`SELECT name FROM "${schema}".job ORDER BY id`)).map((r) => r.name);
 
 beforeEach(async () => {
-  if (apps.length) await sql(`DELETE FROM "${schema}".job`);
+  if (apps.length) await sql(`DELETE FROM "${schema}".job_batch; DELETE FROM "${schema}".job`);
 });
 
 describe('retention options', () => {
@@ -113,5 +139,46 @@ describe('a pass in chunks with a rest between them', () => {
     await retention.stop();
     await pass;
     expect(await names()).toEqual(['old-ok-1', 'old-ok-2']);
+  });
+
+  it('deletes every settled batch past its retention in one pass, in rounds of about a chunk of members', async () => {
+    // 3 member rows per round: one batch of 3 a round, and the 7-member batch alone in its own.
+    const retention = await boot({ chunk: 3, pause: 5 });
+    for (let k = 0; k < 5; k++) await settledBatch(`old-${k}`, 40 * DAY - k * 1000, 3);
+    await settledBatch('old-large', 40 * DAY - 9000, 7, 'failed');
+    await settledBatch('old-executing', 40 * DAY - 10_000, 2, 'executing');
+    await settledBatch('recent', 10 * DAY, 2);
+    await retention.prune();
+    expect(await batchNames()).toEqual(['old-executing', 'recent']);
+    expect(await names()).toEqual([
+      'old-executing-member-0',
+      'old-executing-member-1',
+      'recent-member-0',
+      'recent-member-1',
+    ]);
+  });
+
+  it('rests between batch rounds, and stop() ends the pass after the round under way', async () => {
+    const retention = await boot({ chunk: 3, pause: 3_600_000 });
+    for (let k = 0; k < 3; k++) await settledBatch(`old-${k}`, 40 * DAY - k * 1000, 3);
+    const pass = retention.prune();
+    // One statement over all three would never show two of them left.
+    await waitFor('the first round', async () => (await batchNames()).length === 2);
+    await retention.stop();
+    await pass;
+    expect(await batchNames()).toEqual(['old-1', 'old-2']);
+    expect(await names()).toHaveLength(6);
+  });
+
+  it("keeps a settled batch while a member's onFailure hook has not run", async () => {
+    const retention = await boot({ chunk: 100, pause: 0 });
+    const held = await settledBatch('hook-pending', 40 * DAY, 2, 'failed');
+    await settledBatch('no-hook', 40 * DAY - 1000, 2, 'failed');
+    await sql(`UPDATE "${schema}".job SET failure_hook = 'pending' WHERE batch_id = $1 AND name LIKE '%-0'`, [held]);
+    await retention.prune();
+    expect(await batchNames()).toEqual(['hook-pending']);
+    await sql(`UPDATE "${schema}".job SET failure_hook = 'done' WHERE batch_id = $1`, [held]);
+    await retention.prune();
+    expect(await batchNames()).toEqual([]);
   });
 });

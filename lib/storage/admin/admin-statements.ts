@@ -1,6 +1,7 @@
 import { LIVE_JOB_STATES, NOT_STARTED_STATES, RETRYABLE_STATES } from '../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
 import { notifySql } from '../notifications/notification-topics.js';
+import { noLiveChildren, noPendingHook } from '../jobs/job-fragments.js';
 import { ROUTINE_NAMES } from '../routines/routine-catalog.js';
 
 const SUMMARY_COLUMNS = `id, name, queue, state, priority, attempt, max_attempts, run_at, created_at, started_at,
@@ -18,12 +19,6 @@ const LIVE = sqlLiterals(LIVE_JOB_STATES);
  */
 export function adminStatements(schema: string) {
   const s = quoteIdent(schema);
-  /** No live job waits on `job` (an alias) as its parent: what retention keeps a parent for. */
-  const noLiveChildren = (job: string) => `NOT (${job}.has_dependents AND EXISTS (
-      SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
-       WHERE d.parent_job_id = ${job}.id AND c.state IN (${LIVE})))`;
-  /** An onFailure hook that has not ended yet needs its row. */
-  const noPendingHook = (job: string) => `(${job}.failure_hook IS NULL OR ${job}.failure_hook IN ('done', 'failed'))`;
   return {
     search: (where: string, limit: string) => `SELECT ${SUMMARY_COLUMNS} FROM ${s}.job
       WHERE ${where} ORDER BY id DESC LIMIT ${limit}`,
@@ -115,34 +110,8 @@ export function adminStatements(schema: string) {
     // A second statement, after purgeCandidates locked the rows: its fresh
     // snapshot sees every edge made to them before (see deleteJob).
     purgeJobs: `DELETE FROM ${s}.job j
-      WHERE j.id = ANY($1::uuid[]) AND ${noLiveChildren('j')} AND ${noPendingHook('j')}
+      WHERE j.id = ANY($1::uuid[]) AND ${noLiveChildren(s, 'j')} AND ${noPendingHook('j')}
       RETURNING j.id`,
-
-    // Settled batches by key after $6, as many as fit in $5 member rows (at
-    // least one); the rest of the $4 locked are let go at commit.
-    purgeBatchCandidates: `WITH c AS (
-      SELECT id, total FROM ${s}.job_batch
-       WHERE state = $1 AND id < $2::uuid AND id > $6::uuid AND completed_at < $3
-       ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED
-    ), sized AS (
-      SELECT id, sum(total) OVER (ORDER BY id) - total AS before_it FROM c
-    )
-    SELECT id FROM sized WHERE before_it < $5 OR before_it = 0 ORDER BY id`,
-
-    // Retention's guards: a batch stays while a live job waits on it or on
-    // one of its members; here also while a member's onFailure hook waits.
-    purgeBatches: `WITH d AS (
-      DELETE FROM ${s}.job_batch b
-       WHERE b.id = ANY($1::uuid[]) AND b.state <> 'executing'
-         AND NOT EXISTS (
-               SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
-                WHERE d.parent_batch_id = b.id AND c.state IN (${LIVE}))
-         AND NOT EXISTS (
-               SELECT 1 FROM ${s}.job m
-                WHERE m.batch_id = b.id AND (NOT ${noLiveChildren('m')} OR NOT ${noPendingHook('m')}))
-      RETURNING b.total
-    )
-    SELECT count(*)::int AS batches, coalesce(sum(total), 0)::int AS members FROM d`,
 
     listBatches: (where: string, limit: string) => `SELECT id, name, state, total, pending, succeeded, failed,
              cancelled, skipped, created_at, completed_at

@@ -6,6 +6,7 @@ import type {
   JobState,
   JobSummary,
 } from '../../model/index.js';
+import type { BatchRoundResult, SettledBatchState } from '../workflows/settled-batch-rounds.js';
 
 /** Filters shared by searches and bulk actions; null fields match everything. */
 export interface JobFilter {
@@ -66,13 +67,6 @@ export interface PurgeChunk {
   limit: number;
 }
 
-export interface BatchPurgeResult {
-  batches: number;
-  members: number;
-  /** The largest batch id looked at; the next round starts after it. Null when none was left. */
-  last: string | null;
-}
-
 export interface BatchQuery {
   state: BatchState | null;
   name: string | null;
@@ -112,11 +106,11 @@ export interface AdminStorage {
    * member rows, at least one; those a live job still needs are kept.
    */
   purgeBatches(
-    state: Exclude<BatchState, 'executing'>,
+    state: SettledBatchState,
     before: Date,
     after: string | null,
     maxMembers: number,
-  ): Promise<BatchPurgeResult>;
+  ): Promise<BatchRoundResult>;
   listBatches(query: BatchQuery): Promise<BatchSummary[]>;
   /**
    * One reencrypt round: up to `limit` encrypted jobs after the job id

@@ -13,9 +13,15 @@ import { uuidv7Floor } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { StorageContext } from '../storage-context.js';
 import { batchSummaryFromRow } from '../workflows/batch-rows.js';
+import {
+  deleteSettledBatchRound,
+  settledBatchStatements,
+  type BatchRoundResult,
+  type SettledBatchState,
+  type SettledBatchStatements,
+} from '../workflows/settled-batch-rounds.js';
 import type {
   AdminStorage,
-  BatchPurgeResult,
   BatchQuery,
   BulkChunk,
   ChunkResult,
@@ -35,19 +41,18 @@ type Row = Record<string, unknown>;
 /** Below every UUID: the cursor of a first chunk. */
 const FIRST = '00000000-0000-0000-0000-000000000000';
 
-/** Batches looked at per purge round; the member bound usually stops it sooner. */
-const BATCH_CANDIDATES = 100;
-
 export class PostgresAdminStorage implements AdminStorage {
   private readonly cipher: JobCipher;
   private readonly sql: AdminStatements;
   private readonly pool: PoolExecutor;
   private readonly channel: string;
   private readonly reencryptSql: ReturnType<typeof reencryptStatements>;
+  private readonly batchSql: SettledBatchStatements;
 
   constructor(context: StorageContext) {
     this.sql = adminStatements(context.schema);
     this.reencryptSql = reencryptStatements(context.schema);
+    this.batchSql = settledBatchStatements(context.schema);
     this.pool = context.executor;
     this.channel = context.channel;
     this.cipher = context.cipher;
@@ -173,25 +178,12 @@ export class PostgresAdminStorage implements AdminStorage {
   }
 
   purgeBatches(
-    state: Exclude<BatchState, 'executing'>,
+    state: SettledBatchState,
     before: Date,
     after: string | null,
     maxMembers: number,
-  ): Promise<BatchPurgeResult> {
-    return this.pool.transaction(async (tx) => {
-      const locked = await tx.query<{ id: string }>(this.sql.purgeBatchCandidates, [
-        state,
-        uuidv7Floor(before),
-        before,
-        BATCH_CANDIDATES,
-        maxMembers,
-        after ?? FIRST,
-      ]);
-      if (locked.length === 0) return { batches: 0, members: 0, last: null };
-      const ids = locked.map((r) => r.id);
-      const [row] = await tx.query<{ batches: number; members: number }>(this.sql.purgeBatches, [ids]);
-      return { batches: row!.batches, members: row!.members, last: ids[ids.length - 1]! };
-    });
+  ): Promise<BatchRoundResult> {
+    return deleteSettledBatchRound(this.pool, this.batchSql, { state, before, after, maxMembers });
   }
 
   async listBatches(q: BatchQuery): Promise<BatchSummary[]> {

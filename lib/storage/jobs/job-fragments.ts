@@ -1,3 +1,5 @@
+import { LIVE_JOB_STATES } from '../../model/index.js';
+import { sqlLiterals } from '../connection/sql-identifiers.js';
 import { ROUTINE_NAMES } from '../routines/routine-catalog.js';
 
 /**
@@ -40,4 +42,16 @@ export function lineageIfParents(s: string, alias: string): string {
       CASE WHEN ${alias}.has_parents THEN (
         SELECT d.parent_batch_id FROM ${s}.job_dependency d
          WHERE d.child_id = ${alias}.id AND d.parent_batch_id IS NOT NULL LIMIT 1) END AS "parentBatchId"`;
+}
+
+/** No live job waits on `alias` as its parent: what retention and purge keep a parent for. */
+export function noLiveChildren(s: string, alias: string): string {
+  return `NOT (${alias}.has_dependents AND EXISTS (
+      SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
+       WHERE d.parent_job_id = ${alias}.id AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)})))`;
+}
+
+/** An onFailure hook that has not ended yet needs its job's row. */
+export function noPendingHook(alias: string): string {
+  return `(${alias}.failure_hook IS NULL OR ${alias}.failure_hook IN ('done', 'failed'))`;
 }

@@ -1,7 +1,7 @@
-import { DeadlineExceededError, LeaseLostError, LIVE_JOB_STATES } from '../../../model/index.js';
-import { quoteIdent, sqlLiterals } from '../../connection/sql-identifiers.js';
+import { DeadlineExceededError, LeaseLostError } from '../../../model/index.js';
+import { quoteIdent } from '../../connection/sql-identifiers.js';
 import { notifySql } from '../../notifications/notification-topics.js';
-import { settleCte } from '../job-fragments.js';
+import { noLiveChildren, settleCte } from '../job-fragments.js';
 import { latestSchemaVersion } from '../../migrations/migration-files.js';
 
 /** The error an interrupted attempt records: the one its worker's signal aborted with. */
@@ -92,9 +92,7 @@ export function maintenanceStatements(schema: string) {
       SELECT j.id FROM ${s}.job j
        WHERE j.id > $5::uuid AND j.id < $1::uuid AND j.state = ANY($2::text[]) AND j.completed_at < $3
          AND j.batch_id IS NULL
-         AND NOT (j.has_dependents AND EXISTS (
-               SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
-                WHERE d.parent_job_id = j.id AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)})))
+         AND ${noLiveChildren(s, 'j')}
        ORDER BY j.id LIMIT $4
        FOR UPDATE SKIP LOCKED
     )
@@ -102,22 +100,6 @@ export function maintenanceStatements(schema: string) {
 
     // Rows of workers stopped (or silent: crashed) before $1.
     pruneWorkers: `DELETE FROM ${s}.worker WHERE coalesce(stopped_at, last_heartbeat) < $1 RETURNING 1`,
-
-    // A settled batch goes with its members (the foreign keys cascade), so
-    // like a job it stays while a live job still waits on it or on one of them.
-    pruneBatches: `DELETE FROM ${s}.job_batch
-     WHERE id IN (
-       SELECT b.id FROM ${s}.job_batch b
-        WHERE b.id < $1::uuid AND b.state <> 'executing' AND b.completed_at < $2
-          AND NOT EXISTS (
-                SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
-                 WHERE d.parent_batch_id = b.id AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)}))
-          AND NOT EXISTS (
-                SELECT 1 FROM ${s}.job m
-                  JOIN ${s}.job_dependency d ON d.parent_job_id = m.id
-                  JOIN ${s}.job c ON c.id = d.child_id
-                 WHERE m.batch_id = b.id AND m.has_dependents AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)}))
-        ORDER BY b.id LIMIT $3) RETURNING 1`,
   };
 }
 

@@ -1,3 +1,5 @@
+import type { BatchRoundResult, SettledBatchState } from '../../workflows/settled-batch-rounds.js';
+
 /** A worker process as it registers in the worker table. */
 export interface WorkerRegistration {
   id: string;
@@ -41,8 +43,17 @@ export interface MaintenanceStorage {
    * deleted, where the next chunk of the pass starts.
    */
   prune(states: readonly string[], before: Date, limit: number, after: string | null): Promise<PruneChunk>;
-  /** Deletes up to `limit` settled batches that ended before `before`, with their members. */
-  pruneBatches(before: Date, limit: number): Promise<number>;
+  /**
+   * One round of settled batches of `state` that ended before `before`, after
+   * the batch id `after`, with their members: as many as fit in about
+   * `maxMembers` member rows, at least one.
+   */
+  pruneBatches(
+    state: SettledBatchState,
+    before: Date,
+    after: string | null,
+    maxMembers: number,
+  ): Promise<BatchRoundResult>;
   /** Deletes the rows of workers stopped, or silent, since before `before`. */
   pruneWorkers(before: Date): Promise<number>;
   registerWorker(worker: WorkerRegistration): Promise<void>;

@@ -1,4 +1,11 @@
+import type { SqlExecutor } from '../../connection/sql-executor.js';
 import type { StorageContext } from '../../storage-context.js';
+import {
+  deleteSettledBatchRound,
+  settledBatchStatements,
+  type SettledBatchState,
+  type SettledBatchStatements,
+} from '../../workflows/settled-batch-rounds.js';
 import { uuidv7Floor } from '../job-encoding.js';
 import { StatementRunner } from '../statement-runner.js';
 import type {
@@ -16,6 +23,8 @@ const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 export class PostgresMaintenanceStorage implements MaintenanceStorage {
   private readonly statements: StatementRunner<keyof MaintenanceStatements>;
   private readonly channel: string;
+  private readonly executor: SqlExecutor;
+  private readonly batchSql: SettledBatchStatements;
 
   constructor(context: StorageContext) {
     this.statements = new StatementRunner<keyof MaintenanceStatements>(
@@ -24,6 +33,8 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
       context.executor,
     );
     this.channel = context.channel;
+    this.executor = context.executor;
+    this.batchSql = settledBatchStatements(context.schema);
   }
 
   private run<T = Record<string, unknown>>(key: keyof MaintenanceStatements, values: unknown[]): Promise<T[]> {
@@ -53,9 +64,8 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
     return { deleted: rows.length, last };
   }
 
-  async pruneBatches(before: Date, limit: number): Promise<number> {
-    const rows = await this.run('pruneBatches', [uuidv7Floor(before), before, limit]);
-    return rows.length;
+  pruneBatches(state: SettledBatchState, before: Date, after: string | null, maxMembers: number) {
+    return deleteSettledBatchRound(this.executor, this.batchSql, { state, before, after, maxMembers });
   }
 
   async pruneWorkers(before: Date): Promise<number> {

@@ -1,0 +1,91 @@
+import { LIVE_JOB_STATES, type BatchState } from '../../model/index.js';
+import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
+import type { SqlExecutor } from '../connection/sql-executor.js';
+import { uuidv7Floor } from '../jobs/job-encoding.js';
+import { noLiveChildren, noPendingHook } from '../jobs/job-fragments.js';
+
+/** Below every UUID: the cursor of a first round. */
+const FIRST = '00000000-0000-0000-0000-000000000000';
+
+/** Batches looked at per round; the member bound usually stops it sooner. */
+const BATCH_CANDIDATES = 100;
+
+/** A settled batch's final state: the ones a round deletes. */
+export type SettledBatchState = Exclude<BatchState, 'executing'>;
+
+/** What one round deleted, and where the next one starts. */
+export interface BatchRoundResult {
+  batches: number;
+  /** The member jobs that went with them. */
+  members: number;
+  /** The largest batch id looked at; the next round starts after it. Null when none was left. */
+  last: string | null;
+}
+
+/**
+ * Deleting settled batches, shared by retention and `JobsAdmin.purge()`. A
+ * batch goes whole, its members with it (the foreign keys cascade), so a
+ * round is sized by member rows rather than by batches: a thousand batches
+ * of ten thousand members each would otherwise be one transaction of ten
+ * million deleted rows.
+ */
+export function settledBatchStatements(schema: string) {
+  const s = quoteIdent(schema);
+  return {
+    // Settled batches by key after $6, as many as fit in $5 member rows (at
+    // least one); the rest of the $4 locked are let go at commit.
+    candidates: `WITH c AS (
+      SELECT id, total FROM ${s}.job_batch
+       WHERE state = $1 AND id < $2::uuid AND id > $6::uuid AND completed_at < $3
+       ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED
+    ), sized AS (
+      SELECT id, sum(total) OVER (ORDER BY id) - total AS before_it FROM c
+    )
+    SELECT id FROM sized WHERE before_it < $5 OR before_it = 0 ORDER BY id`,
+
+    // A second statement, after the candidates are locked: its fresh snapshot
+    // sees every edge made to them before. A batch stays while a live job
+    // waits on it or on one of its members, or a member's onFailure hook waits.
+    delete: `WITH d AS (
+      DELETE FROM ${s}.job_batch b
+       WHERE b.id = ANY($1::uuid[]) AND b.state <> 'executing'
+         AND NOT EXISTS (
+               SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
+                WHERE d.parent_batch_id = b.id AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)}))
+         AND NOT EXISTS (
+               SELECT 1 FROM ${s}.job m
+                WHERE m.batch_id = b.id AND (NOT ${noLiveChildren(s, 'm')} OR NOT ${noPendingHook('m')}))
+      RETURNING b.total
+    )
+    SELECT count(*)::int AS batches, coalesce(sum(total), 0)::int AS members FROM d`,
+  };
+}
+
+export type SettledBatchStatements = ReturnType<typeof settledBatchStatements>;
+
+/**
+ * One round in one short transaction: the settled batches of `state` that
+ * completed before `before`, after the batch id `after`, as many as fit in
+ * about `maxMembers` member rows (at least one); batches locked elsewhere are
+ * passed over.
+ */
+export function deleteSettledBatchRound(
+  executor: Pick<SqlExecutor, 'transaction'>,
+  sql: SettledBatchStatements,
+  round: { state: SettledBatchState; before: Date; after: string | null; maxMembers: number },
+): Promise<BatchRoundResult> {
+  return executor.transaction(async (tx) => {
+    const locked = await tx.query<{ id: string }>(sql.candidates, [
+      round.state,
+      uuidv7Floor(round.before),
+      round.before,
+      BATCH_CANDIDATES,
+      round.maxMembers,
+      round.after ?? FIRST,
+    ]);
+    if (locked.length === 0) return { batches: 0, members: 0, last: null };
+    const ids = locked.map((r) => r.id);
+    const [row] = await tx.query<{ batches: number; members: number }>(sql.delete, [ids]);
+    return { batches: row!.batches, members: row!.members, last: ids[ids.length - 1]! };
+  });
+}
