@@ -1,4 +1,4 @@
-import type { JobState } from './job-state.js';
+import type { JobListState } from './admin.js';
 import type { JobSummary } from './records.js';
 
 /** Jobs of one queue (or of all), by state. */
@@ -52,7 +52,11 @@ export function workerView(worker: WorkerInfo): WorkerView {
 
 /** Which jobs `JobsMonitor.jobs()` lists, and the page. */
 export interface JobListFilter {
-  state?: JobState | JobState[];
+  /**
+   * One state or several, read as `counts()` reports them: `queued` is a job
+   * due now and `scheduled` one queued for later; default every state.
+   */
+  state?: JobListState | JobListState[];
   queue?: string;
   name?: string;
   /** Jobs created before this job (its id): the `next` of the previous page. */

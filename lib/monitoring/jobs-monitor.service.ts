@@ -6,7 +6,7 @@ import {
   databaseCall,
   describeValue,
   EARLIEST_TIME,
-  JOB_STATES,
+  JOB_LIST_STATES,
   isUuid,
   JobCipher,
   JobsError,
@@ -16,7 +16,6 @@ import {
   type JobCounts,
   type JobListFilter,
   type JobPage,
-  type JobState,
   type ReplicaLag,
   type StateCounts,
   type WorkerInfo,
@@ -140,14 +139,18 @@ export class JobsMonitor {
     }));
   }
 
-  /** Jobs newest first, filtered by state(s), queue and name; page with `before: page.next`. */
+  /**
+   * Jobs newest first, filtered by state(s), queue and name; page with
+   * `before: page.next`. States read as `counts()` reports them: `queued`
+   * is due now, `scheduled` queued for later.
+   */
   async jobs(filter: JobListFilter = {}): Promise<JobPage> {
     filter = checkOptions('JobsMonitor.jobs()', filter, "{ state: 'failed' }", JOB_LIST_FILTER_SHAPE) ?? {};
     const states = filter.state === undefined ? null : [filter.state].flat();
     for (const state of states ?? []) {
-      if (!(JOB_STATES as readonly string[]).includes(state)) {
+      if (!(JOB_LIST_STATES as readonly string[]).includes(state)) {
         throw new JobsError(
-          `JobsMonitor.jobs(): unknown state ${typeof state === 'string' && state.length <= 60 ? JSON.stringify(state) : describeValue(state)}. Potential fix: one of ${JOB_STATES.join(', ')}.`,
+          `JobsMonitor.jobs(): unknown state ${typeof state === 'string' && state.length <= 60 ? JSON.stringify(state) : describeValue(state)}. Potential fix: one of ${JOB_LIST_STATES.join(', ')}.`,
         );
       }
     }
@@ -169,10 +172,15 @@ export class JobsMonitor {
     }
     // One more than asked tells whether a next page exists.
     const rows = await databaseCall('JobsMonitor.jobs()', () =>
-      this.reads.monitoring.jobs({
-        states: states as JobState[] | null,
+      this.reads.admin.searchJobs({
+        states,
         queue: filter.queue ?? null,
         name: filter.name ?? null,
+        batchId: null,
+        idPrefix: null,
+        ids: null,
+        nameContains: null,
+        now: this.clock.now(),
         before: filter.before ?? null,
         limit: limit + 1,
       }),

@@ -5,6 +5,7 @@ import {
   JobsError,
   optionShape,
   type JobInfo,
+  type JobListState,
   type JobState,
   type JobSummary,
 } from '../model/index.js';
@@ -17,6 +18,7 @@ import { matchesPayload, showValue } from './payload-match.js';
 export interface EnqueuedFilter {
   /** A `@Job` class or a job name. */
   name?: JobRef;
+  /** Only jobs in this queue; default every queue. */
   queue?: string;
   /** Default `['queued', 'waiting']`: jobs that have not run yet, due now or later. */
   state?: JobState | JobState[];
@@ -58,7 +60,9 @@ export class EnqueuedJobs {
   async list(where: string, filter: EnqueuedFilter | undefined): Promise<JobInfo[]> {
     const o = checkOptions(where, filter, "{ name: 'send-receipt' }", FILTER_SHAPE) ?? {};
     const name = o.name === undefined ? undefined : this.jobs.resolveName(o.name);
-    const state = o.state === undefined ? [...NOT_RUN] : o.state;
+    // The kit's `queued` is every queued job; the monitor splits it into due now and `scheduled`.
+    const asked: unknown[] = o.state === undefined ? [...NOT_RUN] : [o.state].flat();
+    const state = asked.flatMap((s) => (s === 'queued' ? ['queued', 'scheduled'] : [s])) as JobListState[];
     const summaries: JobSummary[] = [];
     let before: string | undefined;
     do {

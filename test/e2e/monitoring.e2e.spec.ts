@@ -3,6 +3,7 @@ import request from 'supertest';
 import {
   Job,
   JobQueue,
+  JOB_LIST_STATES,
   JobsError,
   JobsMonitor,
   type JobHandler,
@@ -177,9 +178,28 @@ describe('JobsMonitor', () => {
     expect((await monitor.jobs({ queue: 'q1' })).jobs).toHaveLength(7);
   });
 
+  it('lists each state as counts() reports it: queued is due now, scheduled is queued for later', async () => {
+    const { total } = await monitor.counts();
+    for (const state of JOB_LIST_STATES) {
+      const listed = (await monitor.jobs({ state, limit: 500 })).jobs;
+      expect({ state, listed: listed.length }).toEqual({ state, listed: total[state] });
+    }
+    const now = Date.now();
+    const scheduled = (await monitor.jobs({ state: 'scheduled' })).jobs;
+    expect(scheduled).toHaveLength(2);
+    for (const job of scheduled) {
+      expect(job.state).toBe('queued');
+      expect(job.runAt.getTime()).toBeGreaterThan(now);
+    }
+    const due = (await monitor.jobs({ state: 'queued' })).jobs;
+    expect(due.map((j) => j.name)).toEqual(['elsewhere']);
+    const both = await monitor.jobs({ state: ['queued', 'scheduled'] });
+    expect(both.jobs.map((j) => j.id).sort()).toEqual([...due, ...scheduled].map((j) => j.id).sort());
+  });
+
   it('rejects bad filters at the call site, naming the field and the fix', async () => {
     const bad: Array<[Parameters<JobsMonitor['jobs']>[0], RegExp]> = [
-      [{ state: 'done' as never }, /unknown state "done".*Potential fix: one of waiting, queued/],
+      [{ state: 'done' as never }, /unknown state "done".*Potential fix: one of waiting, queued, scheduled, active/],
       [{ limit: 0 }, /"limit" must be an integer from 1 to 500, got 0/],
       [{ limit: 501 }, /"limit" must be an integer from 1 to 500, got 501/],
       [{ before: 'x' }, /"before" must be a job id \(a UUID\), got the string "x"/],

@@ -27,17 +27,6 @@ export function monitoringStatements(schema: string) {
     workers: `SELECT id, host, pid, queues, concurrency, active, started_at, last_heartbeat, stopped_at
       FROM ${s}.worker WHERE stopped_at IS NULL OR stopped_at >= $1
       ORDER BY started_at DESC, id`,
-
-    // Newest first, by key; a null filter matches everything.
-    jobs: `SELECT id, name, queue, state, priority, attempt, max_attempts, run_at, created_at, started_at,
-             completed_at, progress, worker_id, batch_id, last_error
-        FROM ${s}.job
-       WHERE ($1::text[] IS NULL OR state = ANY($1::text[]))
-         AND ($2::text IS NULL OR queue = $2)
-         AND ($3::text IS NULL OR name = $3)
-         AND ($4::uuid IS NULL OR id < $4::uuid)
-       ORDER BY id DESC
-       LIMIT $5`,
   };
 }
 

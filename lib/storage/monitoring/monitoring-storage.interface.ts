@@ -1,4 +1,4 @@
-import type { JobState, JobSummary, StateCounts, WorkerInfo } from '../../model/index.js';
+import type { StateCounts, WorkerInfo } from '../../model/index.js';
 
 /** One count of the `counts` statement: a queue, a state ('scheduled' for queued-for-later), a number. */
 export interface CountRow {
@@ -10,20 +10,11 @@ export interface CountRow {
 /** A worker's row; whether it is alive is the monitor's call. */
 export type WorkerRow = Omit<WorkerInfo, 'alive'>;
 
-export interface JobQuery {
-  states: JobState[] | null;
-  queue: string | null;
-  name: string | null;
-  before: string | null;
-  limit: number;
-}
-
 /** Read-only queries for operators; nothing here is on a worker's path. */
 export interface MonitoringStorage {
   /** Finished states are not read when `finishedSince` is null. */
   counts(now: Date, finishedSince: Date | null): Promise<CountRow[]>;
   workers(stoppedSince: Date): Promise<WorkerRow[]>;
-  jobs(query: JobQuery): Promise<JobSummary[]>;
 }
 
 export const MONITORING_STORAGE = Symbol('MONITORING_STORAGE');

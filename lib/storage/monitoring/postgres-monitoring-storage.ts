@@ -1,7 +1,5 @@
-import type { JobCipher, JobSummary } from '../../model/index.js';
 import { uuidv7Floor } from '../jobs/job-encoding.js';
-import { jobSummaryFromRow } from '../jobs/job-rows.js';
-import type { CountRow, JobQuery, MonitoringStorage, WorkerRow } from './monitoring-storage.interface.js';
+import type { CountRow, MonitoringStorage, WorkerRow } from './monitoring-storage.interface.js';
 import { monitoringStatements, type MonitoringStatements } from './monitoring-statements.js';
 import { PoolExecutor } from '../connection/sql-executor.js';
 import type { StorageContext } from '../storage-context.js';
@@ -9,14 +7,12 @@ import type { StorageContext } from '../storage-context.js';
 type Row = Record<string, unknown>;
 
 export class PostgresMonitoringStorage implements MonitoringStorage {
-  private readonly cipher: JobCipher;
   private readonly sql: MonitoringStatements;
   private readonly pool: PoolExecutor;
 
   constructor(context: StorageContext) {
     this.sql = monitoringStatements(context.schema);
     this.pool = context.executor;
-    this.cipher = context.cipher;
   }
 
   async counts(now: Date, finishedSince: Date | null): Promise<CountRow[]> {
@@ -36,10 +32,5 @@ export class PostgresMonitoringStorage implements MonitoringStorage {
       lastHeartbeat: r.last_heartbeat as Date,
       stoppedAt: (r.stopped_at as Date | null) ?? null,
     }));
-  }
-
-  async jobs(q: JobQuery): Promise<JobSummary[]> {
-    const rows = await this.pool.query<Row>(this.sql.jobs, [q.states, q.queue, q.name, q.before, q.limit]);
-    return rows.map((r) => jobSummaryFromRow(r, this.cipher));
   }
 }
