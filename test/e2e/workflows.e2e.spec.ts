@@ -171,6 +171,25 @@ describe('batches', () => {
     expect(thenRun!.started_at.getTime()).toBeGreaterThanOrEqual(lastAdded!.ended_at.getTime());
   });
 
+  it("a batch's then job sees the batch but cannot add to it: the batch has settled", async () => {
+    const { id } = await batches
+      .create()
+      .add(Step, { tag: 'late-member' })
+      .then(Grow, { tag: 'late-grow', extra: 1 })
+      .dispatch();
+    await batchUntil(id, 'succeeded');
+    const thenJob = async () =>
+      (
+        await sql<{ state: string; error: string | null }>(
+          `SELECT state, last_error->>'message' AS error FROM "${schema}_jobs".job WHERE payload->>'tag' = 'late-grow'`,
+        )
+      )[0];
+    await waitFor('the then job to end', async () => (await thenJob())?.state === 'failed');
+    expect((await thenJob())!.error).toMatch(/^ctx\.addToBatch\(\) in job "wf-grow" .*not a batch member/);
+    expect(await jobs.batchStatus(id)).toMatchObject({ state: 'succeeded', total: 1, succeeded: 1 });
+    expect(await runsOf('late-grow-added-0')).toBe(0);
+  });
+
   it('members can be listed by state and page; a batch is deleted only once settled', async () => {
     const draft = batches.create('paged');
     for (let i = 0; i < 5; i++) draft.add(Step, { tag: `pg-${i}` }, { delay: 60_000 });
