@@ -38,6 +38,7 @@ export interface JobsModuleOptions {
   migrationsRun?: boolean;
   /** How long to wait on the database before a call fails instead of hanging (ms). */
   timeouts?: DatabaseTimeouts;
+  /** This instance's worker: whether it runs, which queues it serves, and how it claims, leases and shuts down. */
   worker?: WorkerOptions;
   /** How long finished jobs stay queryable before they are pruned. */
   retention?: RetentionOptions;
@@ -117,15 +118,33 @@ export interface JobsModuleRootOptions extends JobsModuleOptions {
 
 /** A class that builds the module's options, for `forRootAsync({ useClass })` or `useExisting`. */
 export interface JobsOptionsFactory {
+  /**
+   * The module's options, or a promise of them, read once at start and checked as `forRoot()`'s are:
+   * an unknown key, `isGlobal` (it belongs to the `forRootAsync()` call) or `undefined` fails the
+   * start with a JobsError.
+   */
   createJobsOptions(): Promise<JobsModuleOptions> | JobsModuleOptions;
 }
 
 /** What `JobsModule.forRootAsync()` takes: options built from other providers (a factory, a class or an existing provider). */
 export interface JobsModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  /** Register JobQueue & co. for every module; default true. */
   isGlobal?: boolean;
+  /** The providers `useFactory` gets as its arguments, in this order. */
   inject?: Array<InjectionToken | OptionalFactoryDependency>;
+  /**
+   * Builds the options from the `inject`ed providers, at start; may be async. What it returns is
+   * checked as `forRoot()`'s options are (`undefined` and `isGlobal` are refused). Used before
+   * `useClass` and `useExisting` when several are given.
+   */
   useFactory?: (...args: any[]) => Promise<JobsModuleOptions> | JobsModuleOptions; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** A class the module registers as a provider of its own, whose `createJobsOptions()` builds the options. */
   useClass?: Type<JobsOptionsFactory>;
+  /**
+   * A provider the app already has (from a module in `imports`, or a global one), whose
+   * `createJobsOptions()` builds the options; the module does not register it. Ignored when
+   * `useFactory` or `useClass` is given.
+   */
   useExisting?: Type<JobsOptionsFactory>;
 }
 

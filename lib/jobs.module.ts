@@ -221,6 +221,11 @@ const EXPORTS = [
  */
 @Module({})
 export class JobsModule {
+  /**
+   * The module with these options, global unless `isGlobal: false`. Throws a JobsError at the call
+   * when the options are not an object, hold a key no option has (here or in a nested options
+   * object), or give a bad `retention`; the other values are checked at start.
+   */
   static forRoot(options: JobsModuleRootOptions = {}): DynamicModule {
     // Checked here, at the line that wrote them; their values are checked at start.
     const { isGlobal = true, ...rest } =
@@ -236,6 +241,12 @@ export class JobsModule {
     };
   }
 
+  /**
+   * The module with options built at start by `useFactory`, `useClass` or `useExisting`, global
+   * unless `isGlobal: false`. Throws a JobsError at the call when the options are missing, hold an
+   * unknown key, or name none of the three; what the factory returns is checked at start, as
+   * `forRoot()`'s options are.
+   */
   static forRootAsync(options: JobsModuleAsyncOptions): DynamicModule {
     const where = 'JobsModule.forRootAsync()';
     if (checkOptions(where, options, ASYNC_EXAMPLE, ASYNC_SHAPE) === undefined) {

@@ -305,18 +305,31 @@ export class JobsAdmin {
     return databaseCall('JobsAdmin.listSchedules()', () => this.reads.schedules.list());
   }
 
+  /**
+   * Stops the schedule's ticks until resumed, on every instance and across restarts
+   * (RecurringSchedules.pause), and resolves with the schedule as it now stands. An unknown name
+   * throws a JobsNotFoundError.
+   */
   async pauseSchedule(name: string): Promise<ScheduleInfo> {
     await this.schedules.pause(name);
     return (await this.schedules.get(name))!;
   }
 
+  /**
+   * Ticks again from the next tick after now; ticks that passed while paused are not caught up
+   * (RecurringSchedules.resume). Resolves with the schedule as it now stands. An unknown name throws
+   * a JobsNotFoundError.
+   */
   async resumeSchedule(name: string): Promise<ScheduleInfo> {
     await this.schedules.resume(name);
     return (await this.schedules.get(name))!;
   }
 
   /** One run of the schedule now; its ticks go on as before. */
-  runSchedule(name: string): Promise<{ jobId: string }> {
+  runSchedule(name: string): Promise<{
+    /** The id of the job this run enqueued. */
+    jobId: string;
+  }> {
     return this.schedules.runNow(name);
   }
 
@@ -325,6 +338,7 @@ export class JobsAdmin {
     return this.queues.pause(queue);
   }
 
+  /** Workers claim from the queue again on every instance (JobQueues.resume). */
   resumeQueue(queue: string): Promise<void> {
     return this.queues.resume(queue);
   }

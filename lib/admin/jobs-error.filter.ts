@@ -17,6 +17,11 @@ import { JobsDatabaseError, JobsError, JobsNotFoundError } from '../model/index.
  */
 @Catch(JobsError)
 export class JobsErrorFilter extends BaseExceptionFilter {
+  /**
+   * Called by Nest with a JobsError a handler threw: answers it as a NotFoundException (404) for a
+   * JobsNotFoundError, a ServiceUnavailableException (503) for a JobsDatabaseError, and a
+   * BadRequestException (400) otherwise, each with the error's message.
+   */
   override catch(error: JobsError, host: ArgumentsHost): void {
     const http =
       error instanceof JobsNotFoundError

@@ -18,6 +18,12 @@ export type { JobsDashboardOptions } from './dashboard-options.js';
  */
 @Module({})
 export class JobsDashboardModule {
+  /**
+   * The dashboard's module, serving the page at `path` (default `jobs-dashboard`). The options are
+   * checked at the call: neither `guards` nor `public: true`, both, a guard that is neither a class
+   * nor an object with `canActivate()`, an unknown key, or a bad `path`, `title`, `allowedOrigins` or
+   * `traceUrl` throws a JobsError.
+   */
   static register(options?: JobsDashboardOptions): DynamicModule {
     const config = dashboardConfig(options);
     return {

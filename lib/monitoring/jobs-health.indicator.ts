@@ -52,6 +52,13 @@ export class JobsHealthIndicator {
     private readonly monitor: JobsMonitor,
   ) {}
 
+  /**
+   * Checks the jobs system and reports it under `key` (default `jobs`): `down`, `degraded` or `up` as
+   * described above, with the live counts (`queued`, `scheduled`, `active`, `waiting`) and
+   * `aliveWorkers`. A database that fails or does not answer within `timeout` is `down`, not an
+   * error. Bad options (an unknown key, a `maxReplicaLag` that is not a whole number >= 0, or
+   * `maxReplicaLag` without a `monitoring.replica`) throw a JobsError.
+   */
   async isHealthy<const Key extends string = 'jobs'>(
     key: Key = 'jobs' as Key,
     options: JobsHealthOptions = {},

@@ -38,6 +38,11 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
     this.registry = registry ?? defaultRegistry;
   }
 
+  /**
+   * Called by Nest at start: registers the four metrics in the registry (the one provided under
+   * `JOBS_METRICS_REGISTRY`, else prom-client's global one) and starts counting this instance's
+   * attempts. prom-client throws when the registry already holds a metric of one of these names.
+   */
   onModuleInit(): void {
     const registers = [this.registry];
     const attempts = new Counter({

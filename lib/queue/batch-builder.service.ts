@@ -20,6 +20,11 @@ export class BatchDraft {
     this.plan = { name, members: [], callbacks: [], allowFailures: false };
   }
 
+  /**
+   * Adds a member: a job (class or name), its payload and its options. Members run in parallel once
+   * dispatched. A key no option has, or a call after `dispatch()`, throws a JobsError; the rest of
+   * the member is checked at `dispatch()`.
+   */
   add<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
     this.checkOpen('add');
     this.checkStep('add', job, options);
@@ -50,7 +55,16 @@ export class BatchDraft {
     return this;
   }
 
-  async dispatch(options: WriteOptions = {}): Promise<{ id: string }> {
+  /**
+   * Writes the batch, its members and its callbacks in one statement (with `manager`, in the caller's
+   * transaction) and resolves with the batch's id. A batch without members has succeeded at once,
+   * and its callbacks are decided then. Bad input, a member's unique key already held (nothing is
+   * written), or a second call throws a JobsError.
+   */
+  async dispatch(options: WriteOptions = {}): Promise<{
+    /** The batch's id. */
+    id: string;
+  }> {
     if (this.dispatched) {
       throw new JobsError(
         `Batch${this.plan.name ? ` "${this.plan.name}"` : ''} was already dispatched. Potential fix: call batches.create() again for another batch.`,
@@ -96,6 +110,11 @@ export class BatchDraft {
 export class BatchBuilder {
   constructor(private readonly writer: WorkflowWriter) {}
 
+  /**
+   * A new batch draft; `name` (optional) is stored as the batch's name and shown in lists and
+   * messages. Nothing is written until its `dispatch()`. A name that is blank, over 200 characters
+   * or holds control characters throws a JobsError.
+   */
   create(name?: string): BatchDraft {
     if (name !== undefined) checkName('batches.create()', 'name', name, 'import-october');
     return new BatchDraft(this.writer, name ?? null);

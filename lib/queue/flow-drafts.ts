@@ -15,10 +15,20 @@ import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type DependencyOn, type Wri
 import type { FlowNode, StepOptions, WorkflowWriter } from './workflow-writer.js';
 
 /** A parent of a flow step: its key (runs on success), or the key and the outcome that lets the step run. */
-export type FlowEdge = string | { key: string; on?: DependencyOn };
+export type FlowEdge =
+  | string
+  | {
+      /** The key of the step waited on. */
+      key: string;
+      /** What that step must do for this one to run: `success` (default), `failure` (failed for good) or `always`. */
+      on?: DependencyOn;
+    };
 
 /** What a step of a flow takes: a job's options and the steps it waits on. */
-export type FlowStepOptions = StepOptions & { after?: FlowEdge[] };
+export type FlowStepOptions = StepOptions & {
+  /** The steps this one waits on, by key; default none: the step is queued at dispatch. */
+  after?: FlowEdge[];
+};
 
 /** "manager" as everywhere per job: refused with its own message once given a value (JobFactory). */
 const FLOW_STEP_SHAPE = optionShape<FlowStepOptions, 'manager'>({ ...STEP_FIELDS, after: true, manager: true });
@@ -31,6 +41,12 @@ export class FlowDraft {
 
   constructor(private readonly writer: WorkflowWriter) {}
 
+  /**
+   * Adds a step: its key (unique in the flow), the job, its payload, and its options with `after`,
+   * the keys of the steps it waits on. An empty key, a malformed `after`, an unknown option key or a
+   * call after `dispatch()` throws a JobsError; unknown or duplicate keys and cycles are refused at
+   * `dispatch()`.
+   */
   add<H extends JobHandler>(
     key: string,
     job: Type<H> | string,
@@ -69,7 +85,10 @@ export class FlowDraft {
   }
 
   /** Returns the id of each step by its key. */
-  async dispatch(options: WriteOptions = {}): Promise<{ ids: Record<string, string> }> {
+  async dispatch(options: WriteOptions = {}): Promise<{
+    /** Each step's job id, by the step's key. */
+    ids: Record<string, string>;
+  }> {
     refuseAfterDispatch('flow()', 'dispatch', this.dispatched);
     const manager = checkManager(
       'flow().dispatch()',
@@ -87,6 +106,10 @@ export class ChainDraft {
 
   constructor(private readonly writer: WorkflowWriter) {}
 
+  /**
+   * Adds the next job of the chain: it waits for the one before it to succeed. A key no option has,
+   * or a call after `dispatch()`, throws a JobsError; the rest is checked at `dispatch()`.
+   */
   then<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
     refuseAwait('chain()', job, payload);
     refuseAfterDispatch('chain()', 'then', this.dispatched);
@@ -96,7 +119,15 @@ export class ChainDraft {
     return this;
   }
 
-  async dispatch(options: WriteOptions = {}): Promise<{ ids: string[] }> {
+  /**
+   * Writes every job of the chain in one statement (with `manager`, in the caller's transaction): the
+   * first one queued, each other one `waiting`. Resolves with their ids in chain order. Bad input, a
+   * unique key already held (nothing is written), or a second call throws a JobsError.
+   */
+  async dispatch(options: WriteOptions = {}): Promise<{
+    /** The jobs' ids, in chain order. */
+    ids: string[];
+  }> {
     refuseAfterDispatch('chain()', 'dispatch', this.dispatched);
     const nodes: FlowNode[] = this.steps.map((s, i) => ({
       key: String(i),

@@ -48,14 +48,19 @@ export type { BatchMembersOptions } from './job-reads.js';
  * have updated).
  */
 export interface EnqueueResult {
+  /** The job's id: the new job's, or the id of the job already holding the unique key. */
   id: string;
+  /** True when this call wrote a new job; false when a job holding the same unique key was found instead. */
   created: boolean;
 }
 
 /** One job of an `enqueueMany()` call: the job (class or name), its payload and its options. */
 export interface EnqueueItem<H extends JobHandler = JobHandler> {
+  /** The job: its `@Job` class (the payload is then type-checked) or its name. */
   job: JobRef<H>;
+  /** The job's payload: plain JSON data, at most `maxPayloadBytes` once serialised. */
   payload: PayloadOf<H>;
+  /** This job's options; `manager` belongs to the whole `enqueueMany()` call, and `after` is refused here. */
   options?: Omit<EnqueueOptions, 'manager' | 'after'>;
 }
 
@@ -84,6 +89,13 @@ export class JobQueue {
     this.reads = new JobReads(control, workflows);
   }
 
+  /**
+   * Writes one job, due at once unless `delay` or `runAt` says later; with `manager`, in the caller's
+   * transaction, so it exists only if that commits. With `after`, the job waits (`waiting`) until its
+   * parents settle. Resolves with the job's id and whether this call wrote it (see EnqueueResult).
+   * Bad input (an unknown job, a payload JSON would change or over `maxPayloadBytes`, a bad option,
+   * an unknown parent) throws a JobsError and writes nothing.
+   */
   async enqueue<H extends JobHandler>(
     job: Type<H> | string,
     payload: PayloadOf<H>,
@@ -219,14 +231,27 @@ export class JobQueue {
     }
   }
 
+  /**
+   * The batch's state, its counts of members by outcome, its progress and times; null when no batch
+   * has this id. A malformed id throws a JobsError.
+   */
   batchStatus(id: string): Promise<BatchInfo | null> {
     return this.reads.batchStatus(id);
   }
 
+  /**
+   * A page of the batch's members, oldest first: `state` keeps one state, `skip` (default 0) and
+   * `take` (default 100, at most 10 000) page. Empty when no batch has this id. A malformed id or
+   * option throws a JobsError.
+   */
   batchMembers(id: string, options: BatchMembersOptions = {}): Promise<BatchMember[]> {
     return this.reads.batchMembers(id, options);
   }
 
+  /**
+   * The batch as a graph, as the dashboard draws it: its members and its then/catch/finally jobs as
+   * nodes, their dependencies as edges. Null when no batch has this id; a malformed id throws a JobsError.
+   */
   batchGraph(id: string): Promise<BatchGraph | null> {
     return this.reads.batchGraph(id);
   }

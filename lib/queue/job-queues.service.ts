@@ -33,17 +33,21 @@ export const QUEUE_DECLARATIONS = Symbol('QUEUE_DECLARATIONS');
 
 /** A change of limits: a field left out keeps its value, null removes the limit. */
 export interface LimitsChange {
+  /** At most this many jobs running at once, across instances: an integer >= 1, or null for no limit. */
   concurrency?: number | null;
+  /** At most `max` job starts in any window of `per` ms, across instances, or null for no limit. */
   rateLimit?: RateLimit | null;
 }
 
 /** A change of one group's own limits: null removes the group's own limit, so the queue's default applies. */
 export interface GroupLimitsChange {
+  /** At most this many of the group's jobs running at once, across instances: an integer >= 1, or null. */
   concurrency: number | null;
 }
 
 /** Whose limits `setLimits()` changes: the queue's, or one job name's in it. */
 export interface SetLimitsOptions {
+  /** A job name in the queue, to change that name's limits instead of the queue's. */
   job?: string;
 }
 
@@ -109,6 +113,10 @@ export class JobQueues {
     await databaseCall(`JobQueues.pause('${name}')`, () => this.storage.setPaused(name, true, this.clock.now()));
   }
 
+  /**
+   * Every instance claims from the queue again. A queue nobody knows (no handler serves it, no
+   * declaration, no job) throws a JobsNotFoundError.
+   */
   async resume(queue: string): Promise<void> {
     const name = await this.known('resume', queue);
     await databaseCall(`JobQueues.resume('${name}')`, () => this.storage.setPaused(name, false, this.clock.now()));

@@ -21,7 +21,22 @@ export interface EnqueueOptions extends StepOptions {
 export type { DependencyOn };
 
 /** A parent of a job enqueued with `after`: a job or a batch, and the outcome of it that lets the child run (default `success`). */
-export type ParentRef = { job: string; on?: DependencyOn } | { batch: string; on?: DependencyOn };
+export type ParentRef =
+  | {
+      /** The parent job's id (what `enqueue()` returned). */
+      job: string;
+      /** What the parent must do for the child to run: `success` (default), `failure` (failed for good) or `always`. */
+      on?: DependencyOn;
+    }
+  | {
+      /** The parent batch's id (what `dispatch()` returned). */
+      batch: string;
+      /**
+       * What the batch must do for the child to run: `success` (default; every member succeeded),
+       * `failure` (a member failed for good) or `always` (it settled, however).
+       */
+      on?: DependencyOn;
+    };
 
 /** Options of a call that writes many jobs at once: enqueueMany() and every dispatch(). */
 export interface WriteOptions {

@@ -28,8 +28,17 @@ import { ScheduleRunner } from './schedule-runner.service.js';
 export interface DynamicScheduleOptions<Payload = unknown> {
   /** IANA time zone; default `UTC`. */
   timeZone?: string;
+  /** The payload each tick's job receives; plain JSON data, at most `maxPayloadBytes` once serialised. */
   payload?: Payload;
+  /**
+   * Ticks missed while no instance ran the scheduler: `latest` (default) runs once for all of them,
+   * `all` runs each (at most 1,000), `none` skips them.
+   */
   catchUp?: CatchUpMode;
+  /**
+   * `allow` (default) starts each tick's job; `skip` skips a tick, and records it as skipped, while
+   * the previous run is still queued or active.
+   */
   overlap?: OverlapMode;
 }
 
@@ -137,7 +146,10 @@ export class RecurringSchedules implements ScheduleControl {
    * run counts as the schedule's last one, so with `overlap: 'skip'` the
    * next tick waits for it, and it is refused while the last run is live.
    */
-  async runNow(name: string): Promise<{ jobId: string }> {
+  async runNow(name: string): Promise<{
+    /** The id of the job this run enqueued. */
+    jobId: string;
+  }> {
     const where = this.where('runNow', name);
     const now = this.clock.now();
     const jobId = uuidv7(now.getTime());
@@ -171,6 +183,7 @@ export class RecurringSchedules implements ScheduleControl {
     return databaseCall('RecurringSchedules.list()', () => this.storage.list());
   }
 
+  /** The schedule with this name (code-defined or dynamic), or null when there is none. */
   async get(name: string): Promise<ScheduleInfo | null> {
     const where = this.where('get', name);
     return databaseCall(where, () => this.storage.get(name));

@@ -41,6 +41,7 @@ import { StorageTap, type TapListener } from './storage-tap.js';
 
 /** One attempt a drain ran, and what came of it. */
 export interface AttemptReport extends JobEventJob {
+  /** The id of the batch the job is a member of; null when it is a member of none. */
   batchId: string | null;
   /**
    * `succeeded`, `retry` (queued again after its backoff), `failed` (for

@@ -37,6 +37,7 @@ export interface DrainOptions {
 
 /** What `history()` takes. */
 export interface HistoryFilter {
+  /** Only the attempts of this job (a `@Job` class or a job name); default every job. */
   name?: JobRef;
 }
 
@@ -66,6 +67,7 @@ export class JobsTester {
     this.waiter = new JobWaiter(jobs, settings.mode, settings.clock);
   }
 
+  /** How this app runs its jobs: `manual`, `inline` or `worker` (the module's `mode`). */
   get mode(): JobsTestingMode {
     return this.settings.mode;
   }
@@ -186,6 +188,7 @@ export class JobsTester {
     return this.drainer.faults.pending();
   }
 
+  /** Drops every fault not met yet (`failNext`, `dieAfterWork`, `dieAfterStep`), for every job. */
   clearFaults(): void {
     this.drainer.faults.clear();
   }

@@ -41,8 +41,14 @@ export interface JobsTestingOptions extends Omit<JobsModuleOptions, 'schema' | '
 
 /** What `JobsTestingModule.forRootAsync()` takes: options built from other providers. */
 export interface JobsTestingAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  /** Register JobQueue, JobsTester & co. for every module; default true. */
   isGlobal?: boolean;
+  /** The providers `useFactory` gets as its arguments, in this order. */
   inject?: Array<InjectionToken | OptionalFactoryDependency>;
+  /**
+   * Builds the options from the `inject`ed providers, at start; may be async. What it returns is
+   * checked as `forRoot()`'s options are (`isGlobal` is refused there: it belongs to this call).
+   */
   useFactory: (
     ...args: any[] // eslint-disable-line @typescript-eslint/no-explicit-any
   ) => Promise<Omit<JobsTestingOptions, 'isGlobal'>> | Omit<JobsTestingOptions, 'isGlobal'>;

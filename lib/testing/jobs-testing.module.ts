@@ -41,6 +41,12 @@ const UNTAPPED_WORKFLOW_STORAGE = Symbol('UNTAPPED_WORKFLOW_STORAGE');
  */
 @Module({})
 export class JobsTestingModule {
+  /**
+   * The testing module with these options, global unless `isGlobal: false`. The options are checked
+   * at the call: a bad `mode`, `schemaPrefix` or `clock`, a `schema`, an unknown key, no database, or
+   * `worker.enabled: true` outside mode `worker` throws a JobsError. Each app built from the module
+   * gets a schema (and, by default, a ManualClock) of its own.
+   */
   static forRoot(options: JobsTestingOptions = {}): DynamicModule {
     // Checked at the call; each app made from this module then resolves its own schema and
     // clock, so apps compiled from one module definition (beforeEach) never share a schema.
@@ -52,6 +58,11 @@ export class JobsTestingModule {
     );
   }
 
+  /**
+   * The testing module with options built at start by `useFactory`, global unless `isGlobal: false`.
+   * Missing options, an unknown key or no `useFactory` throws a JobsError at the call; what the
+   * factory returns is checked at start, as `forRoot()`'s options are.
+   */
   static forRootAsync(options: JobsTestingAsyncOptions): DynamicModule {
     const example = 'forRootAsync({ inject: [DataSource], useFactory: (dataSource) => ({ dataSource }) })';
     checkOptions('JobsTestingModule.forRootAsync()', options, example, TESTING_ASYNC_SHAPE);

@@ -14,15 +14,18 @@ export class ManualClock extends Clock {
     this.current = typeof start === 'number' ? start : start.getTime();
   }
 
+  /** The clock's current time. */
   now(): Date {
     return new Date(this.current);
   }
 
+  /** Moves the clock to `to` (a Date, or ms since the epoch), forward or back, and wakes what waits on it. */
   set(to: Date | number): void {
     this.current = typeof to === 'number' ? to : to.getTime();
     for (const listener of this.listeners) listener();
   }
 
+  /** Moves the clock forward by `ms` milliseconds (back, for a negative value), as `set()` does. */
   advance(ms: number): void {
     this.set(this.current + ms);
   }

@@ -39,12 +39,26 @@ export interface EmbeddedPostgresOptions {
   /** Database created when missing. Default: `jobs`. */
   database?: string;
   /** Gets the one "listening" line, and what needs a human look. Default: `console`. */
-  logger?: { log(msg: string): void; warn?(msg: string): void };
+  logger?: {
+    /** Gets the line saying where the server listens and keeps its data; also the warnings when `warn` is missing. */
+    log(msg: string): void;
+    /**
+     * Gets what needs a human look: the server's FATAL and PANIC lines, its unexpected exit (with
+     * its last lines), a server left running by a killed process being stopped.
+     */
+    warn?(msg: string): void;
+  };
 }
 
 /** A running embedded PostgreSQL: its connection URL, and how to stop it. */
 export interface EmbeddedPostgresHandle {
+  /** A postgres URL to the database on 127.0.0.1, as the superuser, its password included. */
   url: string;
+  /**
+   * Shuts the server down: SIGINT (a fast shutdown), then SIGQUIT after 15 s and SIGKILL after 5 s
+   * more while it still runs. Resolves once it has exited (or the last wait is over); later calls
+   * return the same promise.
+   */
   stop(): Promise<void>;
 }
 

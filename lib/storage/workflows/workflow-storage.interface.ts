@@ -44,14 +44,31 @@ export type BatchMember = JobSummary;
 
 /** A batch drawn as a graph: its members and callbacks as nodes, their dependencies as edges. */
 export interface BatchGraph {
+  /** The batch itself, as `batchStatus()` returns it. */
   batch: BatchInfo;
+  /** The batch's members (oldest first, at most 100 000), then its callbacks. */
   nodes: Array<{
+    /** The job's id. */
     id: string;
+    /** The job's name. */
     name: string;
+    /** The job's state. */
     state: JobState;
+    /**
+     * `member` for a member of the batch; `then`, `catch` or `finally` for a callback, by the outcome
+     * it waits for (`callback` for any other).
+     */
     role: 'member' | 'then' | 'catch' | 'finally' | 'callback';
   }>;
-  edges: Array<{ from: string; to: string; on: DependencyOn }>;
+  /** Each callback waiting on the batch, and each job waiting on a member (which need not be in `nodes`). */
+  edges: Array<{
+    /** The id of what is waited on: the batch's id for a callback, else a member's id. */
+    from: string;
+    /** The id of the job that waits. */
+    to: string;
+    /** The outcome of `from` that lets `to` run: `success`, `failure` or `always`. */
+    on: DependencyOn;
+  }>;
 }
 
 export interface WorkflowStorage {
