@@ -17,6 +17,7 @@ import {
   JOB_LIST_STATES,
   toDatabaseError,
   JobsError,
+  INT4_MAX,
   SCHEDULE_CONTROL,
   type BatchInfo,
   type BatchListFilter,
@@ -204,7 +205,8 @@ export class JobsAdmin {
    * batches with their members, in rounds of `BULK_CHUNK` rows, each its own
    * short transaction; rows locked by someone else are passed over. Keeps
    * what retention keeps: a job or batch a live job still waits on, and a
-   * failed job whose onFailure hook has not run.
+   * failed job whose onFailure hook has not run. `pause` rests that many ms
+   * between rounds.
    */
   async purge(options: PurgeOptions): Promise<PurgeResult> {
     const where = 'JobsAdmin.purge()';
@@ -225,7 +227,8 @@ export class JobsAdmin {
         `${where}: no cutoff given, so nothing would be purged. Potential fix: purge({ succeededBefore: ${example} }); failedBefore, cancelledBefore and skippedBefore work alike.`,
       );
     }
-    const run = new PurgeRun(this.storage, BULK_CHUNK);
+    const pause = checkInteger(where, 'pause', o?.pause ?? 0, 0, INT4_MAX, 20);
+    const run = new PurgeRun(this.storage, BULK_CHUNK, pause);
     try {
       return await run.run({ ...cutoffs, skipped: o?.skippedBefore });
     } catch (error) {

@@ -16,10 +16,12 @@ export class PurgeRun {
     batchMembers: 0,
     rounds: 0,
   };
+  private started = false;
 
   constructor(
     private readonly storage: AdminStorage,
     private readonly chunk: number,
+    private readonly pause: number,
   ) {}
 
   async run(cutoffs: Cutoffs): Promise<PurgeResult> {
@@ -36,6 +38,7 @@ export class PurgeRun {
   private async jobs(state: keyof PurgeResult['jobs'], before: Date): Promise<void> {
     let after: string | null = null;
     for (;;) {
+      await this.rest();
       const round = await this.storage.purgeChunk({ state, before, after, limit: this.chunk });
       if (round.seen === 0) return;
       this.progress.rounds++;
@@ -49,6 +52,7 @@ export class PurgeRun {
   private async batches(state: 'succeeded' | 'failed' | 'cancelled', before: Date): Promise<void> {
     let after: string | null = null;
     for (;;) {
+      await this.rest();
       const round = await this.storage.purgeBatches(state, before, after, this.chunk);
       if (round.last === null) return;
       this.progress.rounds++;
@@ -56,5 +60,11 @@ export class PurgeRun {
       this.progress.batchMembers += round.members;
       after = round.last;
     }
+  }
+
+  /** The pause before every statement but the first. */
+  private async rest(): Promise<void> {
+    if (this.pause > 0 && this.started) await new Promise((resolve) => setTimeout(resolve, this.pause));
+    this.started = true;
   }
 }

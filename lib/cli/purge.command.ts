@@ -1,5 +1,5 @@
 import type { PurgeOptions } from '../model/index.js';
-import { pastTime, positionals, stringOption, UsageError } from './cli-args.js';
+import { integerOption, pastTime, positionals, stringOption, UsageError } from './cli-args.js';
 import type { CliCommand } from './cli-command.js';
 import { withServices } from './cli-context.js';
 import { plural } from './cli-output.js';
@@ -13,9 +13,13 @@ const CUTOFFS = {
 
 export const purgeCommand: CliCommand = {
   name: 'purge',
-  usage: '[--succeeded-before <age|date>] [--failed-before …] [--cancelled-before …] [--skipped-before …]',
+  usage:
+    '[--succeeded-before <age|date>] [--failed-before …] [--cancelled-before …] [--skipped-before …] [--pause <ms>]',
   summary: 'delete finished jobs (and settled batches) that ended before an age such as 7d, in small rounds',
-  options: Object.fromEntries(Object.keys(CUTOFFS).map((k) => [k, { type: 'string' }])),
+  options: {
+    ...Object.fromEntries(Object.keys(CUTOFFS).map((k) => [k, { type: 'string' }])),
+    pause: { type: 'string' },
+  },
   async run(parsed, io) {
     positionals(parsed, []);
     const options: PurgeOptions = {};
@@ -31,8 +35,9 @@ export const purgeCommand: CliCommand = {
           .join(', ')}`,
       );
     }
+    const pause = integerOption(parsed.options, 'pause');
     await withServices(io.target(), io.out, async ({ admin, out }) => {
-      out.result(await admin.purge(options), (r) => {
+      out.result(await admin.purge(pause === undefined ? options : { ...options, pause }), (r) => {
         const jobs = Object.entries(r.jobs)
           .filter(([, n]) => n > 0)
           .map(([state, n]) => `${n} ${state}`);

@@ -127,6 +127,12 @@ export interface PurgeOptions {
   failedBefore?: Date;
   cancelledBefore?: Date;
   skippedBefore?: Date;
+  /**
+   * Rest before each statement after the first, in ms; default 0. A purge of
+   * a long history on a live system then leaves the database to the claims
+   * for part of its time, as `retention.pause` does.
+   */
+  pause?: number;
 }
 
 /** What `JobsAdmin.reencrypt()` did: every encrypted job's values under older keys re-sealed with the current key. */

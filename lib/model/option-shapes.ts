@@ -121,6 +121,7 @@ export const PURGE_OPTIONS_SHAPE = optionShape<PurgeOptions>({
   failedBefore: true,
   cancelledBefore: true,
   skippedBefore: true,
+  pause: true,
 });
 
 export const BATCH_LIST_FILTER_SHAPE = optionShape<BatchListFilter>({

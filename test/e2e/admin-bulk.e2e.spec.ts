@@ -355,4 +355,39 @@ describe('JobsAdmin.purge()', () => {
     );
     await expect(t.admin.purge(undefined as never)).rejects.toThrow(/no cutoff given/);
   });
+
+  it('rests "pause" ms before each statement after the first: every round commits on its own, and the rest shows', async () => {
+    const t = await boot('purgepause');
+    await fabricate(t.schema, 'succeeded', 3 * BULK_CHUNK, new Date(Date.now() - 2 * DAY));
+    const left = async () =>
+      (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${t.schema}".job WHERE queue = 'hist'`))[0]!.n;
+    // Sampled from another session: a purge that did not rest (or ran as one statement) would not show
+    // each count between rounds for the better part of a second.
+    const seen = new Set<number>();
+    let done = false;
+    const sampler = (async () => {
+      while (!done) {
+        seen.add(await left());
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+    })();
+    const result = await t.admin.purge({ succeededBefore: new Date(Date.now() - DAY), pause: 600 });
+    done = true;
+    await sampler;
+    expect(result).toMatchObject({ jobs: { succeeded: 3 * BULK_CHUNK }, rounds: 3 });
+    expect(await left()).toBe(0);
+    expect([...seen].filter((n) => n === 2 * BULK_CHUNK || n === BULK_CHUNK).sort()).toEqual([
+      BULK_CHUNK,
+      2 * BULK_CHUNK,
+    ]);
+    for (const pause of [-1, 1.5, '20']) {
+      const error = (await t.admin
+        .purge({ succeededBefore: new Date(), pause: pause as never })
+        .catch((e: unknown) => e)) as Error;
+      expect(error).toBeInstanceOf(JobsError);
+      expect(error.message).toMatch(
+        /^JobsAdmin\.purge\(\): "pause" must be an integer >= 0, got .*Potential fix: pause: 20\.$/,
+      );
+    }
+  });
 });

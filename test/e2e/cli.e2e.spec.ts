@@ -67,6 +67,7 @@ describe('the CLI', () => {
       [['retry', '--all', '--reset-steps'], /--reset-steps goes with one <id>, not with --all/],
       [['purge'], /purge needs at least one of --succeeded-before/],
       [['purge', '--succeeded-before', 'soon'], /--succeeded-before must be an age such as 7d/],
+      [['purge', '--succeeded-before', '7d', '--pause', 'slow'], /--pause must be a whole number, got "slow"/],
       [['pause', 'emails'], /pause needs one target: --schedule <name> or --queue <name>/],
     ];
     // The server named here does not exist: none of these may get as far as connecting.
@@ -251,7 +252,7 @@ describe('the CLI', () => {
     expect(before!.n).toBeGreaterThan(0);
     const purged = json<{ jobs: { succeeded: number } }>(await cli('purge', '--succeeded-before', '0s', '--json'));
     expect(purged.jobs.succeeded).toBe(before!.n);
-    const text = await cli('purge', '--succeeded-before', '0s', '--cancelled-before', '2000-01-01');
+    const text = await cli('purge', '--succeeded-before', '0s', '--cancelled-before', '2000-01-01', '--pause', '5');
     expect(text).toMatchObject({ code: 0, stdout: 'deleted no jobs and 0 batches (0 members) in 0 rounds\n' });
   });
 
