@@ -235,7 +235,7 @@ export function operatorPositions(app: () => INestApplication): OptionsPosition[
     { where: 'JobsAdmin.cancelAll()', known: BULK, call: (o) => admin().cancelAll(o as never) },
     {
       where: 'JobsAdmin.purge()',
-      known: ['succeededBefore', 'failedBefore', 'cancelledBefore', 'skippedBefore'],
+      known: ['succeededBefore', 'failedBefore', 'cancelledBefore', 'skippedBefore', 'pause'],
       base: () => ({ succeededBefore: new Date(0) }),
       call: (o) => admin().purge(o as never),
     },

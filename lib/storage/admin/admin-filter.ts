@@ -48,7 +48,10 @@ export function filterConditions(f: JobFilter, params: SqlParams): string[] {
   const conditions: string[] = [];
   let nowParam: string | null = null;
   const now = () => (nowParam ??= params.add(f.now, '::timestamptz'));
-  if (f.states) conditions.push(`(${f.states.map((s) => statePredicate(s, now)).join(' OR ')})`);
+  if (f.states) {
+    // No state at all matches no job.
+    conditions.push(f.states.length ? `(${f.states.map((s) => statePredicate(s, now)).join(' OR ')})` : 'FALSE');
+  }
   if (f.queue !== null) conditions.push(`queue = ${params.add(f.queue, '::text')}`);
   if (f.name !== null) conditions.push(`name = ${params.add(f.name, '::text')}`);
   if (f.batchId !== null) conditions.push(`batch_id = ${params.add(f.batchId, '::uuid')}`);
