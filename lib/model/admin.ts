@@ -33,10 +33,13 @@ export type CancelState = (typeof CANCEL_STATES)[number];
 export interface JobSearch {
   /** One state or several (`scheduled` included); default every state. */
   state?: JobListState | JobListState[];
+  /** Only jobs of this queue. */
   queue?: string;
+  /** Only jobs of this name, as in `@Job(name)`. */
   name?: string;
   /** Jobs whose name holds this text, in any case (`'receipt'` finds `send-receipt`); `%` and `_` are plain characters. */
   nameContains?: string;
+  /** Only members of this batch (its id). */
   batchId?: string;
   /** The start of an id, hex digits with or without dashes (e.g. `0193a1b2`): a key range, since ids are time-ordered. */
   idPrefix?: string;
@@ -48,6 +51,7 @@ export interface JobSearch {
 
 /** A page of jobs, newest first (by id, which is creation order). */
 export interface JobSearchPage {
+  /** The jobs of this page, newest first. */
   jobs: JobSummary[];
   /** Pass as `before` for the next page; null on the last one. */
   next: string | null;
@@ -55,7 +59,9 @@ export interface JobSearchPage {
 
 /** The other end of a dependency edge. */
 export interface EdgeEnd {
+  /** The job's or the batch's id. */
   id: string;
+  /** The job's name, or the batch's; null for a batch created without one. */
   name: string | null;
   /** A job's state, or a batch's (`executing`, `succeeded`, …). */
   state: JobState | BatchState;
@@ -67,10 +73,16 @@ export interface EdgeEnd {
  * how the parent ended, once it has (null while it has not).
  */
 export interface DependencyEdge {
+  /** `batch` when the parent is a batch; a child is always a job. */
   kind: 'job' | 'batch';
   /** A parent in `parents`, a child in `children`. */
   other: EdgeEnd;
+  /** How the child waits for the parent to end: `success`, `failure` (failed for good) or `always`. */
   on: DependencyOn;
+  /**
+   * The parent's end as the edge recorded it: a job's or a batch's final state (a batch's first failure
+   * for a `failure` edge, which runs its catch at once); null until recorded.
+   */
   parentOutcome: string | null;
 }
 
@@ -88,9 +100,13 @@ export interface JobDetail extends JobInfo {
 
 /** Which jobs a bulk action touches; every field narrows. */
 export interface BulkFilter<S extends JobListState> {
+  /** One state or several; default `failed` for `retryAll()`, every state it takes for `cancelAll()`. */
   state?: S | S[];
+  /** Only jobs of this queue. */
   queue?: string;
+  /** Only jobs of this name, as in `@Job(name)`. */
   name?: string;
+  /** Only members of this batch (its id). */
   batchId?: string;
   /** The start of an id, as in `JobSearch`. */
   idPrefix?: string;
@@ -123,9 +139,13 @@ export interface CancelAllResult {
 
 /** `JobsAdmin.purge()`: finished jobs that ended before each time go; a state left out is kept. */
 export interface PurgeOptions {
+  /** Succeeded jobs, and batches that succeeded, that ended before this time go. */
   succeededBefore?: Date;
+  /** Failed jobs, and batches that failed, that ended before this time go. */
   failedBefore?: Date;
+  /** Cancelled jobs, and cancelled batches, that ended before this time go. */
   cancelledBefore?: Date;
+  /** Skipped jobs that ended before this time go (no batch ends skipped). */
   skippedBefore?: Date;
   /**
    * Rest before each statement after the first, in ms; default 0. A purge of
@@ -152,7 +172,16 @@ export interface ReencryptResult {
 /** What `purge()` deleted: jobs by state, batches, and the rounds it took. */
 export interface PurgeResult {
   /** Jobs deleted, by state (batch members are counted in `batches`, not here). */
-  jobs: { succeeded: number; failed: number; cancelled: number; skipped: number };
+  jobs: {
+    /** Succeeded jobs deleted. */
+    succeeded: number;
+    /** Failed jobs deleted. */
+    failed: number;
+    /** Cancelled jobs deleted. */
+    cancelled: number;
+    /** Skipped jobs deleted. */
+    skipped: number;
+  };
   /** Settled batches deleted with their members (a batch's state decides which cutoff applies). */
   batches: number;
   /** Batch members deleted with those batches. */
@@ -166,8 +195,11 @@ export type BatchSummary = Omit<BatchInfo, 'startedAt'>;
 
 /** Which batches `JobsAdmin.listBatches()` lists, and the page. */
 export interface BatchListFilter {
+  /** Only batches in this state. */
   state?: BatchState;
+  /** Only batches of this name, as given to `batches.create(name)`. */
   name?: string;
+  /** Batches created before this batch (its id): the `next` of the previous page. */
   before?: string;
   /** 1 to 500; default 50. */
   limit?: number;
@@ -175,7 +207,9 @@ export interface BatchListFilter {
 
 /** A page of batches, newest first, and the key of the next page. */
 export interface BatchPage {
+  /** The batches of this page, newest first. */
   batches: BatchSummary[];
+  /** Pass as `before` for the next page; null on the last one. */
   next: string | null;
 }
 
@@ -183,13 +217,17 @@ export interface BatchPage {
 export interface ThroughputPoint {
   /** The minute's start. */
   minute: Date;
+  /** Jobs of the queue that succeeded in this minute. */
   succeeded: number;
+  /** Jobs of the queue that failed for good in this minute. */
   failed: number;
 }
 
 /** Jobs that ended per minute and queue, succeeded and failed, over a window. */
 export interface Throughput {
+  /** The start of the window's first minute. */
   since: Date;
+  /** The end of the window: the end of the current minute. */
   until: Date;
   /** Per queue with any job ended in the window: one point per minute, oldest first, zeros included. */
   queues: Record<string, ThroughputPoint[]>;
@@ -197,15 +235,20 @@ export interface Throughput {
 
 /** What `JobsAdmin.runNow()` moved. */
 export interface RunNowResult {
+  /** The job's id. */
   id: string;
+  /** Its queue, whose idle workers were woken. */
   queue: string;
   /** The time it was due before. */
   previousRunAt: Date;
+  /** The time it is due now: the time of the call. */
   runAt: Date;
 }
 
 /** What `JobsAdmin.delete()` removed. */
 export interface DeletedJob {
+  /** The deleted job's id. */
   id: string;
+  /** The state it had ended in. */
   state: JobState;
 }

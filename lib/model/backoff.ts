@@ -3,8 +3,24 @@ export type BackoffFunction = (attempt: number, error: unknown) => number;
 
 /** How long a failed attempt waits before the next one: fixed, exponential (optionally with jitter), or a function of the attempt and the error. */
 export type BackoffOptions =
-  | { type: 'fixed'; delay: number; jitter?: boolean }
-  | { type: 'exponential'; delay: number; maxDelay?: number; jitter?: boolean }
+  | {
+      /** The same wait before every retry. */
+      type: 'fixed';
+      /** The wait before each retry, in ms. */
+      delay: number;
+      /** Wait a random time from half of `delay` up to `delay` instead; default false. */
+      jitter?: boolean;
+    }
+  | {
+      /** A wait that doubles with each failed attempt. */
+      type: 'exponential';
+      /** The wait after the first failed attempt, in ms; after attempt n, `delay * 2^(n - 1)` up to `maxDelay`. */
+      delay: number;
+      /** The longest wait, in ms; default 3,600,000 (an hour). */
+      maxDelay?: number;
+      /** Wait a random time from half of the wait up to all of it instead; default false. */
+      jitter?: boolean;
+    }
   | BackoffFunction;
 
 export const DEFAULT_BACKOFF: BackoffOptions = { type: 'exponential', delay: 1_000, maxDelay: 3_600_000, jitter: true };

@@ -4,6 +4,7 @@
  * test can move time instead of sleeping.
  */
 export abstract class Clock {
+  /** The current time. */
   abstract now(): Date;
   /** Called with a listener that wants to know when time jumps (manual clocks). */
   onChange(_listener: () => void): () => void {
@@ -13,6 +14,7 @@ export abstract class Clock {
 
 /** The clock of the machine: the default `Clock`. */
 export class SystemClock extends Clock {
+  /** The machine's current time (`new Date()`). */
   now(): Date {
     return new Date();
   }

@@ -84,6 +84,7 @@ export class DeadlineExceededError extends Error {
  * depth of the handler with a stack.
  */
 export class SnoozeJob extends Error {
+  /** How long the job goes back for, in ms: its next attempt is due that long after this one ends. */
   readonly ms: number;
   constructor(ms: number, reason?: string) {
     super(reason ?? `snoozed for ${ms} ms`);
@@ -108,6 +109,7 @@ export class WorkerShutdownError extends Error {
 export class EncryptionKeyMissingError extends JobsError {
   constructor(
     what: string,
+    /** The id of the key the value is sealed with. */
     readonly keyId: string,
   ) {
     super(
@@ -126,6 +128,7 @@ export class EncryptionKeyMissingError extends JobsError {
 export class EncryptedValueError extends JobsError {
   constructor(
     what: string,
+    /** The id of the key the value names, under which it does not authenticate. */
     readonly keyId: string,
   ) {
     super(
@@ -138,8 +141,11 @@ export class EncryptedValueError extends JobsError {
 
 /** An error as the job's record keeps it: name, message and stack. */
 export interface SerializedError {
+  /** The error's `name`; `Error` for a thrown value that is not an Error. */
   name: string;
+  /** Its message: a thrown string as it is, another non-Error value as JSON; stored, cut to `maxErrorBytes`. */
   message: string;
+  /** Its stack, when an Error with one was thrown; stored, cut to `maxErrorBytes`. */
   stack?: string;
 }
 

@@ -5,18 +5,30 @@ import type { UniqueWhile } from './records.js';
 
 /** What a running handler receives besides its payload. */
 export interface JobLogger {
+  /** Logs a message at the `log` level. */
   log(message: string): void;
+  /** Logs a warning. */
   warn(message: string): void;
+  /** Logs an error; `trace` is its stack, if any. */
   error(message: string, trace?: string): void;
+  /** Logs a message at the `debug` level. */
   debug(message: string): void;
 }
 
 /** What a running handler receives besides its payload: the attempt, an abort signal, a logger, progress and workflow calls. */
 export interface JobContext {
+  /** The job's id (a UUIDv7). */
   readonly jobId: string;
+  /** The job's name, as in `@Job(name)`. */
   readonly name: string;
+  /** The queue it was claimed from. */
   readonly queue: string;
+  /** This attempt's number, from 1; snoozed and interrupted attempts count, and `retry()` continues the count. */
   readonly attempt: number;
+  /**
+   * The attempt after which a failure is final: when `attempt` equals it, an error fails the job for good
+   * (each snooze and shutdown hand-back raises it by one, so that they spend no attempt).
+   */
   readonly maxAttempts: number;
   /**
    * The batch this job belongs to: as a member, or as one of its
@@ -30,6 +42,7 @@ export interface JobContext {
   readonly parentIds: readonly string[];
   /** Aborted on timeout, cancellation, lost lease and shutdown; pass it to I/O. */
   readonly signal: AbortSignal;
+  /** A Nest Logger whose context is `Job <name>`. */
   readonly logger: JobLogger;
   /**
    * Ends this attempt and puts the job back until `ms` from now without
@@ -44,7 +57,10 @@ export interface JobContext {
     job: JobClass<H> | string,
     payload: PayloadOf<H>,
     options?: StepOptions,
-  ): Promise<{ id: string }>;
+  ): Promise<{
+    /** The new member's id. */
+    id: string;
+  }>;
   /**
    * Stages a job to start when this one ends: on 'success' (default),
    * 'failure' (failed for good) or 'always'. It is written in the same
@@ -112,7 +128,9 @@ export interface StepOptions {
   runAt?: Date;
   /** Higher runs first. */
   priority?: number;
+  /** The queue it waits in; default its job type's queue (`default` unless declared). */
   queue?: string;
+  /** Attempts in all, the first included; default its job type's `maxAttempts`. */
   maxAttempts?: number;
   /** Milliseconds one attempt may run. */
   timeout?: number;
@@ -162,10 +180,20 @@ export interface UniqueOptions {
 
 /** What a `@Job` class implements: `run` for each attempt, and optionally `onFailure` once the job has failed for good. */
 export interface JobHandler<Payload = unknown, Result = unknown> {
+  /**
+   * Runs one attempt. What it returns becomes the job's result, stored as JSON. An error it throws
+   * fails the attempt, retried while attempts remain unless it is a PermanentJobError; a SnoozeJob
+   * snoozes the job instead.
+   */
   run(payload: Payload, ctx: JobContext): Promise<Result> | Result;
   /** Runs once, when the job has failed for good (no attempt left, or a PermanentJobError). */
   onFailure?(payload: Payload, error: Error, ctx: JobContext): Promise<void> | void;
 }
 
 /** The payload type a handler class accepts, read from its `run` signature. */
-export type PayloadOf<H> = H extends { run(payload: infer P, ...rest: never[]): unknown } ? P : never;
+export type PayloadOf<H> = H extends {
+  /** A handler's `run`, whose first parameter's type is the payload's. */
+  run(payload: infer P, ...rest: never[]): unknown;
+}
+  ? P
+  : never;

@@ -16,7 +16,9 @@ const JOB_EVENT_LISTENER_FILTER_SHAPE = optionShape<JobEventListenerFilter>({
 
 /** One attempt that ended on this instance, with an outcome to record. */
 export interface AttemptEnded {
+  /** The job, as the worker claimed it. */
   job: ClaimedJob;
+  /** How the attempt ended: `succeeded`, `retry`, `failed`, `cancelled` or `snoozed`. */
   outcome: AttemptOutcome['kind'];
   /** From the handler's start to its outcome, in ms. */
   durationMs: number;
@@ -29,10 +31,15 @@ export type JobEventName = (typeof JOB_EVENT_NAMES)[number];
 
 /** The job an event is about, as its attempt ran. */
 export interface JobEventJob {
+  /** The job's id (a UUIDv7). */
   id: string;
+  /** The job's name, as in `@Job(name)`. */
   name: string;
+  /** The queue it ran in. */
   queue: string;
+  /** The attempt's number, from 1. */
   attempt: number;
+  /** The attempt after which a failure was final, as it stood for this attempt. */
   maxAttempts: number;
   /** The payload the handler was given (the same object). */
   payload: unknown;
@@ -48,22 +55,52 @@ export type StallReason = 'lost-lease' | 'shutdown';
 /** What each event adds to the job and the duration. */
 export interface JobEventDetails {
   /** `result`: what the handler returned (null for undefined). */
-  succeeded: { result: unknown };
+  succeeded: {
+    /** What the handler returned; null for undefined. */
+    result: unknown;
+  };
   /** Failed for good: no attempt left, or a PermanentJobError. */
-  failed: { error: SerializedError };
+  failed: {
+    /** The error the job failed with: its name, message and stack. */
+    error: SerializedError;
+  };
   /** Failed, and runs again at `retryAt`. */
-  retrying: { error: SerializedError; retryAt: Date };
+  retrying: {
+    /** The error the attempt failed with. */
+    error: SerializedError;
+    /** When the next attempt is due: the failure's time plus the job's backoff. */
+    retryAt: Date;
+  };
   /** Cancelled while it ran here. */
-  cancelled: { error: SerializedError };
+  cancelled: {
+    /** A JobCancelledError: its name, message and stack. */
+    error: SerializedError;
+  };
   /** Put back to run again at `until` (ctx.snooze, SnoozeJob), the attempt given back. */
-  snoozed: { until: Date; reason: string | null };
-  stalled: { reason: StallReason; error: SerializedError };
+  snoozed: {
+    /** When the job is due again. */
+    until: Date;
+    /**
+     * The reason given to `ctx.snooze()` or `SnoozeJob`, else `snoozed for <ms> ms`; for a
+     * `ctx.sleep()`, `ctx.sleep('<name>') until <time>`.
+     */
+    reason: string | null;
+  };
+  /** Ended with nothing of this worker's recorded: the job is another worker's now, or was handed back at shutdown. */
+  stalled: {
+    /** Why: `lost-lease` or `shutdown` (see StallReason). */
+    reason: StallReason;
+    /** A LeaseLostError or WorkerShutdownError, its name and message only. */
+    error: SerializedError;
+  };
 }
 
 /** What an `@OnJobEvent` listener receives when an attempt on this instance ended: the job, the duration and the event's own fields. */
 export type JobEvent<E extends JobEventName = JobEventName> = {
   [K in E]: {
+    /** Which event this is; checking it narrows the event to its own fields. */
     event: K;
+    /** The job, as its attempt ran. */
     job: JobEventJob;
     /** From the handler's start to the attempt's end, in ms. */
     durationMs: number;
@@ -72,6 +109,7 @@ export type JobEvent<E extends JobEventName = JobEventName> = {
 
 /** Which jobs a listener hears about; left out, every job. */
 export interface JobEventFilter {
+  /** Only jobs of this queue. */
   queue?: string;
   /** The job's name, as in `@Job(name)`. */
   name?: string;
@@ -79,6 +117,7 @@ export interface JobEventFilter {
 
 /** What `JobEvents.on()` takes: a filter, and the listener's name in the log when it throws. */
 export interface JobEventListenerFilter extends JobEventFilter {
+  /** The listener's name in the log when it throws; default the function's name, else `a listener`. */
   label?: string;
 }
 
@@ -128,6 +167,10 @@ export class JobEvents {
 
   constructor(private readonly logger?: JobEventsLogger) {}
 
+  /**
+   * True while an attempt observer (`onAttemptEnded`) or a job event listener is subscribed: only then
+   * does the worker time attempts and report them.
+   */
   get observed(): boolean {
     return this.attemptListeners.length > 0 || this.jobListeners > 0;
   }
@@ -181,6 +224,10 @@ export class JobEvents {
     };
   }
 
+  /**
+   * Tells each `onAttemptEnded` observer of an attempt that ended with an outcome to record; the worker
+   * calls it while `observed`. An observer that throws is ignored.
+   */
   attemptEnded(event: AttemptEnded): void {
     for (const listener of this.attemptListeners) {
       try {

@@ -2,6 +2,7 @@ import type { JobClass, JobContext } from './job-context.js';
 
 /** What an interceptor sees of an attempt: the handler's JobContext, and the payload the handler gets. */
 export interface JobInterceptorContext<Payload = unknown> extends JobContext {
+  /** The payload the handler gets (the same object). */
   readonly payload: Payload;
 }
 
@@ -19,6 +20,10 @@ export type JobCallHandler = () => Promise<unknown>;
  * the attempt.
  */
 export interface JobInterceptor {
+  /**
+   * Called once per attempt: call `next()` once to run the rest of the chain; what this resolves with
+   * is the job's result.
+   */
   intercept(ctx: JobInterceptorContext, next: JobCallHandler): Promise<unknown>;
 }
 

@@ -12,6 +12,10 @@ export interface JobOptions {
   queue?: string;
   /** Attempts in all, the first included; default 3. */
   maxAttempts?: number;
+  /**
+   * The wait between a failed attempt and the next; default JobsModule's `defaults.backoff`, else
+   * exponential from 1 s, capped at an hour, with jitter.
+   */
   backoff?: BackoffOptions;
   /** Milliseconds one attempt may run before its signal aborts and it fails. */
   timeout?: number;
@@ -53,6 +57,7 @@ export interface JobOptions {
 export interface FailureHookRetries {
   /** Runs in all, the first included; 1 runs the hook once whatever it throws. */
   attempts?: number;
+  /** The wait between two runs; default exponential from 1 s, capped at a minute, with jitter. */
   backoff?: BackoffOptions;
 }
 
@@ -61,6 +66,10 @@ export interface FailureHookRetries {
  * string or a function of the payload (`(p) => \`digest-${p.userId}\``).
  */
 export interface JobUniqueOptions extends Omit<UniqueOptions, 'key'> {
+  /**
+   * The key (at most 256 characters), or a function that makes it from the payload of each enqueue;
+   * jobs of any name share the key space.
+   */
   // The payload's type is the handler's, which a decorator's options cannot name.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   key: string | ((payload: any) => string);
@@ -68,9 +77,16 @@ export interface JobUniqueOptions extends Omit<UniqueOptions, 'key'> {
 
 /** JobsModule's `defaults`: for job types whose declaration leaves these out. */
 export interface JobDefaults {
+  /** Attempts in all, the first included; default 3. */
   maxAttempts?: number;
+  /** The wait between a failed attempt and the next; default exponential from 1 s, capped at an hour, with jitter. */
   backoff?: BackoffOptions;
+  /** Milliseconds one attempt may run before its signal aborts and it fails; default no limit. */
   timeout?: number;
+  /**
+   * How a throwing onFailure hook runs again, field by field; default 3 runs in all, exponential from
+   * 1 s, capped at a minute, with jitter.
+   */
   onFailureRetries?: FailureHookRetries;
 }
 

@@ -15,11 +15,13 @@ export interface JobStepOptions {
 
 /** A finished step or sleep of a job, as `JobQueue.get()` shows it. */
 export interface JobStep {
+  /** The name given to `ctx.step()`, `ctx.sleep()` or `ctx.sleepUntil()`: unique within the job. */
   name: string;
   /** `step` (ctx.step) or `sleep` (ctx.sleep, ctx.sleepUntil). */
   kind: 'step' | 'sleep';
   /** The attempt that ran it. */
   attempt: number;
+  /** When it was recorded: a step once `fn` returned, a sleep when it began (it ends at `wakeAt`). */
   completedAt: Date;
   /** When a sleep ends (ends, or ended); null for a step. */
   wakeAt: Date | null;

@@ -9,11 +9,15 @@ export interface StateCounts {
   queued: number;
   /** Queued for later (a delay, a retry's backoff, a schedule's next tick). */
   scheduled: number;
+  /** Running on a worker now. */
   active: number;
   /** Finished states count jobs created since `JobCounts.since` only. */
   succeeded: number;
+  /** Failed for good; like `succeeded`, of the jobs created since `JobCounts.since`. */
   failed: number;
+  /** Cancelled; like `succeeded`, of the jobs created since `JobCounts.since`. */
   cancelled: number;
+  /** Skipped; like `succeeded`, of the jobs created since `JobCounts.since`. */
   skipped: number;
 }
 
@@ -21,6 +25,7 @@ export interface StateCounts {
 export interface JobCounts {
   /** Live states are exact; finished ones are jobs created since this time. */
   since: Date;
+  /** Every queue, added up. */
   total: StateCounts;
   /** Queues with at least one counted job, by name. */
   queues: Record<string, StateCounts>;
@@ -28,16 +33,23 @@ export interface JobCounts {
 
 /** One worker process, as its heartbeat row says. */
 export interface WorkerInfo {
+  /** The worker's id, `<host>:<pid>:<6 hex digits>`: a job's `workerId` names it. */
   id: string;
+  /** The host name of the worker's machine (`os.hostname()`). */
   host: string;
+  /** The process id of the worker on that host. */
   pid: number;
   /** Queues it serves; empty means every queue. */
   queues: string[];
+  /** The most jobs it runs at once (its `worker.concurrency` option). */
   concurrency: number;
   /** Jobs it was running at its last heartbeat. */
   active: number;
+  /** When it first registered. */
   startedAt: Date;
+  /** Its last heartbeat, written with each lease renewal (every third of `worker.lease`). */
   lastHeartbeat: Date;
+  /** When it stopped; null while it runs, or when it ended without stopping (a crash). */
   stoppedAt: Date | null;
   /** Not stopped, and its last heartbeat is recent enough (see `JobsMonitor.workers`). */
   alive: boolean;
@@ -57,7 +69,9 @@ export interface JobListFilter {
    * due now and `scheduled` one queued for later; default every state.
    */
   state?: JobListState | JobListState[];
+  /** Only jobs of this queue. */
   queue?: string;
+  /** Only jobs of this name, as in `@Job(name)`. */
   name?: string;
   /** Jobs created before this job (its id): the `next` of the previous page. */
   before?: string;
@@ -67,6 +81,7 @@ export interface JobListFilter {
 
 /** A page of jobs, newest first, and the key of the next page. */
 export interface JobPage {
+  /** The jobs of this page, newest first. */
   jobs: JobSummary[];
   /** Pass as `before` for the next page; null on the last page. */
   next: string | null;

@@ -1,6 +1,8 @@
 /** A rate limit: at most `max` jobs start in any window of `per` ms, across instances. */
 export interface RateLimit {
+  /** The most jobs that start in one window: an integer of at least 1. */
   max: number;
+  /** The window's length, in ms: an integer of at least 1. */
   per: number;
 }
 
@@ -19,6 +21,7 @@ export const RATE_START_LAG_MS = 50;
 export interface QueueOptions {
   /** At most this many of the queue's jobs run at once, across instances. */
   concurrency?: number;
+  /** At most `max` of the queue's jobs start in any `per` ms, across instances. */
   rateLimit?: RateLimit;
   /**
    * Groups (EnqueueOptions.group): at most `concurrency` running jobs per
@@ -27,7 +30,14 @@ export interface QueueOptions {
    * jobs (default 2) and more than `shareThreshold` of the queue's (default
    * 0.5) is served after the others.
    */
-  groups?: { concurrency?: number; minInflight?: number; shareThreshold?: number };
+  groups?: {
+    /** At most this many running jobs per group, across instances; default no limit. */
+    concurrency?: number;
+    /** The running jobs a group must hold before it can be served after the others; default 2. */
+    minInflight?: number;
+    /** The share of the queue's running jobs, in (0, 1], a group must exceed to be served last; default 0.5. */
+    shareThreshold?: number;
+  };
 }
 
 /** What `JobQueues.list()` says of a queue's groups' limits. */
@@ -35,7 +45,12 @@ export interface GroupLimitsInfo {
   /** At most this many running jobs per group (JobsModule's `queues.<name>.groups.concurrency`), or null. */
   concurrency: number | null;
   /** Groups with a limit of their own, set at run time (JobQueues.setGroupLimits), by group. */
-  overrides: Array<{ group: string; concurrency: number }>;
+  overrides: Array<{
+    /** The group key, as `group` names it when a job is enqueued. */
+    group: string;
+    /** At most this many of the group's jobs run at once, in place of `concurrency`. */
+    concurrency: number;
+  }>;
 }
 
 /** Where a limit in force came from: the deployed code, or a change made at run time (JobQueues). */
@@ -43,26 +58,47 @@ export type LimitSource = 'code' | 'runtime';
 
 /** A limit and where it came from. */
 export interface LimitInfo<T> {
+  /** The limit in force; null for none. */
   value: T | null;
+  /** `code` when the deployed code decides it (a declaration, or none), `runtime` when a JobQueues change set it. */
   source: LimitSource;
 }
 
 /** What `JobQueues.rateLimits()` says of one keyed rate limit (JobsModule's `rateLimits`). */
 export interface RateLimitInfo {
+  /** The key, as JobsModule's `rateLimits` and `@Job`'s `rateLimit` name it. */
   key: string;
+  /** Its limit in force (null `value` once `JobQueues.setRateLimit()` removed it), and where it came from. */
   rateLimit: LimitInfo<RateLimit>;
   /** The job names whose `@Job` refers to the key, each in its queue. */
-  jobs: Array<{ queue: string; name: string }>;
+  jobs: Array<{
+    /** The queue the job runs in. */
+    queue: string;
+    /** The job's name, as in `@Job(name)`. */
+    name: string;
+  }>;
 }
 
 /** What `JobQueues.list()` says of one queue. */
 export interface QueueInfo {
+  /** The queue's name. */
   name: string;
+  /** True from `JobQueues.pause()` until `resume()`: no instance claims its jobs. */
   paused: boolean;
+  /** At most this many of the queue's jobs run at once, across instances; null `value` for no limit. */
   concurrency: LimitInfo<number>;
+  /** The queue's rate limit; null `value` for none. */
   rateLimit: LimitInfo<RateLimit>;
   /** Job names with limits of their own in this queue. */
-  jobs: Array<{ name: string; concurrency: LimitInfo<number>; rateLimit: LimitInfo<RateLimit> }>;
+  jobs: Array<{
+    /** The job's name, as in `@Job(name)`. */
+    name: string;
+    /** At most this many jobs of the name run at once in the queue, across instances; null `value` for no limit. */
+    concurrency: LimitInfo<number>;
+    /** The name's own rate limit; null `value` for none (a keyed limit it refers to is in `JobQueues.rateLimits()`). */
+    rateLimit: LimitInfo<RateLimit>;
+  }>;
+  /** Its groups' concurrency limit, and the groups with one of their own. */
   groups: GroupLimitsInfo;
   /** Running now (claimed), across instances. */
   active: number;

@@ -108,14 +108,22 @@ export const UNIQUE_WHILE: readonly UniqueWhile[] = ['queued', 'queued-or-active
 
 /** One attempt of a job: which worker ran it, when, how it ended, its error and its trace. */
 export interface JobExecution {
+  /** The attempt's number, from 1. */
   attempt: number;
+  /** The worker that ran it (a `WorkerInfo.id`); null when none was recorded. */
   workerId: string | null;
+  /**
+   * How it ended, or `active` while it runs. `interrupted`: its worker stopped renewing the lease (a crash
+   * or a stall), or shut down while it ran.
+   */
   state: ExecutionState;
   /** When the claim took the job for this attempt; null for attempts the worker did not see end (rescued, handed back, running). */
   claimedAt: Date | null;
   /** When its handler began (for an attempt rescued, handed back or running: when it was claimed). */
   startedAt: Date | null;
+  /** When it ended; null while it runs. */
   endedAt: Date | null;
+  /** What it ended with (a snooze's reason, as a SnoozeJob); null for a success and while it runs. */
   error: SerializedError | null;
   /** The attempt's span in the tracing backend (`tracing: true`); null without tracing or when the worker did not see it end. */
   traceId: string | null;
@@ -125,29 +133,63 @@ export interface JobExecution {
 
 /** A job without its payload, result and history: what lists show (`JobsMonitor.jobs`). */
 export interface JobSummary {
+  /** The job's id: a UUIDv7, so ids sort in creation order. */
   id: string;
+  /** The job's name, as in `@Job(name)`. */
   name: string;
+  /** The queue it runs in. */
   queue: string;
+  /** Its state now; a `queued` job may be due later (lists and counts call that `scheduled`). */
   state: JobState;
+  /** Higher runs first among its queue's due jobs; default 0. */
   priority: number;
+  /**
+   * The number of its current or last attempt; 0 before its first claim. Snoozed and interrupted
+   * attempts count, and `retry()` continues the count.
+   */
   attempt: number;
+  /**
+   * The attempt after which a failure is final: the `maxAttempts` it was enqueued with, raised by one
+   * for each snooze and each attempt handed back at shutdown (they spend none), and past `attempt` by
+   * `retry()`.
+   */
   maxAttempts: number;
+  /**
+   * When it is, or was last, due to run: set at enqueue (`delay`, `runAt`), and moved whenever it
+   * goes (back) to the queue, as after a retry or a snooze, or by `runNow()`.
+   */
   runAt: Date;
+  /** When it was enqueued. */
   createdAt: Date;
+  /** When its latest attempt was claimed; null before its first claim. */
   startedAt: Date | null;
+  /** When it ended (succeeded, failed, cancelled or skipped); null while it may still run. */
   completedAt: Date | null;
+  /** The fraction last reported by `ctx.progress()`, 0 to 1 (1 once it succeeded); null when none was. */
   progress: number | null;
   /** The last failed attempt's error while the job has not succeeded; each attempt's is in `executions`. */
   lastError: SerializedError | null;
+  /**
+   * The worker that claimed its current or last attempt (a `WorkerInfo.id`); null while the job is
+   * queued, since going back to the queue clears it.
+   */
   workerId: string | null;
+  /** The batch it is a member of; null otherwise (a batch's then/catch/finally job is no member). */
   batchId: string | null;
 }
 
 /** What `JobQueue.get(id)` returns. */
 export interface JobInfo extends JobSummary {
+  /** The payload it was enqueued with; a placeholder for an encrypted one this process cannot open. */
   payload: unknown;
+  /** The message of the latest `ctx.progress()` report; null when that report had none, or none was made. */
   progressMessage: string | null;
+  /** What the handler returned, as stored JSON (null for undefined); null until the job succeeded. */
   result: unknown;
+  /**
+   * True once a cancel was asked for (`cancel()`, `cancelAll()`): a running job's signal then aborts.
+   * `retry()` sets it back to false.
+   */
   cancelRequested: boolean;
   /** Its latest attempts (at most 20 recorded ones, and the running or succeeded one), oldest first. */
   executions: JobExecution[];
@@ -179,17 +221,30 @@ export interface FailureHookInfo {
 
 /** A batch as `batchStatus()` reports it: state, counts per outcome, progress and times. */
 export interface BatchInfo {
+  /** The batch's id, a UUIDv7. */
   id: string;
+  /** The name given to `batches.create(name)`; null when none was. */
   name: string | null;
+  /** `executing` until every member has ended, then how the batch ended. */
   state: BatchState;
+  /** Its members, those added by `ctx.addToBatch()` included (its then/catch/finally jobs are no members). */
   total: number;
+  /** Members that have not ended yet. */
   pending: number;
+  /** Members that succeeded. */
   succeeded: number;
+  /** Members that failed for good. */
   failed: number;
+  /** Members that were cancelled. */
   cancelled: number;
+  /** Members that were skipped. */
   skipped: number;
+  /** The fraction of members that have ended, 0 to 1: `(total - pending) / total`, or 1 without members. */
   progress: number;
+  /** When it was dispatched. */
   createdAt: Date;
+  /** The earliest `startedAt` of its members; null while none has been claimed. */
   startedAt: Date | null;
+  /** When it settled (at dispatch for a batch without members); null while `executing`. */
   completedAt: Date | null;
 }

@@ -40,25 +40,40 @@ export interface ScheduleDefinition {
 
 /** What `RecurringSchedules.list()` returns for one schedule. */
 export interface ScheduleInfo {
+  /**
+   * The schedule's name, its key: the `@Cron`'s `name` (default its job's name), or the one given to
+   * `RecurringSchedules.upsert()`.
+   */
   name: string;
+  /** The job each run enqueues, as in `@Job(name)`. */
   jobName: string;
+  /** Its cron expression: five fields, or six with a leading seconds field. */
   cron: string;
+  /** The IANA time zone the expression is read in; default `UTC`. */
   timeZone: string;
+  /** The payload each run's job gets; a placeholder for an encrypted one this process cannot open. */
   payload: unknown;
+  /** `code` for a `@Cron`, `dynamic` for one made with `RecurringSchedules.upsert()`. */
   source: ScheduleSource;
+  /** What it does about ticks missed while no instance ran; default `latest`. */
   catchUp: CatchUpMode;
+  /** Whether a tick runs while the previous run is still waiting, queued or active; default `allow`. */
   overlap: OverlapMode;
+  /** True from `RecurringSchedules.pause()` until `resume()`: no tick becomes a job. */
   paused: boolean;
   /** The next tick the database will turn into a job; null while paused. */
   nextRunAt: Date | null;
   /** When the last job this schedule started was due: its tick, or the time of a `runNow()`. */
   lastRunAt: Date | null;
+  /** The id of the job of its last run (a tick or `runNow()`); null before its first run. */
   lastJobId: string | null;
   /** State of that job now, or null when it was deleted. */
   lastJobState: JobState | null;
   /** Ticks recorded as skipped by `overlap: 'skip'`; each also left a job row in state `skipped`. */
   skippedCount: number;
+  /** The time of the latest tick `overlap: 'skip'` skipped; null when none was skipped. */
   lastSkippedAt: Date | null;
+  /** When its definition was last written, or it was last paused or resumed. */
   updatedAt: Date;
 }
 
