@@ -106,7 +106,7 @@ export class JobQueue {
       typeof job === 'string' ? `enqueue('${job}')` : typeof job === 'function' ? `enqueue(${job.name})` : 'enqueue()';
     const given = checkOptions(where, options, '{ delay: 5000 }', ENQUEUE_OPTIONS_SHAPE) ?? {};
     const manager = checkManager(where, given.manager);
-    if (given.after !== undefined) return { ...(await this.writer.enqueueAfter(job, payload, given)), created: true };
+    if (given.after !== undefined) return this.writer.enqueueAfter(job, payload, given);
     const now = this.factory.clock.now();
     const { manager: _manager, ...rest } = given;
     const row = this.factory.build(job, payload, rest, now, true);

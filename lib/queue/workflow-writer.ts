@@ -47,12 +47,21 @@ export class WorkflowWriter {
     @Inject(WORKFLOW_STORAGE) private readonly storage: WorkflowStorage,
   ) {}
 
-  async enqueueAfter(job: JobRef, payload: unknown, options: EnqueueOptions): Promise<{ id: string }> {
+  /**
+   * One job that waits on `after`. Its unique key, when held, is answered
+   * with the holder (`created: false`) and nothing is written, as a lone
+   * enqueue does; a debounce (`replace`) still needs its key free here.
+   */
+  async enqueueAfter(
+    job: JobRef,
+    payload: unknown,
+    options: EnqueueOptions,
+  ): Promise<{ id: string; created: boolean }> {
     const now = this.factory.clock.now();
     const { manager, after, ...rest } = options;
     const row = this.factory.build(job, payload, rest, now, true);
     const parents = normalizeParents(row.name, after!);
-    await databaseCall(`enqueue('${row.name}')`, () =>
+    return databaseCall(`enqueue('${row.name}')`, () =>
       this.storage.transaction(async (tx) => {
         const jobIds = parents.flatMap((p) => ('job' in p ? [p.job] : []));
         const batchIds = parents.flatMap((p) => ('batch' in p ? [p.batch] : []));
@@ -77,6 +86,10 @@ export class WorkflowWriter {
           }
           if (outcome === null) remaining++;
         }
+        if (row.uniqueKey && !row.uniqueReplace) {
+          const holder = await this.storage.uniqueHolder(row, now, tx);
+          if (holder !== null) return { id: holder, created: false };
+        }
         const ready = deps.every((d) => triggerMet(d.trigger, d.parentOutcome!));
         const state = remaining > 0 ? 'waiting' : ready ? 'queued' : 'skipped';
         await this.storage.insertGraph(
@@ -85,9 +98,9 @@ export class WorkflowWriter {
           tx,
         );
         await this.storage.markParents(jobIds, tx);
+        return { id: row.id, created: true };
       }, manager),
     );
-    return { id: row.id };
   }
 
   async dispatchFlow(nodes: FlowNode[], where: string, manager?: EntityManager): Promise<Record<string, string>> {

@@ -246,6 +246,47 @@ describe('continuations and flows', () => {
     expect(childStart!.t.getTime()).toBeGreaterThanOrEqual(parentEnd!.t.getTime());
   });
 
+  it('after with a unique key: a held key answers with its holder and writes nothing, as a lone enqueue does', async () => {
+    const parent = await jobs.enqueue(Step, { tag: 'uq-parent' }, { delay: 60_000 });
+    const holder = await jobs.enqueue(Step, { tag: 'uq-holder' }, { delay: 60_000, unique: { key: 'uq-after' } });
+    const before = await jobCount();
+    const second = await jobs.enqueue(
+      Step,
+      { tag: 'uq-child' },
+      { after: [{ job: parent.id }], unique: { key: 'uq-after' } },
+    );
+    expect(second).toEqual({ id: holder.id, created: false });
+    expect(await jobCount()).toBe(before);
+    const [edges] = await sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM "${schema}_jobs".job_dependency WHERE parent_job_id = $1`,
+      [parent.id],
+    );
+    expect(edges!.n).toBe(0);
+    // A free key writes the waiting child, which then holds the key itself.
+    const child = await jobs.enqueue(
+      Step,
+      { tag: 'uq-child' },
+      { after: [{ job: parent.id }], unique: { key: 'uq-free' } },
+    );
+    expect(child.created).toBe(true);
+    expect(await stateOf(child.id)).toBe('waiting');
+    expect(await jobs.enqueue(Step, { tag: 'uq-again' }, { unique: { key: 'uq-free' } })).toEqual({
+      id: child.id,
+      created: false,
+    });
+    // Bad input still fails first: an unknown parent is named even when the key is held.
+    await expect(
+      jobs.enqueue(
+        Step,
+        { tag: 'uq-bad' },
+        { after: [{ job: '00000000-0000-7000-8000-000000000000' }], unique: { key: 'uq-after' } },
+      ),
+    ).rejects.toThrow(JobsError);
+    await jobs.cancel(holder.id);
+    await jobs.cancel(child.id);
+    await jobs.cancel(parent.id);
+  });
+
   it('a trigger that is not met skips the child, and the skip propagates (always still runs)', async () => {
     const parent = await jobs.enqueue(Step, { tag: 'sk-parent', failUntilAttempt: 9, ms: 100 });
     const child = await jobs.enqueue(Step, { tag: 'sk-child' }, { after: parent.id });

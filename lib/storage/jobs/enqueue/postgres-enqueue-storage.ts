@@ -6,7 +6,7 @@ import { dueQueues, encodeNewJobColumns, encodeUniformJobs, queueFeatures } from
 import { StatementRunner } from '../statement-runner.js';
 import type { EnqueueStorage } from './enqueue-storage.interface.js';
 import { enqueueStatements, type EnqueueStatements } from './enqueue-statements.js';
-import { insertUniqueJobs, type ChunkContext } from './unique-jobs.js';
+import { insertUniqueJobs, uniqueHolderOf, type ChunkContext } from './unique-jobs.js';
 
 /**
  * The plain inserts and the one-job unique insert go as named prepared
@@ -68,6 +68,11 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
         ? insertUniqueJobs((k, v, e) => this.run(k, v, e), tx, unique, now, this.channel, chunk)
         : new Map();
     });
+  }
+
+  /** The holder of `job`'s unique key, or null while it is free (see uniqueHolders in enqueue-statements.ts). */
+  uniqueHolder(job: NewJob, now: Date, tx?: TxScope): Promise<string | null> {
+    return uniqueHolderOf((k, v, e) => this.run(k, v, e), executorFor(tx, this.pool), job, now);
   }
 
   /** `sent` is told once the statement is on its way (see insertJobChunks). */

@@ -232,6 +232,11 @@ async function holdersOf(
   );
 }
 
+/** The job that holds `job`'s unique key (as `job` would hold it), or null while the key is free. */
+export async function uniqueHolderOf(run: Run, executor: SqlExecutor, job: NewJob, now: Date): Promise<string | null> {
+  return (await holdersOf(run, executor, [job], now)).get(holdKey(job)) ?? null;
+}
+
 /** A key and the way it is held: two ways of holding one key are two keys. */
 function holdKey(j: Pick<NewJob, 'uniqueKey' | 'uniqueWhile' | 'uniqueWindow'>): string {
   return j.uniqueWindow != null ? `${j.uniqueKey}\u0000w${j.uniqueWindow}` : `${j.uniqueKey}\u0000${j.uniqueWhile}`;
