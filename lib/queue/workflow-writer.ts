@@ -13,6 +13,7 @@ import {
   type NewJob,
   type StepOptions,
 } from '../model/index.js';
+import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
 import {
   WORKFLOW_STORAGE,
   type NewDependency,
@@ -45,6 +46,7 @@ export class WorkflowWriter {
   constructor(
     private readonly factory: JobFactory,
     @Inject(WORKFLOW_STORAGE) private readonly storage: WorkflowStorage,
+    @Inject(ENQUEUE_STORAGE) private readonly enqueue: EnqueueStorage,
   ) {}
 
   /**
@@ -87,7 +89,7 @@ export class WorkflowWriter {
           if (outcome === null) remaining++;
         }
         if (row.uniqueKey && !row.uniqueReplace) {
-          const holder = await this.storage.uniqueHolder(row, now, tx);
+          const holder = await this.enqueue.uniqueHolder(row, now, tx);
           if (holder !== null) return { id: holder, created: false };
         }
         const ready = deps.every((d) => triggerMet(d.trigger, d.parentOutcome!));

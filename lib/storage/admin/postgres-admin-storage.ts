@@ -9,7 +9,7 @@ import {
   type JobSummary,
 } from '../../model/index.js';
 import { inOneSnapshot, type PoolExecutor } from '../connection/sql-executor.js';
-import { uuidv7Floor } from '../jobs/job-encoding.js';
+import { FIRST_UUID, uuidv7Floor } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { StorageContext } from '../storage-context.js';
 import { batchSummaryFromRow } from '../workflows/batch-rows.js';
@@ -37,9 +37,6 @@ import { adminStatements, type AdminStatements } from './admin-statements.js';
 import { reencryptChunk, reencryptSchedules, reencryptStatements } from './reencrypt-chunk.js';
 
 type Row = Record<string, unknown>;
-
-/** Below every UUID: the cursor of a first chunk. */
-const FIRST = '00000000-0000-0000-0000-000000000000';
 
 export class PostgresAdminStorage implements AdminStorage {
   private readonly cipher: JobCipher;
@@ -137,7 +134,7 @@ export class PostgresAdminStorage implements AdminStorage {
     const params = new SqlParams();
     for (const value of fixed) params.add(value);
     const where = filterConditions(chunk, params);
-    where.push(`id > ${params.add(chunk.after ?? FIRST, '::uuid')}`);
+    where.push(`id > ${params.add(chunk.after ?? FIRST_UUID, '::uuid')}`);
     const select = this.sql.chunk(where.join(' AND '), params.add(chunk.limit, '::int'));
     const rows = await this.pool.query<{ id: string | null; seen: string | null }>(statement(select), params.values);
     const ids: string[] = [];
@@ -158,7 +155,7 @@ export class PostgresAdminStorage implements AdminStorage {
       const locked = await tx.query<{ id: string }>(this.sql.purgeCandidates, [
         c.state,
         uuidv7Floor(c.before),
-        c.after ?? FIRST,
+        c.after ?? FIRST_UUID,
         c.before,
         c.limit,
       ]);
@@ -170,7 +167,9 @@ export class PostgresAdminStorage implements AdminStorage {
   }
 
   reencryptChunk(after: string | null, limit: number): Promise<ReencryptChunkResult> {
-    return this.pool.transaction((tx) => reencryptChunk(tx, this.reencryptSql, this.cipher, after ?? FIRST, limit));
+    return this.pool.transaction((tx) =>
+      reencryptChunk(tx, this.reencryptSql, this.cipher, after ?? FIRST_UUID, limit),
+    );
   }
 
   reencryptSchedules(): Promise<Omit<ReencryptChunkResult, 'jobs' | 'last'>> {

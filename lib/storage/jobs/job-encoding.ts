@@ -219,6 +219,9 @@ function arrayLiteral<T>(
 
 const ESCAPED = /[\\"]/g;
 
+/** Below every UUID: where a walk of the primary key by cursor starts. */
+export const FIRST_UUID = '00000000-0000-0000-0000-000000000000';
+
 /**
  * The smallest UUIDv7 of a millisecond: every id made before `at` sorts
  * below it, so "created before/since" is a primary-key range.

@@ -92,10 +92,6 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     }
   }
 
-  uniqueHolder(job: NewJob, now: Date, tx: StorageTx): Promise<string | null> {
-    return this.enqueue.uniqueHolder(job, now, tx);
-  }
-
   async lockParents(jobIds: string[], batchIds: string[], tx: StorageTx): Promise<ParentStates> {
     const jobs = jobIds.length ? await this.run('lockParentJobs', [jobIds], tx) : [];
     const batches = batchIds.length ? await this.run('lockParentBatches', [batchIds], tx) : [];

@@ -1,11 +1,8 @@
 import { LIVE_JOB_STATES, type BatchState } from '../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
 import type { SqlExecutor } from '../connection/sql-executor.js';
-import { uuidv7Floor } from '../jobs/job-encoding.js';
+import { FIRST_UUID, uuidv7Floor } from '../jobs/job-encoding.js';
 import { noLiveChildren, noPendingHook } from '../jobs/job-fragments.js';
-
-/** Below every UUID: the cursor of a first round. */
-const FIRST = '00000000-0000-0000-0000-000000000000';
 
 /** Batches looked at per round; the member bound usually stops it sooner. */
 const BATCH_CANDIDATES = 100;
@@ -81,7 +78,7 @@ export function deleteSettledBatchRound(
       round.before,
       BATCH_CANDIDATES,
       round.maxMembers,
-      round.after ?? FIRST,
+      round.after ?? FIRST_UUID,
     ]);
     if (locked.length === 0) return { batches: 0, members: 0, last: null };
     const ids = locked.map((r) => r.id);

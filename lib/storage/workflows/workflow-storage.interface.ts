@@ -74,12 +74,6 @@ export interface BatchGraph {
 export interface WorkflowStorage {
   insertGraph(graph: JobGraph, now: Date, tx?: TxScope): Promise<void>;
   /** Locks the parents (in `tx`) and reports their states; unknown ids are absent. */
-  /**
-   * The job holding `job`'s unique key, read in `tx`, or null while it is
-   * free: a child with `after` whose key is held is answered with the holder,
-   * as a lone enqueue is, and nothing is written.
-   */
-  uniqueHolder(job: NewJob, now: Date, tx: StorageTx): Promise<string | null>;
   lockParents(jobIds: string[], batchIds: string[], tx: StorageTx): Promise<ParentStates>;
   markParents(jobIds: string[], tx: StorageTx): Promise<void>;
   addToBatch(batchId: string, job: NewJob, now: Date): Promise<boolean>;

@@ -11,6 +11,11 @@ export interface EnqueueStorage {
    * written because its unique key is held, mapped to the holder's id.
    */
   insertJobs(jobs: readonly NewJob[], now: Date, tx?: TxScope): Promise<Map<string, string>>;
+  /**
+   * The job holding `job`'s unique key (as `job` would hold it), read in
+   * `tx`, or null while the key is free.
+   */
+  uniqueHolder(job: NewJob, now: Date, tx?: TxScope): Promise<string | null>;
   /** One transaction, a statement or a few per chunk; chunks are pulled from the iterator as the previous one is sent. */
   insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: TxScope): Promise<Map<string, string>>;
 }

@@ -70,7 +70,6 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
     });
   }
 
-  /** The holder of `job`'s unique key, or null while it is free (see uniqueHolders in enqueue-statements.ts). */
   uniqueHolder(job: NewJob, now: Date, tx?: TxScope): Promise<string | null> {
     return uniqueHolderOf((k, v, e) => this.run(k, v, e), executorFor(tx, this.pool), job, now);
   }

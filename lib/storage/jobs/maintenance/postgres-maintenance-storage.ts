@@ -6,7 +6,7 @@ import {
   type SettledBatchState,
   type SettledBatchStatements,
 } from '../../workflows/settled-batch-rounds.js';
-import { uuidv7Floor } from '../job-encoding.js';
+import { FIRST_UUID, uuidv7Floor } from '../job-encoding.js';
 import { StatementRunner } from '../statement-runner.js';
 import type {
   MaintenanceStorage,
@@ -15,9 +15,6 @@ import type {
   WorkerRegistration,
 } from './maintenance-storage.interface.js';
 import { maintenanceStatements, type MaintenanceStatements } from './maintenance-statements.js';
-
-/** Below every id: a pass's first chunk starts at the beginning of the key range. */
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** Rescue, deadlines, retention and the worker registry: statements run now and then, unnamed. */
 export class PostgresMaintenanceStorage implements MaintenanceStorage {
@@ -57,7 +54,7 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
       states,
       before,
       limit,
-      after ?? NIL_UUID,
+      after ?? FIRST_UUID,
     ]);
     let last: string | null = null;
     for (const { id } of rows) if (last === null || id > last) last = id;
