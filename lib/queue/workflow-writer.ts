@@ -52,7 +52,9 @@ export class WorkflowWriter {
   /**
    * One job that waits on `after`. Its unique key, when held, is answered
    * with the holder (`created: false`) and nothing is written, as a lone
-   * enqueue does; a debounce (`replace`) still needs its key free here.
+   * enqueue does. A debounce (`replace`) is refused instead: the holder
+   * waits on parents of its own, and replacing its payload would start
+   * that payload on them.
    */
   async enqueueAfter(
     job: JobRef,
@@ -88,17 +90,26 @@ export class WorkflowWriter {
           }
           if (outcome === null) remaining++;
         }
-        if (row.uniqueKey && !row.uniqueReplace) {
-          const holder = await this.enqueue.uniqueHolder(row, now, tx);
-          if (holder !== null) return { id: holder, created: false };
-        }
         const ready = deps.every((d) => triggerMet(d.trigger, d.parentOutcome!));
         const state = remaining > 0 ? 'waiting' : ready ? 'queued' : 'skipped';
-        await this.storage.insertGraph(
-          { jobs: [{ ...row, state: state as NewJob['state'], remainingDependencies: remaining }], dependencies: deps },
-          now,
-          tx,
-        );
+        const graph = {
+          jobs: [{ ...row, state: state as NewJob['state'], remainingDependencies: remaining }],
+          dependencies: deps,
+        };
+        if (!row.uniqueKey) {
+          await this.storage.insertGraph(graph, now, tx);
+        } else {
+          // A key taken by another enqueue between the holder's read and the insert is read again.
+          for (let round = 1; ; round++) {
+            const holder = await this.enqueue.uniqueHolder(row, now, tx);
+            if (holder !== null) {
+              if (row.uniqueReplace) throw debounceAfterHeld(row.name, row.uniqueKey, holder);
+              return { id: holder, created: false };
+            }
+            if (await this.storage.insertGraphUnlessHeld(graph, now, tx)) break;
+            if (round === HELD_ROUNDS) throw keyKeptChanging(row.name, row.uniqueKey);
+          }
+        }
         await this.storage.markParents(jobIds, tx);
         return { id: row.id, created: true };
       }, manager),
@@ -181,6 +192,24 @@ export class WorkflowWriter {
     );
     return { id: batchId };
   }
+}
+
+/** Rounds of holder read and insert before a key that keeps being taken and given up is refused. */
+const HELD_ROUNDS = 3;
+
+function debounceAfterHeld(name: string, key: string, holder: string): JobsError {
+  return new JobsError(
+    `enqueue('${name}'): the unique key "${key}" is held by job ${holder}, and a debounce (unique.replace) cannot replace ` +
+      `the payload of a job when the new one waits on "after"; nothing was written. ` +
+      `Potential fix: leave replace out (the call then answers { id: holder, created: false }), or enqueue without "after".`,
+  );
+}
+
+function keyKeptChanging(name: string, key: string): JobsError {
+  return new JobsError(
+    `enqueue('${name}'): the unique key "${key}" was taken by another job each of the ${HELD_ROUNDS} times it read free, ` +
+      `and given up again before its holder could be read; nothing was written. Potential fix: retry the call.`,
+  );
 }
 
 function normalizeParents(jobName: string, after: unknown): ParentRef[] {

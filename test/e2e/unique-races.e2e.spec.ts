@@ -1,5 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
-import { JobQueue, type UniqueOptions } from 'nestjs-durable-jobs';
+import { JobQueue, JobsError, type UniqueOptions } from 'nestjs-durable-jobs';
 import { DataSource } from 'typeorm';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, Work } from '../support/flow.jobs.js';
@@ -31,20 +31,23 @@ afterAll(async () => {
 const schemaOf = () => schemas[0]!;
 
 /**
- * Holds `key` in an open transaction, starts `enqueueMany` of `uniques` (one job each), commits
- * once that insert waits on the held key's row lock, and returns the call's results and the holder.
+ * Holds `unique`'s key in an open transaction, starts `call`, commits once its insert waits on the held
+ * key's row lock, and returns the call's result (or what it threw) and the holder.
  */
-async function raceFor(key: string, uniques: UniqueOptions[]) {
+async function raceWith<T>(unique: UniqueOptions, start: () => Promise<T>) {
   const jobs = app.get(JobQueue);
   let commit!: () => void;
   const committed = new Promise<void>((resolve) => (commit = resolve));
   let holder = '';
   const blocker = ds.transaction(async (manager) => {
-    holder = (await jobs.enqueue(Work, {}, { unique: { key }, manager })).id;
+    holder = (await jobs.enqueue(Work, {}, { unique, manager })).id;
     await committed;
   });
   await waitFor('the blocking transaction to hold its key', () => holder);
-  const call = jobs.enqueueMany(uniques.map((unique, seq) => ({ job: Work, payload: { seq }, options: { unique } })));
+  const call = start().then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
   await waitFor(
     'the enqueue to wait on the held key',
     async () =>
@@ -57,7 +60,17 @@ async function raceFor(key: string, uniques: UniqueOptions[]) {
   );
   commit();
   await blocker;
-  return { results: await call, holder };
+  return { ...(await call), holder };
+}
+
+/** raceWith for `enqueueMany` of `uniques`, one job each. */
+async function raceFor(key: string, uniques: UniqueOptions[]) {
+  const jobs = app.get(JobQueue);
+  const { value, error, holder } = await raceWith({ key }, () =>
+    jobs.enqueueMany(uniques.map((unique, seq) => ({ job: Work, payload: { seq }, options: { unique } }))),
+  );
+  if (error) throw error;
+  return { results: value!, holder };
 }
 
 it('answers a key another transaction took meanwhile with its holder, and writes the other jobs (jobs of one shape)', async () => {
@@ -88,4 +101,42 @@ it('does the same for jobs that hold their keys in different ways', async () => 
     `SELECT count(*)::int AS n FROM "${schemaOf()}".job WHERE unique_key IN ('b-1', 'b-2', 'race-b')`,
   );
   expect(n[0]!.n).toBe(4);
+});
+
+describe('enqueue() with after', () => {
+  const jobCount = async (key: string) =>
+    (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schemaOf()}".job WHERE unique_key = $1`, [key]))[0]!
+      .n;
+  const edgesOf = async (parent: string) =>
+    (
+      await sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM "${schemaOf()}".job_dependency WHERE parent_job_id = $1`,
+        [parent],
+      )
+    )[0]!.n;
+
+  it('answers a key another transaction took meanwhile with its holder, and writes no job and no dependency', async () => {
+    const jobs = app.get(JobQueue);
+    const parent = await jobs.enqueue(Work, {}, { delay: 60_000 });
+    const { value, error, holder } = await raceWith({ key: 'race-after' }, () =>
+      jobs.enqueue(Work, {}, { after: parent.id, unique: { key: 'race-after' } }),
+    );
+    expect(error).toBeUndefined();
+    expect(value).toEqual({ id: holder, created: false });
+    expect(await jobCount('race-after')).toBe(1);
+    expect(await edgesOf(parent.id)).toBe(0);
+  });
+
+  it('refuses a debounce whose key another transaction took meanwhile, naming the holder, and writes nothing', async () => {
+    const jobs = app.get(JobQueue);
+    const parent = await jobs.enqueue(Work, {}, { delay: 60_000 });
+    const { error, holder } = await raceWith({ key: 'race-debounce', while: 'queued' }, () =>
+      jobs.enqueue(Work, {}, { after: parent.id, unique: { key: 'race-debounce', while: 'queued', replace: true } }),
+    );
+    expect(error).toBeInstanceOf(JobsError);
+    expect((error as Error).message).toContain(`"race-debounce" is held by job ${holder}`);
+    expect((error as Error).message).toContain('Potential fix');
+    expect(await jobCount('race-debounce')).toBe(1);
+    expect(await edgesOf(parent.id)).toBe(0);
+  });
 });

@@ -274,6 +274,15 @@ describe('continuations and flows', () => {
       id: child.id,
       created: false,
     });
+    // A debounce cannot replace the holder's payload: the holder waits on parents of its own.
+    await expect(
+      jobs.enqueue(
+        Step,
+        { tag: 'uq-debounce' },
+        { after: [{ job: parent.id }], unique: { key: 'uq-after', replace: true } },
+      ),
+    ).rejects.toThrow(`the unique key "uq-after" is held by job ${holder.id}, and a debounce (unique.replace) cannot`);
+    expect(await jobCount()).toBe(before + 1);
     // Bad input still fails first: an unknown parent is named even when the key is held.
     await expect(
       jobs.enqueue(

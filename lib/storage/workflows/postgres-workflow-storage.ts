@@ -50,6 +50,29 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   }
 
   async insertGraph(graph: JobGraph, now: Date, tx?: TxScope): Promise<void> {
+    try {
+      await this.writeGraph(graph, now, tx);
+    } catch (error) {
+      throw heldUniqueKey(error) ?? error;
+    }
+  }
+
+  async insertGraphUnlessHeld(graph: JobGraph, now: Date, tx: StorageTx): Promise<boolean> {
+    const executor = executorFor(tx, this.pool);
+    await executor.query(`SAVEPOINT ${UNLESS_HELD}`);
+    try {
+      await this.writeGraph(graph, now, tx);
+      await executor.query(`RELEASE SAVEPOINT ${UNLESS_HELD}`);
+      return true;
+    } catch (error) {
+      if (!isUniqueKeyViolation(error)) throw error;
+      await executor.query(`ROLLBACK TO SAVEPOINT ${UNLESS_HELD}`);
+      await executor.query(`RELEASE SAVEPOINT ${UNLESS_HELD}`);
+      return false;
+    }
+  }
+
+  private async writeGraph(graph: JobGraph, now: Date, tx?: TxScope): Promise<void> {
     const batches = (graph.batches ?? []).map((b) => ({
       id: b.id,
       name: b.name,
@@ -78,18 +101,14 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       encodeFlags(graph.jobs, (j) => children.has(j.id)),
     ];
     const executor = executorFor(tx, this.pool);
-    try {
-      if (!queueFeatures(graph.jobs).groups.length && !queueFeatures(graph.jobs).serial.length) {
-        await this.run('insertGraph', values, executor);
-        return;
-      }
-      await executor.transaction(async (t) => {
-        await this.enqueue.flagQueuesOn(t, graph.jobs, now);
-        await this.run('insertGraph', values, t);
-      });
-    } catch (error) {
-      throw heldUniqueKey(error) ?? error;
+    if (!queueFeatures(graph.jobs).groups.length && !queueFeatures(graph.jobs).serial.length) {
+      await this.run('insertGraph', values, executor);
+      return;
     }
+    await executor.transaction(async (t) => {
+      await this.enqueue.flagQueuesOn(t, graph.jobs, now);
+      await this.run('insertGraph', values, t);
+    });
   }
 
   async lockParents(jobIds: string[], batchIds: string[], tx: StorageTx): Promise<ParentStates> {
@@ -243,14 +262,22 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   }
 }
 
+/** The savepoint insertGraphUnlessHeld rolls back to, released either way. */
+const UNLESS_HELD = 'durable_jobs_unless_held';
+
+function isUniqueKeyViolation(error: unknown): boolean {
+  const e = error as { code?: string; constraint?: string };
+  return e?.code === '23505' && e.constraint?.startsWith('job_unique_') === true;
+}
+
 /**
  * A batch, flow or chain is written whole or not at all, so a member whose
  * unique key is held cannot be dropped the way a lone enqueue returns the
  * holder: the whole write is refused, saying which key.
  */
 function heldUniqueKey(error: unknown): JobsError | null {
-  const e = error as { code?: string; constraint?: string; detail?: string };
-  if (e?.code !== '23505' || !e.constraint?.startsWith('job_unique_')) return null;
+  if (!isUniqueKeyViolation(error)) return null;
+  const e = error as { detail?: string };
   const key = /\(unique_key(?:, unique_window)?\)=\((.*)\)/.exec(e.detail ?? '')?.[1] ?? 'a unique key';
   return new JobsError(
     `A job's unique key (${key}) is already held by another job, so this batch, flow or chain was not written (nothing of it). ` +

@@ -73,6 +73,12 @@ export interface BatchGraph {
 
 export interface WorkflowStorage {
   insertGraph(graph: JobGraph, now: Date, tx?: TxScope): Promise<void>;
+  /**
+   * insertGraph inside `tx`, where a job's unique key taken meanwhile by
+   * another transaction leaves nothing of the graph written and answers
+   * false; `tx` goes on.
+   */
+  insertGraphUnlessHeld(graph: JobGraph, now: Date, tx: StorageTx): Promise<boolean>;
   /** Locks the parents (in `tx`) and reports their states; unknown ids are absent. */
   lockParents(jobIds: string[], batchIds: string[], tx: StorageTx): Promise<ParentStates>;
   markParents(jobIds: string[], tx: StorageTx): Promise<void>;
