@@ -44,7 +44,7 @@ async function raceWith<T>(unique: UniqueOptions, start: () => Promise<T>) {
     await committed;
   });
   await waitFor('the blocking transaction to hold its key', () => holder);
-  const call = start().then(
+  const call: Promise<{ value?: T; error?: unknown }> = start().then(
     (value) => ({ value }),
     (error: unknown) => ({ error }),
   );
@@ -105,8 +105,7 @@ it('does the same for jobs that hold their keys in different ways', async () => 
 
 describe('enqueue() with after', () => {
   const jobCount = async (key: string) =>
-    (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schemaOf()}".job WHERE unique_key = $1`, [key]))[0]!
-      .n;
+    (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schemaOf()}".job WHERE unique_key = $1`, [key]))[0]!.n;
   const edgesOf = async (parent: string) =>
     (
       await sql<{ n: number }>(
