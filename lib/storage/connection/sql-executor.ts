@@ -223,6 +223,34 @@ export function executorFor(scope: TxScope | undefined, fallback: PoolExecutor):
   return new ManagerExecutor(scope as EntityManager, fallback.executorLimits);
 }
 
+/** What underSavepoint answers when it rolled `fn` back. */
+export const UNDONE = Symbol('undone');
+
+/**
+ * Runs `fn` under a savepoint of `executor`'s transaction. An error that
+ * `undo` accepts rolls the savepoint back and answers UNDONE, and the
+ * transaction goes on; any other is thrown. The savepoint is released either
+ * way, so a long transaction does not pile up subtransactions.
+ */
+export async function underSavepoint<T>(
+  executor: SqlExecutor,
+  name: string,
+  fn: () => Promise<T>,
+  undo: (error: unknown) => boolean,
+): Promise<T | typeof UNDONE> {
+  await executor.query(`SAVEPOINT ${name}`);
+  try {
+    const value = await fn();
+    await executor.query(`RELEASE SAVEPOINT ${name}`);
+    return value;
+  } catch (error) {
+    if (!undo(error)) throw error;
+    await executor.query(`ROLLBACK TO SAVEPOINT ${name}`);
+    await executor.query(`RELEASE SAVEPOINT ${name}`);
+    return UNDONE;
+  }
+}
+
 /** Hands an executor to code outside storage as the opaque handle it passes back. */
 export function asStorageTx(executor: SqlExecutor): StorageTx {
   return executor as unknown as StorageTx;

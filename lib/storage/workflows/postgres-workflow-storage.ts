@@ -9,7 +9,15 @@ import {
   type JobState,
   type NewJob,
 } from '../../model/index.js';
-import { asStorageTx, executorFor, inOneSnapshot, PoolExecutor, type SqlExecutor } from '../connection/sql-executor.js';
+import {
+  asStorageTx,
+  executorFor,
+  inOneSnapshot,
+  PoolExecutor,
+  underSavepoint,
+  UNDONE,
+  type SqlExecutor,
+} from '../connection/sql-executor.js';
 import { dueQueues, encodeFlags, encodeNewJobColumns, queueFeatures } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { PostgresEnqueueStorage } from '../jobs/enqueue/postgres-enqueue-storage.js';
@@ -59,17 +67,13 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
 
   async insertGraphUnlessHeld(graph: JobGraph, now: Date, tx: StorageTx): Promise<boolean> {
     const executor = executorFor(tx, this.pool);
-    await executor.query(`SAVEPOINT ${UNLESS_HELD}`);
-    try {
-      await this.writeGraph(graph, now, tx);
-      await executor.query(`RELEASE SAVEPOINT ${UNLESS_HELD}`);
-      return true;
-    } catch (error) {
-      if (!isUniqueKeyViolation(error)) throw error;
-      await executor.query(`ROLLBACK TO SAVEPOINT ${UNLESS_HELD}`);
-      await executor.query(`RELEASE SAVEPOINT ${UNLESS_HELD}`);
-      return false;
-    }
+    const written = await underSavepoint(
+      executor,
+      UNLESS_HELD,
+      () => this.writeGraph(graph, now, tx),
+      isUniqueKeyViolation,
+    );
+    return written !== UNDONE;
   }
 
   private async writeGraph(graph: JobGraph, now: Date, tx?: TxScope): Promise<void> {
@@ -262,7 +266,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   }
 }
 
-/** The savepoint insertGraphUnlessHeld rolls back to, released either way. */
+/** The savepoint insertGraphUnlessHeld rolls back to. */
 const UNLESS_HELD = 'durable_jobs_unless_held';
 
 function isUniqueKeyViolation(error: unknown): boolean {

@@ -1,5 +1,5 @@
 import { StorageFailure, type NewJob } from '../../../model/index.js';
-import type { SqlExecutor } from '../../connection/sql-executor.js';
+import { underSavepoint, UNDONE, type SqlExecutor } from '../../connection/sql-executor.js';
 import { dueQueues, encodeNewJobColumns, encodeNewJobValues, encodeUniformJobs } from '../job-encoding.js';
 import type { EnqueueStatements } from './enqueue-statements.js';
 
@@ -153,7 +153,6 @@ const FRESH = 'durable_jobs_fresh_keys';
 /**
  * insertFresh, and where another transaction took one of its keys meanwhile (a unique violation),
  * the same rows by insertUnique instead. Only in a transaction: every call of more than one job is.
- * The savepoint is released either way, so a long call does not pile up subtransactions.
  */
 async function insertFreshFirst(
   run: Run,
@@ -162,19 +161,17 @@ async function insertFreshFirst(
   values: unknown[],
   sent?: () => void,
 ): Promise<Array<Record<string, unknown>>> {
-  await executor.query(`SAVEPOINT ${FRESH}`);
-  try {
-    const inserting = run(`insertFresh${form}`, values, executor);
-    sent?.();
-    const rows = await inserting;
-    await executor.query(`RELEASE SAVEPOINT ${FRESH}`);
-    return rows;
-  } catch (error) {
-    if ((error as { code?: string })?.code !== '23505') throw error;
-    await executor.query(`ROLLBACK TO SAVEPOINT ${FRESH}`);
-    await executor.query(`RELEASE SAVEPOINT ${FRESH}`);
-    return run(`insertUnique${form}`, values, executor);
-  }
+  const rows = await underSavepoint(
+    executor,
+    FRESH,
+    () => {
+      const inserting = run(`insertFresh${form}`, values, executor);
+      sent?.();
+      return inserting;
+    },
+    (error) => (error as { code?: string })?.code === '23505',
+  );
+  return rows === UNDONE ? run(`insertUnique${form}`, values, executor) : rows;
 }
 
 async function replaceOne(run: Run, executor: SqlExecutor, job: NewJob, now: Date, channel: string): Promise<string> {
