@@ -10,13 +10,21 @@ import { waitFor } from '../support/wait.js';
  * claims a fast queue needs), and a tenant arriving behind another's backlog
  * must still not wait behind what that worker holds. A tenant's wait is
  * counted in the other tenant's jobs that started from the moment its own
- * came due until its last one started. With the 10 ms of work held now, the
- * middle of three late tenants' counts was 54-116 over twelve runs (single
- * counts 19-150); holding 30 ms, 216-244 (single counts 204-255); holding as
- * much as of a plain queue (100 ms of work), 244-274. The counts grow with
- * the worker's rate (10 ms of work is more jobs on a faster machine): on one
- * about twice as fast, with 10 ms held, the middle count was 77-183 over
- * fourteen runs of an idle machine.
+ * came due until its last one started.
+ *
+ * What the bound separates: the 10 ms of work held now from holding as much
+ * as of a plain queue (100 ms of work), which let 244-274 of A's jobs through
+ * in every run, on the slower machine and on one about twice as fast alike
+ * (there the plain buffer's size, not the rate, sets the count). It does not
+ * tell 10 ms from 30 ms: the counts grow with the worker's rate, and the rate
+ * moves with the machine and its load. With 10 ms held, the middle of the
+ * three counts was 54-116 on the slower machine, 77-183 on the faster one
+ * under load and 29-45 on it idle; with 30 ms, 216-244 on the slower machine
+ * and 76-176 on the faster one. A count divided by A's rate just before
+ * (jobs per ms) did no better: over the 250 ms before, 7-17 ms with 10 ms
+ * held against 13-16 ms with 30 ms; over the second before, 8-13 against
+ * 14-20, a margin a busy machine crosses. So no bound in jobs or in time
+ * passes the one and fails the other on every machine.
  */
 @Injectable()
 class Starts {
