@@ -26,6 +26,11 @@ export interface ClaimedJob {
   unreadable?: { keyId: string; missing: boolean };
   /** The claimer's clock when the claim took it. */
   claimedAt?: Date;
+  /**
+   * Claimed ahead for a limited queue, uncounted by its limit: it starts only in the place of a
+   * job of the queue that succeeded here, whose write then counts it (FinishedAttempt.successor).
+   */
+  reserved?: boolean | null;
   /** When its handler began, and its span: noted by the worker as the attempt starts, written with its outcome. */
   started?: AttemptStart;
 }
@@ -54,6 +59,8 @@ export interface FinishedAttempt {
   outcome: AttemptOutcome;
   /** Jobs staged by ctx.continueWith that this outcome releases; written with it or not at all. */
   continuations?: Continuation[];
+  /** A success's: the id of the job claimed ahead that started in its place, counted from this write on. */
+  successor?: string;
 }
 
 /** A job staged by ctx.continueWith(): its row, and the end of its parent it was staged for. */

@@ -158,12 +158,18 @@ export class JobWorker implements LeaseHolder {
       if (result.outcome && (current || result.recorded)) {
         const { outcome } = result;
         logOutcome(this.logger, job, outcome, this.clock);
+        // A success written here, as one statement of its own, may pass its slot to a job claimed ahead.
+        const plain = outcome.kind === 'succeeded' && !result.recorded && !result.continuations?.length;
+        const successor = plain ? this.claimer.successorFor(job) : undefined;
         this.claimer.attemptEnded(job, true);
         let applied: boolean | null = true;
         // ctx.transaction() wrote it with the handler's own writes; everything else goes as for any outcome.
         if (!result.recorded) {
           this.finishing.set(job.id, job);
-          applied = await this.batcher.add({ job, outcome, continuations: result.continuations });
+          const { continuations } = result;
+          applied = await this.batcher.add(
+            successor ? { job, outcome, successor: successor.id } : { job, outcome, continuations },
+          );
           if (this.finishing.get(job.id) === job) this.finishing.delete(job.id);
         }
         this.attempts.recorded(job, outcome, result.durationMs, applied);

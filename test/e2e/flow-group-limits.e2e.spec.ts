@@ -1,10 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
-import { JobQueue, JobQueues, JobsError, type JobsModuleOptions } from 'nestjs-durable-jobs';
+import { JobQueue, JobQueues, JobsError } from 'nestjs-durable-jobs';
 import { type ClaimRequest } from '../../lib/storage/jobs/claim/claim-storage.interface.js';
+import { flowApps } from '../support/flow-apps.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
-import { FC_RUN_TABLE, flowProviders, Work } from '../support/flow.jobs.js';
+import { Work } from '../support/flow.jobs.js';
 import { workerStorage } from '../support/job-storage.js';
-import { startJobsApp } from '../support/jobs-app.js';
 import { maxOverlap, sampler, succeededCount } from '../support/samplers.js';
 import { waitFor } from '../support/wait.js';
 
@@ -14,18 +14,7 @@ import { waitFor } from '../support/wait.js';
  * work served at the next claim rather than when the rotation reaches it.
  */
 const schemas: string[] = [];
-const apps: INestApplication[] = [];
-
-async function boot(schema: string, options: Partial<JobsModuleOptions> = {}): Promise<INestApplication> {
-  const app = await startJobsApp(
-    schema,
-    { worker: { concurrency: 10, pollInterval: 100 }, ...options },
-    { providers: flowProviders(schema) },
-  );
-  apps.push(app);
-  await sql(FC_RUN_TABLE(schema));
-  return app;
-}
+const { apps, boot } = flowApps();
 
 const key = (n: number, width = 2) => `g${String(n).padStart(width, '0')}`;
 

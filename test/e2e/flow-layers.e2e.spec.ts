@@ -529,9 +529,10 @@ describe('the worker on its own', () => {
     expect(runs.started).toEqual([first!.id]);
   });
 
-  it("gives a limited queue's jobs to the instances with free slots: none buffers them, and the limit is used in full", async () => {
+  it("gives a limited queue's slots to the instances with free slots: none counts a job it cannot start, and the limit is used in full", async () => {
     const schema = fresh('flshare');
-    // A limit of four over two instances of two slots: each must take only what it can start.
+    // A limit of four over two instances of two slots: each must count only what it can start.
+    // What either claims ahead beside (uncounted) takes no slot from the other.
     const options = { worker: { concurrency: 2 }, queues: { 'fl-shared': { concurrency: 4 } } };
     const pair = [await boot(schema, options), await boot(schema, options)];
     const instances = pair.map((app) => ({ id: app.get(JobWorker).id, runs: app.get(Runs) }));
@@ -541,11 +542,12 @@ describe('the worker on its own', () => {
       .enqueueMany(
         Array.from({ length: total }, () => ({ job: Work, payload: { hold: true }, options: { queue: 'fl-shared' } })),
       );
-    /** Once both instances started all they can of what they hold: per instance, its claimed jobs and its running ones. */
+    /** Once both instances started all they can of what they hold: per instance, its counted jobs and its running ones. */
     const settled = () =>
       waitFor('both instances to start what they can of the jobs they hold', async () => {
         const rows = await sql<{ worker_id: string | null; state: string; n: number }>(
-          `SELECT worker_id, state, count(*)::int AS n FROM "${schema}".job WHERE queue = 'fl-shared' GROUP BY 1, 2`,
+          `SELECT worker_id, CASE WHEN reserved AND state = 'active' THEN 'ahead' ELSE state END AS state, count(*)::int AS n
+             FROM "${schema}".job WHERE queue = 'fl-shared' GROUP BY 1, 2`,
         );
         const done = rows.filter((r) => r.state === 'succeeded').reduce((n, r) => n + r.n, 0);
         const each = instances.map(({ id, runs }) => ({
@@ -709,12 +711,15 @@ describe('the worker on its own', () => {
       'two of the limited jobs to start',
       () => runs.started.filter((id) => limited.includes(id)).length === 2,
     );
+    // Two counted and running, and two claimed ahead beside them (no more than the counted ones).
     const states = await sql<{ state: string; n: number }>(
-      `SELECT state, count(*)::int AS n FROM "${schema}".job WHERE queue = 'fl-relimited' GROUP BY state ORDER BY state`,
+      `SELECT CASE WHEN reserved AND state = 'active' THEN 'ahead' ELSE state END AS state, count(*)::int AS n
+         FROM "${schema}".job WHERE queue = 'fl-relimited' GROUP BY 1 ORDER BY 1`,
     );
     expect(states).toEqual([
       { state: 'active', n: 2 },
-      { state: 'queued', n: 3 },
+      { state: 'ahead', n: 2 },
+      { state: 'queued', n: 1 },
     ]);
     runs.openAll();
     for (const id of limited) await until(schema, id, 'succeeded');

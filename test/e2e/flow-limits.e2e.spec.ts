@@ -8,25 +8,15 @@ import pg from 'pg';
 import { notificationChannel } from '../../lib/storage/notifications/notification-topics.js';
 import { runCli } from '../support/cli-process.js';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
-import { FC_RUN_TABLE, flowProviders, NamedWork, Work } from '../support/flow.jobs.js';
+import { flowApps } from '../support/flow-apps.js';
+import { NamedWork, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { maxOverlap, sampler, succeededCount } from '../support/samplers.js';
 import { sleep, waitFor } from '../support/wait.js';
 
 /** Limits that hold across instances: concurrency, rate, pause, and where each value came from. */
 const schemas: string[] = [];
-const apps: INestApplication[] = [];
-
-async function boot(schema: string, options: Partial<JobsModuleOptions> = {}): Promise<INestApplication> {
-  const app = await startJobsApp(
-    schema,
-    { worker: { concurrency: 10, pollInterval: 100 }, ...options },
-    { providers: flowProviders(schema) },
-  );
-  apps.push(app);
-  await sql(FC_RUN_TABLE(schema));
-  return app;
-}
+const { apps, boot } = flowApps();
 
 async function fleet(schema: string, n: number, options: Partial<JobsModuleOptions>): Promise<INestApplication[]> {
   const started: INestApplication[] = [];
@@ -49,8 +39,11 @@ describe('a queue concurrency limit', () => {
     const schema = uniqueSchema('fcconc');
     schemas.push(schema);
     const instances = await fleet(schema, 3, { queues: { limited: { concurrency: 4 } } });
-    const active = sampler(
-      `SELECT count(*)::int AS n FROM "${schema}".job WHERE queue = 'limited' AND state = 'active'`,
+    const counted = sampler(
+      `SELECT count(*)::int AS n FROM "${schema}".job WHERE queue = 'limited' AND state = 'active' AND NOT reserved`,
+    );
+    const ahead = sampler(
+      `SELECT count(*)::int AS n FROM "${schema}".job WHERE queue = 'limited' AND state = 'active' AND reserved`,
     );
     await instances[0]!
       .get(JobQueue)
@@ -58,8 +51,13 @@ describe('a queue concurrency limit', () => {
         Array.from({ length: 400 }, () => ({ job: Work, payload: { ms: 20 }, options: { queue: 'limited' } })),
       );
     await waitFor('the 400 jobs to run', async () => (await succeededCount(schema)) === 400, 60_000);
-    // Claimed (active) is what the limit counts: never more than 4, and 4 reached.
-    expect(await active.stop()).toBe(4);
+    // Claimed (active) and not claimed ahead is what the limit counts: never more than 4, and 4
+    // reached. Jobs were claimed ahead beside them: an instance holds no more of them than it had
+    // counted jobs when it claimed them, so at most 4 each.
+    expect(await counted.stop()).toBe(4);
+    const aheadMax = await ahead.stop();
+    expect(aheadMax).toBeGreaterThan(0);
+    expect(aheadMax).toBeLessThanOrEqual(3 * 4);
     // The handlers' own runs, on the database clock: never more than 4 at once either.
     expect(await maxOverlap(schema, 'limited')).toBeLessThanOrEqual(4);
     expect(await maxOverlap(schema, 'limited')).toBeGreaterThanOrEqual(3);
@@ -320,10 +318,12 @@ describe('a limited queue at shutdown', () => {
       handedBack.push(jobs.map((j) => j.id));
       return handBack(workerId, jobs, now, error);
     };
+    // The first claim takes the first job and the second ahead; the second starts in the first's
+    // place as it succeeds, and runs on (a second) through the write and the stop.
     const [first, second, third] = await app
       .get(JobQueue)
-      .enqueueMany(Array.from({ length: 3 }, () => ({ job: Work, payload: {}, options: { queue: 'limited' } })));
-    await waitFor("the first job's outcome write, claiming the next job with it", () => held);
+      .enqueueMany([0, 1000, 0].map((ms) => ({ job: Work, payload: { ms }, options: { queue: 'limited' } })));
+    await waitFor("the first job's outcome write, claiming the next job ahead with it", () => held);
     const closed = app.close();
     try {
       await waitFor('shutdown to hand back the jobs it held', () => handedBack.length === 1);
@@ -334,16 +334,17 @@ describe('a limited queue at shutdown', () => {
       await closed;
     }
 
-    // The write claimed the second job as the worker stopped; the hand-back after the outcomes returned it.
-    expect(claimedByWrites).toEqual([[second!.id]]);
-    expect(handedBack).toEqual([[], [second!.id]]);
+    // The write claimed the third job ahead as the worker stopped; the hand-back after the outcomes
+    // returned it. The second ran to its end: shutdown waits for running jobs.
+    expect(claimedByWrites).toEqual([[third!.id]]);
+    expect(handedBack).toEqual([[], [third!.id]]);
     const rows = await sql<{ id: string; state: string; attempt: number; worker_id: string | null }>(
       `SELECT id, state, attempt, worker_id FROM "${schema}".job ORDER BY id`,
     );
     expect(rows).toEqual([
       { id: first!.id, state: 'succeeded', attempt: 1, worker_id: expect.any(String) },
+      { id: second!.id, state: 'succeeded', attempt: 1, worker_id: expect.any(String) },
       // Handed back as if never claimed: attempt unspent, no history.
-      { id: second!.id, state: 'queued', attempt: 0, worker_id: null },
       { id: third!.id, state: 'queued', attempt: 0, worker_id: null },
     ]);
     // A success leaves no history row of its own; an interrupted attempt would.

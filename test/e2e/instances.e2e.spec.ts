@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { workerStorage } from '../support/job-storage.js';
 import type { INestApplication, Provider } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { JobQueue } from 'nestjs-durable-jobs';
+import { JobQueue, JobQueues } from 'nestjs-durable-jobs';
 
 import { SlowReport } from '../../sample/jobs/slow-report.job.js';
 import { readyWorkerId } from '../support/child-ready.js';
@@ -109,6 +109,59 @@ it('a worker killed with SIGKILL mid-job: another instance completes it after th
     expect(job.executions[0]!.workerId).toBe(childId);
     expect(job.executions[1]!.workerId).not.toBe(childId);
     expect(job.executions[0]!.error?.name).toBe('LeaseLostError');
+  } finally {
+    child.kill('SIGKILL');
+    await closeAll();
+  }
+});
+
+it('a worker killed with SIGKILL holding a job claimed ahead: both it and the running one run again elsewhere', async () => {
+  const schema = uniqueSchema('crashahead');
+  schemas.push(schema);
+  const api = await start(schema, 'api', { enabled: false });
+  // Limited to one: the child runs one report and holds the next claimed ahead, uncounted.
+  await api.get(JobQueues).setLimits('reports', { concurrency: 1 });
+  const child = spawnWorker(schema, 60_000);
+  try {
+    const childId = await readyWorkerId(child, 'worker child');
+    const queue = api.get(JobQueue);
+    const [running, ahead] = await queue.enqueueMany([
+      { job: SlowReport, payload: { steps: 40, stepMs: 100 } },
+      { job: SlowReport, payload: { steps: 1, stepMs: 0 } },
+    ]);
+    const held = () =>
+      sql<{ id: string; reserved: boolean }>(
+        `SELECT id, reserved FROM "${schema}_jobs".job WHERE state = 'active' AND worker_id = $1 ORDER BY id`,
+        [childId],
+      );
+    await waitFor('the child to run one report and hold the other ahead', async () => {
+      const rows = await held();
+      return rows.length === 2 && !rows[0]!.reserved && rows[1]!.reserved;
+    });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    await sql(`UPDATE "${schema}_jobs".job SET lease_expires_at = $1 WHERE worker_id = $2 AND state = 'active'`, [
+      new Date(Date.now() - 1_000),
+      childId,
+    ]);
+    await start(schema, 'rescuer', { lease: 60_000 });
+    for (const { id } of [running!, ahead!]) {
+      await waitFor(
+        'both reports to succeed elsewhere',
+        async () => (await queue.get(id))?.state === 'succeeded',
+        20_000,
+      );
+    }
+    // The rescue cannot tell a job claimed ahead that never started from one started in a
+    // success's place whose write the crash lost: each counts as an interrupted attempt.
+    for (const { id } of [running!, ahead!]) {
+      const job = (await queue.get(id))!;
+      expect(job.executions.map((e) => [e.attempt, e.state])).toEqual([
+        [1, 'interrupted'],
+        [2, 'succeeded'],
+      ]);
+      expect(job.executions[1]!.workerId).not.toBe(childId);
+    }
   } finally {
     child.kill('SIGKILL');
     await closeAll();

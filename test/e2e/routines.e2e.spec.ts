@@ -104,7 +104,7 @@ describe('routines', () => {
       await client.connect();
       try {
         const rows = await client.query<{ id: string | null }>(
-          `SELECT id FROM "${schema}".${fn}('limited', ARRAY['work'], $1, now(), $2, 30000, 'unheard', false)`,
+          `SELECT id FROM "${schema}".${fn}('limited', ARRAY['work'], $1, now(), $2, 30000, 'unheard', false, 0)`,
           [limit, worker],
         );
         return rows.rows.filter((r) => r.id !== null).length;

@@ -9,6 +9,8 @@ export interface WorkPayload {
   tag?: string;
   /** The job's place in its enqueue order. */
   seq?: number;
+  /** Throw once the run is recorded: the attempt fails. */
+  fail?: boolean;
 }
 
 export const FC_SCHEMA = 'FC_SCHEMA';
@@ -34,6 +36,7 @@ export class RunTable {
     await this.dataSource.query(`UPDATE "${this.schema}".fc_run SET ended_at = clock_timestamp() WHERE id = $1`, [
       row!.id,
     ]);
+    if (p.fail) throw new Error('fc-work failed on purpose');
   }
 }
 

@@ -251,10 +251,13 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
   let traces: Record<string, string> | null = null;
   const failedIds: string[] = [];
   const failures: Record<string, object> = {};
-  for (const { job, outcome } of attempts) {
+  // Successes with a job claimed ahead started in their place, `{"<id>":"<successor id>",…}`.
+  let successors: Record<string, string> | null = null;
+  for (const { job, outcome, successor } of attempts) {
     if (outcome.kind === 'succeeded') {
       succeededAttempts += `${succeededIds.length ? ',' : ''}"${job.id}":${job.attempt}`;
       succeededIds.push(job.id);
+      if (successor) (successors ??= {})[job.id] = successor;
       if (outcome.result !== undefined && outcome.result !== null) {
         results[job.id] = sealValueFor(cipher, job, outcome.result);
       }
@@ -296,7 +299,15 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
       };
     }
   }
-  return { succeededIds, succeededAttempts: `{${succeededAttempts}}`, results, traces, failedIds, failures };
+  return {
+    succeededIds,
+    succeededAttempts: `{${succeededAttempts}}`,
+    results,
+    traces,
+    successors,
+    failedIds,
+    failures,
+  };
 }
 
 /** An attempt's claim and start times and span ids, as the outcome writes read them (absent keys read as null). */

@@ -190,11 +190,15 @@ export type ClaimRow = ClaimedJob & { waitMs: number | null };
 export function claimResult(cipher: JobCipher, rows: readonly ClaimRow[], claimedAt: Date): ClaimResult {
   let waitMs: number | null = null;
   const jobs: ClaimedJob[] = [];
+  let counted: string[] | undefined;
   for (const { waitMs: wait, ...job } of rows) {
-    if (job.id) jobs.push(job);
-    else waitMs = wait;
+    if (!job.id) waitMs = wait;
+    else if (job.reserved === null) (counted ??= []).push(job.id);
+    else jobs.push(job);
   }
-  return { jobs: claimedJobs(cipher, jobs, claimedAt), waitMs };
+  const result: ClaimResult = { jobs: claimedJobs(cipher, jobs, claimedAt), waitMs };
+  if (counted) result.counted = counted;
+  return result;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   WRITE_KEY_LOGS,
   WRITE_NAME_LOGS,
 } from './rate-fragments.js';
+import { claimAhead, COUNT_OWN_AHEAD } from './claim-ahead.js';
 import { LIMIT_SHARE, RECORD_WAIT } from './limit-shares.js';
 import { defineRoutine } from './routine.js';
 import {
@@ -36,9 +37,24 @@ const CLAIMED_COLUMNS = `u.id, u.name, u.queue, u.payload, u.attempt, u.max_atte
              u.deadline, NULL::float8`;
 const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id,
                   j.trace_context, j.deadline`;
+/** The plain claim of the queue's next jobs, counted or (claimAhead) claimed ahead, in claim order. */
+const limitedClaim = (limit: string, reserved: 'false' | 'true') => `RETURN QUERY
+      WITH u AS (
+        ${plainClaim({
+          ...DUE,
+          ...WRITE,
+          table: ':SCHEMA.job',
+          limit,
+          reserved,
+          returning: `${RETURNED}, j.priority, j.run_at`,
+        })}
+      )
+      SELECT ${CLAIMED_COLUMNS}, ${reserved}
+        FROM u ORDER BY ${claimOrder('u')};`;
 
 /**
- * Claims up to p_limit due jobs of a controlled queue for p_worker. Where
+ * Claims up to p_limit due jobs of a controlled queue for p_worker (and up
+ * to p_ahead more claimed ahead: claimAhead). Where
  * something must be counted (a concurrency or rate limit, the queue's or a
  * job name's, a group's, or serial keys), the queue's row lock makes the
  * claims of this queue take turns across instances (a keyed rate limit's row
@@ -63,9 +79,9 @@ export const CLAIM_CONTROLLED = defineRoutine(
   'claim_controlled',
   `CREATE FUNCTION :SCHEMA.:ROUTINE(
   p_queue text, p_names text[], p_limit int, p_now timestamptz, p_worker text, p_lease_ms float8, p_channel text,
-  p_share boolean)
+  p_share boolean, p_ahead int)
 RETURNS TABLE (id uuid, name text, queue text, payload jsonb, attempt int, max_attempts int, timeout_ms int,
-               batch_id uuid, trace_context jsonb, deadline timestamptz, wait_ms float8)
+               batch_id uuid, trace_context jsonb, deadline timestamptz, wait_ms float8, reserved boolean)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 AS $fn$
@@ -81,6 +97,9 @@ DECLARE
   v_bound int;
   v_waiting int := 0;
   v_wants boolean;
+  -- Jobs this worker holds claimed ahead, and how many more this claim takes (claimAhead).
+  v_held_ahead int;
+  v_ahead int;
   v_until timestamptz;
   v_in_window int;
   v_oldest timestamptz;
@@ -105,7 +124,7 @@ DECLARE
   v_turn timestamptz := p_now;
 BEGIN
   SELECT * INTO v_q FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue;
-  IF NOT FOUND OR v_q.paused OR p_limit < 1 THEN
+  IF NOT FOUND OR v_q.paused OR (p_limit < 1 AND p_ahead < 1) THEN
     RETURN;
   END IF;
   v_named := EXISTS (SELECT 1 FROM :SCHEMA.job_name_limit l WHERE l.queue = p_queue);
@@ -130,32 +149,30 @@ BEGIN
 
     -- Counted after the lock: each statement's snapshot holds every claim before this one.
     ${LIMIT_SHARE}
-    IF v_room <= 0 THEN
-      EXIT claim;
-    END IF;
 
     -- A queue limited as a whole and nothing else: its plain jobs in claim order, no more than its
-    -- concurrency (or this worker's share of it) leaves room for.
+    -- concurrency (or this worker's share of it) leaves room for, then those claimed ahead.
     IF NOT (v_q.has_groups OR v_q.has_serial OR v_named) THEN
-      RETURN QUERY
-      WITH u AS (
-        ${plainClaim({
-          ...DUE,
-          ...WRITE,
-          table: ':SCHEMA.job',
-          limit: 'v_room',
-          returning: `${RETURNED}, j.priority, j.run_at`,
-        })}
-      )
-      SELECT ${CLAIMED_COLUMNS}
-        FROM u ORDER BY ${claimOrder('u')};
-      GET DIAGNOSTICS v_claimed = ROW_COUNT;
-      IF v_q.rate_max IS NOT NULL AND v_claimed > 0 THEN
-        UPDATE :SCHEMA.job_queue jq
-           SET rate_log_at = ${queueLog.at},
-               rate_log_n = ${queueLog.n}
-         WHERE jq.name = p_queue;
+      IF v_room > 0 AND p_ahead > 0 THEN
+        ${COUNT_OWN_AHEAD}
+        GET DIAGNOSTICS v_claimed = ROW_COUNT;
+        v_room := v_room - v_claimed;
       END IF;
+      IF v_room > 0 THEN
+        ${limitedClaim('v_room', 'false')}
+        GET DIAGNOSTICS v_ahead = ROW_COUNT;
+        v_claimed := v_claimed + v_ahead;
+        IF v_q.rate_max IS NOT NULL AND v_claimed > 0 THEN
+          UPDATE :SCHEMA.job_queue jq
+             SET rate_log_at = ${queueLog.at},
+                 rate_log_n = ${queueLog.n}
+           WHERE jq.name = p_queue;
+        END IF;
+      END IF;
+      ${claimAhead(limitedClaim('v_ahead', 'true'))}
+      EXIT claim;
+    END IF;
+    IF v_room <= 0 THEN
       EXIT claim;
     END IF;
 
@@ -222,7 +239,7 @@ BEGIN
            AND (v_seen IS DISTINCT FROM v_q.group_seen_at OR EXISTS (SELECT 1 FROM chosen c WHERE c.grp IS NOT NULL))
            AND jq.ctid = (SELECT k.ctid FROM :SCHEMA.job_queue k WHERE k.name = p_queue FOR UPDATE SKIP LOCKED)
       )
-      SELECT ${CLAIMED_COLUMNS}
+      SELECT ${CLAIMED_COLUMNS}, false
         FROM u JOIN chosen c ON c.id = u.id
        ORDER BY c.ord;
       RETURN;
@@ -308,7 +325,7 @@ BEGIN
        WHERE j.id = ANY(v_ids) AND j.state = 'queued'
       RETURNING ${RETURNED}
     )
-    SELECT ${CLAIMED_COLUMNS}
+    SELECT ${CLAIMED_COLUMNS}, false
       FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
      ORDER BY o.ord;
     GET DIAGNOSTICS v_claimed = ROW_COUNT;
@@ -338,7 +355,7 @@ BEGIN
 
   IF v_wait IS NOT NULL THEN
     RETURN QUERY SELECT NULL::uuid, NULL::text, NULL::text, NULL::jsonb, NULL::int, NULL::int, NULL::int,
-                        NULL::uuid, NULL::jsonb, NULL::timestamptz, v_wait;
+                        NULL::uuid, NULL::jsonb, NULL::timestamptz, v_wait, false;
   END IF;
 END $fn$`,
 );

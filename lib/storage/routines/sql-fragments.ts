@@ -49,10 +49,15 @@ export interface ClaimWrite {
   leaseMs: string;
 }
 
-/** The SET list of every claim of job row `a`: active, one more attempt, leased to the worker. */
-export function claimSet(a: string, w: ClaimWrite): string {
+/**
+ * The SET list of every claim of job row `a`: active, one more attempt, leased to the worker.
+ * `reserved`: claimed ahead, uncounted by the queue's limit (see claim_controlled's p_ahead);
+ * every claim sets it, so a flag left on a row that went back to the queue never counts.
+ */
+export function claimSet(a: string, w: ClaimWrite, reserved = 'false'): string {
   return `state = 'active', attempt = ${a}.attempt + 1, worker_id = ${w.worker}, started_at = ${w.startedAt},
-             lease_expires_at = ${w.now} + make_interval(secs => ${w.leaseMs} / 1000), cancel_requested = false`;
+             lease_expires_at = ${w.now} + make_interval(secs => ${w.leaseMs} / 1000), cancel_requested = false,
+             reserved = ${reserved}`;
 }
 
 /** The plain claim: the table, the inputs, how many jobs at most, and what it returns. */
@@ -63,6 +68,8 @@ interface PlainClaim extends ClaimInputs, ClaimWrite {
   limit: string;
   /** The RETURNING list, of row `j`. */
   returning: string;
+  /** Claimed ahead (claimSet's `reserved`); plain claims are not. */
+  reserved?: string;
 }
 
 /**
@@ -75,7 +82,7 @@ interface PlainClaim extends ClaimInputs, ClaimWrite {
  */
 export function plainClaim(p: PlainClaim): string {
   return `UPDATE ${p.table} j
-         SET ${claimSet('j', p)}
+         SET ${claimSet('j', p, p.reserved)}
        WHERE j.ctid = ANY(ARRAY(
          SELECT c.ctid FROM ${p.table} c
           WHERE ${duePlainJob('c', p)}
@@ -86,11 +93,11 @@ export function plainClaim(p: PlainClaim): string {
 }
 
 /**
- * The jobs of `queue` a worker holds (alias `a`): what a concurrency limit
- * counts. The lease test lets the lease index serve it.
+ * The jobs of `queue` a worker holds (alias `a`), but those claimed ahead:
+ * what a concurrency limit counts. The lease test lets the lease index serve it.
  */
 export function activeInQueue(a: string, queue: string): string {
-  return `${a}.lease_expires_at IS NOT NULL AND ${a}.state = 'active' AND ${a}.queue = ${queue}`;
+  return `${a}.lease_expires_at IS NOT NULL AND ${a}.state = 'active' AND ${a}.queue = ${queue} AND NOT ${a}.reserved`;
 }
 
 /**

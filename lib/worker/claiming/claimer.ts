@@ -9,9 +9,12 @@ import type { ResolvedWorkerOptions } from '../worker-options.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { ControlledLedger } from './controlled-ledger.js';
 import { HandlerTimes } from './handler-times.js';
+
 import { QueueSettings } from './queue-settings.js';
+import { RateWake } from './rate-wake.js';
 import { ServedQueues } from './served-queues.js';
 import { StartDeadlines } from './start-deadlines.js';
+import { UnstartedJobs } from './unstarted-jobs.js';
 
 /** What a Claimer claims with and for. */
 interface ClaimerDeps {
@@ -48,11 +51,10 @@ export class Claimer implements ClaimOnOutcomeWrite {
   private readonly deadlines: StartDeadlines;
   /** Whether a limited queue's claims ask for a share of its limit (ClaimRequest.share). */
   private readonly handlerTimes = new HandlerTimes();
-  /** Hand-backs of jobs that missed their start deadline, still under way. */
-  private readonly lateHandBacks = new Set<Promise<void>>();
+  /** Hand-backs of jobs that will not start here (handBackUnspent), still under way. */
+  private readonly handBacks = new Set<Promise<void>>();
   private readonly concurrency: number;
-  /** Claimed jobs not started yet, in claim order. */
-  private readonly unstartedJobs: ClaimedJob[] = [];
+  private readonly unstartedJobs = new UnstartedJobs();
   private running = 0;
   private active = false;
   private passUnderWay = false;
@@ -62,8 +64,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   private readonly dry = new Set<string>();
   /** Counts the signals that work may have appeared: a claim's "found nothing" older than one is void. */
   private signals = 0;
-  private rateLimitTimer: NodeJS.Timeout | null = null;
-  private rateLimitTimerAt = 0;
+  private readonly rateWake = new RateWake(() => this.lookForWork());
 
   constructor(private readonly deps: ClaimerDeps) {
     this.concurrency = deps.options.concurrency;
@@ -84,8 +85,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   /** Stops taking work; what is claimed and not started stays, for handBackUnstarted. */
   stop(): void {
     this.active = false;
-    if (this.rateLimitTimer) clearTimeout(this.rateLimitTimer);
-    this.rateLimitTimer = null;
+    this.rateWake.cancel();
   }
 
   /** Learns the queues that hold work now (when no list is configured). */
@@ -113,6 +113,27 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.topUp();
   }
 
+  /**
+   * A job of a limited queue succeeded here: starts one of the queue's jobs
+   * claimed ahead in its slot, at once, and returns it, for the success's
+   * write to count it (FinishedAttempt.successor). The limit's count stays
+   * what it was: the ended job leaves it as the successor enters, in one
+   * write. Call before attemptEnded, so the slot is not given to another job
+   * first.
+   */
+  successorFor(job: ClaimedJob): ClaimedJob | undefined {
+    if (!this.active || !this.unstartedJobs.aheadCount || job.reserved) return undefined;
+    if (!this.controlled.holds(job) || this.settings.paused(job.queue) || !this.settings.limited(job.queue)) {
+      return undefined;
+    }
+    const next = this.unstartedJobs.nextAhead(job.queue);
+    if (!next) return undefined;
+    this.running++;
+    this.handlerTimes.started(next);
+    this.deps.runAttempt(next);
+    return next;
+  }
+
   /** An attempt ended; `withOutcome`: its outcome is on its way to the database. */
   attemptEnded(job: ClaimedJob, withOutcome: boolean): void {
     this.running--;
@@ -138,23 +159,22 @@ export class Claimer implements ClaimOnOutcomeWrite {
    * `freesSlot`: its queue is worth a look once the job's outcome is written.
    */
   withdraw(id: string, attempt?: number): { job: ClaimedJob; freesSlot: boolean } | undefined {
-    const index = this.unstartedJobs.findIndex((j) => j.id === id && (attempt === undefined || j.attempt === attempt));
-    if (index < 0) return undefined;
-    const job = this.unstartedJobs.splice(index, 1)[0]!;
+    const job = this.unstartedJobs.take((j) => j.id === id && (attempt === undefined || j.attempt === attempt));
+    if (!job) return undefined;
     this.deadlines.forget(id);
     return { job, freesSlot: this.controlled.released(job) };
   }
 
-  /** Claimed jobs that have not started. */
+  /** Claimed jobs that have not started, those claimed ahead included. */
   unstarted(): readonly ClaimedJob[] {
-    return this.unstartedJobs;
+    return this.unstartedJobs.all();
   }
 
   /** Gives back every claimed job that has not started, for another worker to take at once. */
   async handBackUnstarted(): Promise<void> {
-    const unstarted = this.unstartedJobs.splice(0);
+    const unstarted = this.unstartedJobs.clear();
     this.deadlines.clear();
-    await Promise.all(this.lateHandBacks);
+    await Promise.all(this.handBacks);
     await this.deps.outcomes
       .handBack(this.deps.workerId, unstarted, this.deps.clock.now(), null)
       .catch((e: Error) =>
@@ -180,7 +200,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   /** As a write of these outcomes starts: the claim for a limited queue that goes with it, if any. */
   claimFor(attempts: readonly FinishedAttempt[]): ClaimRequest | null {
     if (!this.active) return null;
-    const idle = this.concurrency - this.local();
+    const idle = Math.max(0, this.concurrency - this.local());
     const queue = this.controlled.queueToClaimOnWrite(attempts, idle);
     return queue === null ? null : this.request(queue, idle);
   }
@@ -189,10 +209,11 @@ export class Claimer implements ClaimOnOutcomeWrite {
   claimAnswered(request: ClaimRequest, attempts: readonly FinishedAttempt[], result: ClaimResult | null): void {
     this.controlled.writeAnswered(request.queue, attempts, result?.jobs ?? null);
     if (!result) return;
-    if (result.waitMs !== null) this.lookAgainIn(result.waitMs);
+    if (result.waitMs !== null) this.rateWake.in(result.waitMs);
     this.supersede(result.jobs);
     if (this.settings.rated(request.queue)) this.deadlines.claimed(result.jobs, request.now);
-    this.unstartedJobs.push(...result.jobs);
+    if (result.counted) this.unstartedJobs.counted(result.counted);
+    this.unstartedJobs.add(result.jobs);
     this.startUnstarted();
   }
 
@@ -213,6 +234,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   }
 
   private startUnstarted(): void {
+    if (this.unstartedJobs.aheadCount) this.handBackPausedAhead();
     let late: ClaimedJob[] | null = null;
     while (this.active && this.running < this.concurrency && this.unstartedJobs.length) {
       const job = this.unstartedJobs.shift()!;
@@ -224,7 +246,13 @@ export class Claimer implements ClaimOnOutcomeWrite {
       if (this.settings.limited(job.queue)) this.handlerTimes.started(job);
       this.deps.runAttempt(job);
     }
-    if (late) this.handBackLate(late);
+    if (late) this.handBackUnspent(late, 'that missed their start');
+  }
+
+  /** Jobs claimed ahead in a queue paused since: back to the queue, not held here until the resume. */
+  private handBackPausedAhead(): void {
+    const paused = this.unstartedJobs.takeAll((j) => this.settings.paused(j.queue), true);
+    if (paused.length) this.handBackUnspent(paused, 'claimed ahead in a paused queue');
   }
 
   /**
@@ -236,12 +264,9 @@ export class Claimer implements ClaimOnOutcomeWrite {
    */
   private supersede(jobs: readonly ClaimedJob[]): void {
     if (jobs.length === 0) return;
-    if (this.unstartedJobs.length) {
+    if (this.unstartedJobs.length || this.unstartedJobs.aheadCount) {
       const ids = new Set(jobs.map((j) => j.id));
-      for (let i = this.unstartedJobs.length - 1; i >= 0; i--) {
-        const earlier = this.unstartedJobs[i]!;
-        if (!ids.has(earlier.id)) continue;
-        this.unstartedJobs.splice(i, 1);
+      for (const earlier of this.unstartedJobs.takeAll((j) => ids.has(j.id))) {
         this.deadlines.forget(earlier.id);
         this.controlled.released(earlier);
       }
@@ -249,17 +274,20 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.deps.claimedAgain?.(jobs);
   }
 
-  /** Rate-limited jobs that cannot start within the lag their window counted: given back unspent, for a claim to take again. */
-  private handBackLate(jobs: ClaimedJob[]): void {
+  /**
+   * Jobs that will not start here, given back unspent for a claim to take again: rate-limited ones
+   * that cannot start within the lag their window counted, and those claimed ahead in a paused queue.
+   */
+  private handBackUnspent(jobs: ClaimedJob[], which: string): void {
     const { outcomes, workerId, clock, logger } = this.deps;
     const done = outcomes
       .handBack(workerId, jobs, clock.now(), null)
-      .catch((e: Error) => logger.error(`Handing back ${jobs.length} job(s) that missed their start: ${e.message}`))
+      .catch((e: Error) => logger.error(`Handing back ${jobs.length} job(s) ${which}: ${e.message}`))
       .finally(() => {
-        this.lateHandBacks.delete(done);
+        this.handBacks.delete(done);
         for (const job of jobs) this.jobReleased(job);
       });
-    this.lateHandBacks.add(done);
+    this.handBacks.add(done);
   }
 
   private prefetchNow(): number {
@@ -314,10 +342,10 @@ export class Claimer implements ClaimOnOutcomeWrite {
         await this.deps.outcomes.handBack(this.deps.workerId, jobs, this.deps.clock.now(), null).catch(() => undefined);
         return;
       }
-      got += jobs.length;
+      for (const job of jobs) if (!job.reserved) got++;
       this.supersede(jobs);
       if (this.settings.rated(queue)) this.deadlines.claimed(jobs, request.now);
-      this.unstartedJobs.push(...jobs);
+      this.unstartedJobs.add(jobs);
       this.startUnstarted();
       if (got >= limit) break;
     }
@@ -329,9 +357,13 @@ export class Claimer implements ClaimOnOutcomeWrite {
     const room = this.controlled.room(request.queue, this.concurrency, this.local());
     if (room <= 0) return [];
     const { claims } = this.deps;
-    const { jobs, waitMs } = await claims.claimControlled({ ...request, limit: Math.min(request.limit, room) });
-    if (waitMs !== null) this.lookAgainIn(waitMs);
+    const { jobs, waitMs, counted } = await claims.claimControlled({
+      ...request,
+      limit: Math.min(request.limit, room),
+    });
+    if (waitMs !== null) this.rateWake.in(waitMs);
     this.controlled.claimed(jobs);
+    if (counted) this.unstartedJobs.counted(counted);
     return jobs;
   }
 
@@ -345,20 +377,10 @@ export class Claimer implements ClaimOnOutcomeWrite {
       now: clock.now(),
       leaseMs: options.lease,
     };
-    if (this.settings.limited(queue) && this.handlerTimes.runLong(queue)) request.share = true;
+    if (this.settings.limited(queue)) {
+      if (this.handlerTimes.runLong(queue)) request.share = true;
+      request.ahead = this.concurrency;
+    }
     return request;
-  }
-
-  /** A rate limit said when the next job may start: look again then. */
-  private lookAgainIn(ms: number): void {
-    const at = Date.now() + ms;
-    if (this.rateLimitTimer && this.rateLimitTimerAt <= at) return;
-    if (this.rateLimitTimer) clearTimeout(this.rateLimitTimer);
-    this.rateLimitTimerAt = at;
-    this.rateLimitTimer = setTimeout(() => {
-      this.rateLimitTimer = null;
-      this.lookForWork();
-    }, ms);
-    this.rateLimitTimer.unref();
   }
 }

@@ -75,6 +75,11 @@ export class ControlledLedger {
     return concurrency + depth - local;
   }
 
+  /** Whether `job` is held here under this claim of it (not one claimed again since). */
+  holds(job: ClaimedJob): boolean {
+    return this.held.get(job.id) === job;
+  }
+
   /** Jobs a controlled claim got: their ends free what their queue's limits counted. */
   claimed(jobs: readonly ClaimedJob[]): void {
     for (const job of jobs) this.held.set(job.id, job);
@@ -86,16 +91,19 @@ export class ControlledLedger {
    * turn of a slot instead of a write and then a claim. Only when this write
    * carries every unwritten outcome of the queue here (otherwise a later
    * write frees more and claims then), and for no more than the `idle` slots
-   * here now. Returns the queue to claim for, counted as asked for until
-   * writeAnswered.
+   * here now; with no idle slot, where a job claimed ahead started in the
+   * place of one of these successes, for the next ones ahead only. Returns
+   * the queue to claim for, counted as asked for until writeAnswered.
    */
   queueToClaimOnWrite(attempts: readonly FinishedAttempt[], idle: number): string | null {
-    if (idle <= 0) return null;
     const inWrite = new Map<string, number>();
-    for (const { job } of attempts) {
+    let followed: Set<string> | undefined;
+    for (const { job, successor } of attempts) {
       if (this.ending.has(job)) inWrite.set(job.queue, (inWrite.get(job.queue) ?? 0) + 1);
+      if (successor) (followed ??= new Set()).add(job.queue);
     }
     for (const [queue, n] of inWrite) {
+      if (idle <= 0 && !followed?.has(queue)) continue;
       const asked = this.claimsOnOutcomeWrites.has(queue);
       if (asked || !this.settings.limited(queue) || this.settings.paused(queue)) continue;
       if (n !== this.unwritten.get(queue)) continue;

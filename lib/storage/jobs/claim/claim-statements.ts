@@ -34,8 +34,8 @@ export function claimStatements(schema: string) {
     // Rows with a null id carry only wait_ms: when a rate limit lets the next job start.
     claimControlled: `SELECT c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts AS "maxAttempts",
            c.timeout_ms AS "timeoutMs", c.batch_id AS "batchId", c.trace_context AS "traceContext", c.deadline,
-           c.wait_ms AS "waitMs", ${LINEAGE_COLUMNS}
-      FROM ${s}.${ROUTINE_NAMES.claimControlled}($1, $3::text[], $4, $2, $5, $6, $7, $8) c ${lineageJoin(s, 'c')}`,
+           c.wait_ms AS "waitMs", c.reserved, ${LINEAGE_COLUMNS}
+      FROM ${s}.${ROUTINE_NAMES.claimControlled}($1, $3::text[], $4, $2, $5, $6, $7, $8, $9) c ${lineageJoin(s, 'c')}`,
 
     // A stopping worker's waits for limited queues' slots (see limit-shares): the others need not keep
     // to their shares for it until its entries lapse.

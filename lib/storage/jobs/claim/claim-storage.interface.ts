@@ -15,12 +15,22 @@ export interface ClaimRequest {
    * the queue's handlers run long enough that where they run matters.
    */
   share?: boolean;
+  /**
+   * A controlled claim of a queue limited as a whole: also claim up to this
+   * many jobs ahead (ClaimedJob.reserved), uncounted by the limit, each to
+   * start in the place of one of this worker's jobs of the queue that
+   * succeeds. The routine holds them to no more than the worker's counted
+   * jobs of the queue (see its claimAhead).
+   */
+  ahead?: number;
 }
 
 /** What a controlled claim got; `waitMs`: a rate limit held jobs back, and the next may start then. */
 export interface ClaimResult {
   jobs: ClaimedJob[];
   waitMs: number | null;
+  /** The worker's own jobs claimed ahead that the claim moved into the limit's count: to start now. */
+  counted?: string[];
 }
 
 /** How workers take jobs: the plain and the controlled claim, on the worker's own connections. */

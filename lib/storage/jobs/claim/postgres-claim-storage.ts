@@ -33,7 +33,17 @@ export class PostgresClaimStorage implements ClaimStorage {
   }
 
   async claimControlled(r: ClaimRequest): Promise<ClaimResult> {
-    const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs, this.channel, r.share ?? false];
+    const values = [
+      r.queue,
+      r.now,
+      r.names,
+      r.limit,
+      r.workerId,
+      r.leaseMs,
+      this.channel,
+      r.share ?? false,
+      r.ahead ?? 0,
+    ];
     const rows = await this.statements.run<ClaimRow>('claimControlled', values, this.connections.executor);
     return claimResult(this.cipher, rows, r.now);
   }

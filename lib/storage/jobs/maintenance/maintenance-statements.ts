@@ -46,7 +46,7 @@ export function maintenanceStatements(schema: string) {
     ), u AS (
       UPDATE ${s}.job j
          SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'queued' END,
-             lease_expires_at = NULL, worker_id = NULL,
+             lease_expires_at = NULL, worker_id = NULL, reserved = false,
              completed_at = CASE WHEN j.attempt >= j.max_attempts THEN $1::timestamptz END,
              failure_hook = CASE WHEN j.attempt >= j.max_attempts THEN 'pending' END,
              last_error = CASE WHEN j.attempt >= j.max_attempts THEN jsonb_build_object(

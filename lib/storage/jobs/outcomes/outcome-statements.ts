@@ -40,10 +40,27 @@ export function outcomeStatements(schema: string) {
        WHERE ${outcomeFence('j', '$1', '$2', '($5::jsonb ->> (j.id::text))::int')}
       RETURNING j.id, j.batch_id, j.has_dependents`;
   };
+  /**
+   * The jobs claimed ahead that started in the place of the successes written (`successors`, a
+   * JSON object from a success's id to its successor's): counted by their queue's limit from this
+   * write on. Only where the success was written: a success the fence refused frees no slot.
+   */
+  const promoted = (successors: string) => `promoted AS (
+      UPDATE ${s}.job p SET reserved = false
+       WHERE p.id = ANY(ARRAY(SELECT (${successors}::jsonb ->> u.id::text)::uuid FROM u))
+         AND p.worker_id = $2 AND p.state = 'active' AND p.reserved
+      RETURNING p.id
+    )`;
   return {
     succeed: `WITH u AS (
       ${succeeded('$7')}
     ), ${settleCte(s, 'u', `'succeeded'`, '$3', '$4')}
+    SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
+
+    // succeed, where some of the successes had a job claimed ahead start in their place ($8).
+    succeedPromoting: `WITH u AS (
+      ${succeeded('$7')}
+    ), ${settleCte(s, 'u', `'succeeded'`, '$3', '$4')}, ${promoted('$8')}
     SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
 
     // succeed, and a claim of a limited queue ($7..$10, $12) in the same statement: the slots these
@@ -54,17 +71,18 @@ export function outcomeStatements(schema: string) {
     // applied outcome (id only), false for a claimed job or the rate limit's wait row.
     succeedAndClaim: `WITH u AS (
       ${succeeded('$11')}
-    ), ${settleCte(s, 'u', `'succeeded'`, '$3', '$4')}, written AS (
-      SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM settled) AS n
+    ), ${settleCte(s, 'u', `'succeeded'`, '$3', '$4')}, ${promoted('$14')}, written AS (
+      SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM settled) + (SELECT count(*) FROM promoted) AS n
     )
     SELECT true AS done, id, NULL::text AS name, NULL::text AS queue, NULL::jsonb AS payload, NULL::int AS attempt,
            NULL::int AS "maxAttempts", NULL::int AS "timeoutMs", NULL::uuid AS "batchId", NULL::jsonb AS "traceContext",
-           NULL::timestamptz AS deadline, NULL::float8 AS "waitMs", NULL::uuid[] AS "parentIds", NULL::uuid AS "parentBatchId"
+           NULL::timestamptz AS deadline, NULL::float8 AS "waitMs", NULL::boolean AS reserved, NULL::uuid[] AS "parentIds",
+           NULL::uuid AS "parentBatchId"
       FROM u
     UNION ALL
     SELECT false, c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.timeout_ms, c.batch_id, c.trace_context,
-           c.deadline, c.wait_ms, p.parent_ids, p.parent_batch_id
-      FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10, $4, $12) c
+           c.deadline, c.wait_ms, c.reserved, p.parent_ids, p.parent_batch_id
+      FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10, $4, $12, $13) c
       ${lineageJoin(s, 'c')}`,
 
     // A failed attempt leaves a history row; the job row moves on in the same statement.
@@ -118,7 +136,7 @@ export function outcomeStatements(schema: string) {
     // A traced one's span and handler start ($7, as renewTraced's $6) go on its history row.
     handBack: `WITH u AS (
       UPDATE ${s}.job j
-         SET state = 'queued', run_at = $3, worker_id = NULL, lease_expires_at = NULL,
+         SET state = 'queued', run_at = $3, worker_id = NULL, lease_expires_at = NULL, reserved = false,
              attempt = CASE WHEN $4::jsonb IS NULL THEN j.attempt - 1 ELSE j.attempt END,
              max_attempts = CASE WHEN $4::jsonb IS NULL THEN j.max_attempts ELSE j.max_attempts + 1 END,
              trace_id = NULL, span_id = NULL, handler_started_at = NULL

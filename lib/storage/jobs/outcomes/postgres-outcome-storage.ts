@@ -17,7 +17,7 @@ import { outcomeStatements, type OutcomeStatements } from './outcome-statements.
  * with plan_cache_mode = force_generic_plan: it finds its rows through the
  * primary key whatever the batch size). The rarer writes stay unnamed.
  */
-const PREPARED: ReadonlyArray<keyof OutcomeStatements> = ['succeed', 'succeedAndClaim'];
+const PREPARED: ReadonlyArray<keyof OutcomeStatements> = ['succeed', 'succeedPromoting', 'succeedAndClaim'];
 
 type Row = Record<string, unknown>;
 
@@ -58,7 +58,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     leaseMs: number,
     claim: ClaimRequest,
   ): Promise<{ applied: Set<string>; claimed: ClaimResult }> {
-    const { succeededIds, succeededAttempts, results, traces } = encodeOutcomes(
+    const { succeededIds, succeededAttempts, results, traces, successors } = encodeOutcomes(
       attempts.filter((a) => a.outcome.kind === 'succeeded'),
       this.cipher,
       this.maxErrorBytes,
@@ -74,6 +74,8 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
         claim.leaseMs,
         traces && JSON.stringify(traces),
         claim.share ?? false,
+        claim.ahead ?? 0,
+        successors && JSON.stringify(successors),
       ]),
       this.finish(
         workerId,
@@ -101,7 +103,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<Set<string>> {
-    const { succeededIds, succeededAttempts, results, traces, failedIds, failures } = encodeOutcomes(
+    const { succeededIds, succeededAttempts, results, traces, successors, failedIds, failures } = encodeOutcomes(
       attempts,
       this.cipher,
       this.maxErrorBytes,
@@ -109,20 +111,19 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
     if (succeededIds.length) {
+      const values = [
+        uuidList(succeededIds),
+        workerId,
+        now,
+        this.channel,
+        succeededAttempts,
+        JSON.stringify(results),
+        traces && JSON.stringify(traces),
+      ];
       writes.push(
-        this.runWorker(
-          'succeed',
-          [
-            uuidList(succeededIds),
-            workerId,
-            now,
-            this.channel,
-            succeededAttempts,
-            JSON.stringify(results),
-            traces && JSON.stringify(traces),
-          ],
-          tx,
-        ),
+        successors
+          ? this.runWorker('succeedPromoting', [...values, JSON.stringify(successors)], tx)
+          : this.runWorker('succeed', values, tx),
       );
     }
     if (failedIds.length) {
