@@ -123,9 +123,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
    */
   successorFor(job: ClaimedJob): ClaimedJob | undefined {
     if (!this.active || !this.unstartedJobs.aheadCount || job.reserved) return undefined;
-    if (!this.controlled.holds(job) || this.settings.paused(job.queue) || !this.settings.limited(job.queue)) {
-      return undefined;
-    }
+    if (!this.controlled.holds(job) || !this.mayHoldAhead(job.queue)) return undefined;
     const next = this.unstartedJobs.nextAhead(job.queue);
     if (!next) return undefined;
     this.running++;
@@ -234,7 +232,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   }
 
   private startUnstarted(): void {
-    if (this.unstartedJobs.aheadCount) this.handBackPausedAhead();
+    if (this.unstartedJobs.aheadCount) this.handBackStrandedAhead();
     let late: ClaimedJob[] | null = null;
     while (this.active && this.running < this.concurrency && this.unstartedJobs.length) {
       const job = this.unstartedJobs.shift()!;
@@ -249,10 +247,19 @@ export class Claimer implements ClaimOnOutcomeWrite {
     if (late) this.handBackUnspent(late, 'that missed their start');
   }
 
-  /** Jobs claimed ahead in a queue paused since: back to the queue, not held here until the resume. */
-  private handBackPausedAhead(): void {
-    const paused = this.unstartedJobs.takeAll((j) => this.settings.paused(j.queue), true);
-    if (paused.length) this.handBackUnspent(paused, 'claimed ahead in a paused queue');
+  /** Whether jobs of `queue` may start in the place of its successes here: it is limited as a whole, and not paused. */
+  private mayHoldAhead(queue: string): boolean {
+    return this.settings.limitedAsAWhole(queue) && !this.settings.paused(queue);
+  }
+
+  /**
+   * Jobs claimed ahead in a queue paused since, or whose settings changed so that a claim would
+   * not take jobs ahead (a limit removed; groups, serial keys, a job-name limit or a rate added):
+   * back to the queue, not held here where nothing would start or count them.
+   */
+  private handBackStrandedAhead(): void {
+    const stranded = this.unstartedJobs.takeAll((j) => !this.mayHoldAhead(j.queue), true);
+    if (stranded.length) this.handBackUnspent(stranded, 'claimed ahead in a queue paused or changed since');
   }
 
   /**
@@ -276,7 +283,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
 
   /**
    * Jobs that will not start here, given back unspent for a claim to take again: rate-limited ones
-   * that cannot start within the lag their window counted, and those claimed ahead in a paused queue.
+   * that cannot start within the lag their window counted, and stranded ones claimed ahead.
    */
   private handBackUnspent(jobs: ClaimedJob[], which: string): void {
     const { outcomes, workerId, clock, logger } = this.deps;
@@ -377,10 +384,8 @@ export class Claimer implements ClaimOnOutcomeWrite {
       now: clock.now(),
       leaseMs: options.lease,
     };
-    if (this.settings.limited(queue)) {
-      if (this.handlerTimes.runLong(queue)) request.share = true;
-      request.ahead = this.concurrency;
-    }
+    if (this.settings.limited(queue) && this.handlerTimes.runLong(queue)) request.share = true;
+    if (this.settings.limitedAsAWhole(queue)) request.ahead = this.concurrency;
     return request;
   }
 }

@@ -67,6 +67,15 @@ export class QueueSettings {
     );
   }
 
+  /**
+   * Whether the queue is limited as a whole and by nothing else (no groups, serial keys, job-name
+   * limits or rate): the queue whose jobs a claim may take ahead (claim_controlled's p_ahead).
+   */
+  limitedAsAWhole(queue: string): boolean {
+    const c = this.byQueue.get(queue);
+    return !!c && c.concurrency !== null && c.rateLimit === null && !c.hasGroups && !c.hasSerial && !c.names.length;
+  }
+
   /** Whether the queue needs the controlled claim. */
   controlled(queue: string): boolean {
     const c = this.byQueue.get(queue);
