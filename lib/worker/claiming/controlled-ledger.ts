@@ -43,7 +43,9 @@ export class ControlledLedger {
    *
    * A limited queue's jobs count against its limits from their claim on,
    * so this worker claims no more of them than it can start now: a
-   * prefetched job would hold a slot another instance could use. Other
+   * prefetched job would hold a slot another instance could use. (Jobs
+   * claimed ahead are not counted, hence not asked for here: see the
+   * routine's claimAhead.) Other
    * controlled queues (groups, serial keys, a rate) may have more waiting
    * here: what the slots run in GROUPED_HORIZON_MS at the current rate, at
    * least as many as the slots. Enough to claim in batches (a grouped claim
