@@ -9,7 +9,6 @@ import type { ResolvedWorkerOptions } from '../worker-options.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { ControlledLedger } from './controlled-ledger.js';
 import { HandlerTimes } from './handler-times.js';
-
 import { QueueSettings } from './queue-settings.js';
 import { RateWake } from './rate-wake.js';
 import { ServedQueues } from './served-queues.js';
