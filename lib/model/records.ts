@@ -30,7 +30,7 @@ export interface ClaimedJob {
    * Claimed ahead for a limited queue, uncounted by its limit: it starts only in the place of a
    * job of the queue that succeeded here, whose write then counts it (FinishedAttempt.successor).
    */
-  reserved?: boolean | null;
+  reserved?: boolean;
   /** When its handler began, and its span: noted by the worker as the attempt starts, written with its outcome. */
   started?: AttemptStart;
 }

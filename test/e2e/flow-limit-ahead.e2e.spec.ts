@@ -1,7 +1,7 @@
 import { JobQueue, JobQueues } from 'nestjs-durable-jobs';
 import type { ClaimedJob, FinishedAttempt } from '../../lib/model/index.js';
 import type { ClaimRequest } from '../../lib/storage/jobs/claim/claim-storage.interface.js';
-import { flowApps } from '../support/flow-apps.js';
+import { flowApps, limitedQueueOf } from '../support/flow-apps.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { Work } from '../support/flow.jobs.js';
 import { workerStorage } from '../support/job-storage.js';
@@ -42,14 +42,8 @@ describe('a claim ahead, in the database', () => {
   it('is uncounted, no larger than the counted jobs, counted by the success it follows, and taken first by a claim with room', async () => {
     const schema = uniqueSchema('fcahead');
     schemas.push(schema);
-    const app = await boot(schema, { worker: { enabled: false }, queues: { limited: { concurrency: 2 } } });
+    const { app, order } = await limitedQueueOf(boot, schema, 2, 8);
     const storage = workerStorage(app);
-    const refs = await app
-      .get(JobQueue)
-      .enqueueMany(
-        Array.from({ length: 8 }, (_, seq) => ({ job: Work, payload: { seq }, options: { queue: 'limited' } })),
-      );
-    const order = refs.map((r) => r.id);
     const seqs = (jobs: readonly ClaimedJob[]) => jobs.map((j) => `${order.indexOf(j.id)}${j.reserved ? '+' : ''}`);
     const held = async () =>
       (

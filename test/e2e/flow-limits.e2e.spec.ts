@@ -8,7 +8,7 @@ import pg from 'pg';
 import { notificationChannel } from '../../lib/storage/notifications/notification-topics.js';
 import { runCli } from '../support/cli-process.js';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
-import { flowApps } from '../support/flow-apps.js';
+import { flowApps, limitedQueueOf } from '../support/flow-apps.js';
 import { NamedWork, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { maxOverlap, sampler, succeededCount } from '../support/samplers.js';
@@ -123,14 +123,8 @@ describe('an outcome write that claims (how a limited queue refills its slots)',
   it('claims in the same statement only the slots its outcomes freed, fenced like any outcome', async () => {
     const schema = uniqueSchema('fcride');
     schemas.push(schema);
-    const app = await boot(schema, { worker: { enabled: false }, queues: { limited: { concurrency: 2 } } });
+    const { app, order } = await limitedQueueOf(boot, schema, 2, 6);
     const storage = workerStorage(app);
-    const refs = await app
-      .get(JobQueue)
-      .enqueueMany(
-        Array.from({ length: 6 }, (_, seq) => ({ job: Work, payload: { seq }, options: { queue: 'limited' } })),
-      );
-    const order = refs.map((r) => r.id);
     const claim = (workerId: string): ClaimRequest => ({
       workerId,
       queue: 'limited',

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
-import type { JobsModuleOptions } from 'nestjs-durable-jobs';
+import { JobQueue, type JobsModuleOptions } from 'nestjs-durable-jobs';
 import { sql } from './database.js';
-import { FC_RUN_TABLE, flowProviders } from './flow.jobs.js';
+import { FC_RUN_TABLE, flowProviders, Work } from './flow.jobs.js';
 import { startJobsApp } from './jobs-app.js';
 
 /**
@@ -22,4 +22,24 @@ export function flowApps() {
     return app;
   }
   return { apps, boot };
+}
+
+/**
+ * An instance that only enqueues and lends its storage, over a queue `limited` to `concurrency`,
+ * with `n` jobs in it: the storage-level tests of a limited queue's claims. Returns the app and
+ * the jobs' ids in enqueue order.
+ */
+export async function limitedQueueOf(
+  boot: ReturnType<typeof flowApps>['boot'],
+  schema: string,
+  concurrency: number,
+  n: number,
+) {
+  const app = await boot(schema, { worker: { enabled: false }, queues: { limited: { concurrency } } });
+  const refs = await app
+    .get(JobQueue)
+    .enqueueMany(
+      Array.from({ length: n }, (_, seq) => ({ job: Work, payload: { seq }, options: { queue: 'limited' } })),
+    );
+  return { app, order: refs.map((r) => r.id) };
 }

@@ -5,10 +5,11 @@
  * between a job's end and the next start, which with 10 ms jobs kept a
  * quarter of a limit of 10 idle (bench/RESULTS.md). They read and set the
  * routine's variables (v_q, v_room, v_active, v_mine, v_waiting, v_claimed,
- * v_held_ahead, v_ahead, p_queue, p_worker, p_ahead, p_share).
+ * v_held_ahead, v_ahead, p_queue, p_worker, p_ahead, p_share): LIMIT_SHARE
+ * counts the worker's jobs, counted and claimed ahead, before the claim.
  */
 
-import { claimOrder } from './sql-fragments.js';
+import { claimOrder, heldInQueue } from './sql-fragments.js';
 
 /**
  * Where a claim finds room in the limit, this worker's own jobs claimed ahead
@@ -23,8 +24,7 @@ export const COUNT_OWN_AHEAD = `RETURN QUERY
           UPDATE :SCHEMA.job j SET reserved = false
            WHERE j.id = ANY(ARRAY(
              SELECT r.id FROM :SCHEMA.job r
-              WHERE r.lease_expires_at IS NOT NULL AND r.state = 'active' AND r.queue = p_queue
-                AND r.worker_id = p_worker AND r.reserved
+              WHERE ${heldInQueue('r', 'p_queue')} AND r.worker_id = p_worker AND r.reserved
               ORDER BY ${claimOrder('r')} LIMIT v_room
               FOR UPDATE SKIP LOCKED))
           RETURNING j.id
@@ -47,10 +47,8 @@ export const COUNT_OWN_AHEAD = `RETURN QUERY
  */
 export const claimAhead = (claim: string) => `IF p_ahead > 0 AND v_q.concurrency IS NOT NULL AND v_q.rate_max IS NULL
          AND v_active + v_claimed <= v_q.concurrency THEN
-        SELECT (count(*) FILTER (WHERE NOT a.reserved))::int, (count(*) FILTER (WHERE a.reserved))::int
-          INTO v_mine, v_held_ahead
-          FROM :SCHEMA.job a
-         WHERE a.lease_expires_at IS NOT NULL AND a.state = 'active' AND a.queue = p_queue AND a.worker_id = p_worker;
+        -- Counted before this claim, plus what it counted (its own jobs ahead among them).
+        v_mine := v_mine + v_claimed;
         IF p_share AND v_waiting > 0 AND v_mine > ceil(v_q.concurrency::float8 / (v_waiting + 1)) THEN
           v_mine := 0;
         END IF;

@@ -98,7 +98,7 @@ DECLARE
   v_waiting int := 0;
   v_wants boolean;
   -- Jobs this worker holds claimed ahead, and how many more this claim takes (claimAhead).
-  v_held_ahead int;
+  v_held_ahead int := 0;
   v_ahead int;
   v_until timestamptz;
   v_in_window int;
@@ -153,10 +153,11 @@ BEGIN
     -- A queue limited as a whole and nothing else: its plain jobs in claim order, no more than its
     -- concurrency (or this worker's share of it) leaves room for, then those claimed ahead.
     IF NOT (v_q.has_groups OR v_q.has_serial OR v_named) THEN
-      IF v_room > 0 AND p_ahead > 0 THEN
+      IF v_room > 0 AND v_held_ahead > 0 THEN
         ${COUNT_OWN_AHEAD}
         GET DIAGNOSTICS v_claimed = ROW_COUNT;
         v_room := v_room - v_claimed;
+        v_held_ahead := v_held_ahead - v_claimed;
       END IF;
       IF v_room > 0 THEN
         ${limitedClaim('v_room', 'false')}

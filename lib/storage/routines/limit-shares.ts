@@ -12,13 +12,13 @@
  * them. Where nobody else waits, a worker takes every free slot, so a limit
  * is never left idle for a share no one claims.
  *
- * They read and set the routine's variables (v_q, v_room, v_active, v_mine,
+ * They read and set the routine's variables (v_q, v_room, v_active, v_mine, v_held_ahead,
  * v_free, v_bound, v_waiting, v_until, v_claimed, p_queue, p_worker, p_now,
  * p_limit, p_channel, p_share).
  */
 
 import { notifySql } from '../notifications/notification-topics.js';
-import { activeInQueue } from './sql-fragments.js';
+import { activeInQueue, heldInQueue } from './sql-fragments.js';
 
 /**
  * How long a worker counts as waiting after its last claim that wanted more.
@@ -48,9 +48,13 @@ const READ_WAITING = `v_waiting := 0;
  */
 export const LIMIT_SHARE = `IF v_q.concurrency IS NOT NULL THEN
       ${READ_WAITING}
-      IF p_share AND v_waiting > 0 THEN
-        SELECT count(*)::int, (count(*) FILTER (WHERE a.worker_id = p_worker))::int INTO v_active, v_mine
-          FROM :SCHEMA.job a WHERE ${activeInQueue('a', 'p_queue')};
+      IF (p_share AND v_waiting > 0) OR p_ahead > 0 THEN
+        -- This worker's counted jobs, and (claimAhead) those it holds claimed ahead, in the same scan.
+        SELECT (count(*) FILTER (WHERE NOT a.reserved))::int,
+               (count(*) FILTER (WHERE NOT a.reserved AND a.worker_id = p_worker))::int,
+               (count(*) FILTER (WHERE a.reserved AND a.worker_id = p_worker))::int
+          INTO v_active, v_mine, v_held_ahead
+          FROM :SCHEMA.job a WHERE ${heldInQueue('a', 'p_queue')};
       ELSE
         SELECT count(*)::int INTO v_active FROM :SCHEMA.job a WHERE ${activeInQueue('a', 'p_queue')};
       END IF;

@@ -93,11 +93,16 @@ export function plainClaim(p: PlainClaim): string {
 }
 
 /**
- * The jobs of `queue` a worker holds (alias `a`), but those claimed ahead:
- * what a concurrency limit counts. The lease test lets the lease index serve it.
+ * The jobs of `queue` workers hold (alias `a`), those claimed ahead included.
+ * The lease test lets the lease index serve it.
  */
+export function heldInQueue(a: string, queue: string): string {
+  return `${a}.lease_expires_at IS NOT NULL AND ${a}.state = 'active' AND ${a}.queue = ${queue}`;
+}
+
+/** The jobs of `queue` workers hold (alias `a`), but those claimed ahead: what a concurrency limit counts. */
 export function activeInQueue(a: string, queue: string): string {
-  return `${a}.lease_expires_at IS NOT NULL AND ${a}.state = 'active' AND ${a}.queue = ${queue} AND NOT ${a}.reserved`;
+  return `${heldInQueue(a, queue)} AND NOT ${a}.reserved`;
 }
 
 /**

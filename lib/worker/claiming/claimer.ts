@@ -121,7 +121,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
    * first.
    */
   successorFor(job: ClaimedJob): ClaimedJob | undefined {
-    if (!this.active || !this.unstartedJobs.aheadCount || job.reserved) return undefined;
+    if (!this.active || !this.unstartedJobs.aheadCount) return undefined;
     if (!this.controlled.holds(job) || !this.mayHoldAhead(job.queue)) return undefined;
     const next = this.unstartedJobs.nextAhead(job.queue);
     if (!next) return undefined;
