@@ -72,6 +72,15 @@ export const now = () => process.hrtime.bigint(); // CLOCK_MONOTONIC: comparable
 export const ms = (a, b) => Number(b - a) / 1e6;
 export const sleep = (t) => new Promise((r) => setTimeout(r, t));
 
+/** The p-quantile of an ascending array, interpolated between its two nearest ranks; NaN when empty. */
+export function percentile(sorted, p) {
+  if (!sorted.length) return NaN;
+  const k = (sorted.length - 1) * p;
+  const lo = Math.floor(k);
+  const hi = Math.ceil(k);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (k - lo);
+}
+
 export function range(n, offset = 0) {
   const out = new Array(n);
   for (let k = 0; k < n; k++) out[k] = offset + k;

@@ -4,21 +4,15 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
-import { DATABASE_URL, ms, now, sleep } from './common.mjs';
+import { DATABASE_URL, ms, now, percentile, sleep } from './common.mjs';
 
 export const PROBE_QUEUE = 'probe';
 const PROBE_JOB = 'probe-job';
 
-export function percentile(values, p) {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (!sorted.length) return NaN;
-  const k = (sorted.length - 1) * p;
-  const lo = Math.floor(k);
-  const hi = Math.ceil(k);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (k - lo);
-}
+/** The p-quantile of `values` in any order. */
+const quantileOf = (values, p) => percentile([...values].sort((a, b) => a - b), p);
 
-export const median = (values) => percentile(values, 0.5);
+export const median = (values) => quantileOf(values, 0.5);
 
 /** Queues `n` probe jobs, rows shaped as the library's enqueue writes them. */
 export async function queueProbeJobs(c, schema, n) {
@@ -77,7 +71,7 @@ export async function probeClaims({
 }
 
 export function latencySummary(samples) {
-  return { n: samples.length, p50: percentile(samples, 0.5), p99: percentile(samples, 0.99) };
+  return { n: samples.length, p50: quantileOf(samples, 0.5), p99: quantileOf(samples, 0.99) };
 }
 
 /**

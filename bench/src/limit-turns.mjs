@@ -7,13 +7,12 @@
 //   node bench/src/limit-turns.mjs [lib=ours-sync] [processes=2] [concurrency=10] [runs=3] [jobs=4000]
 import { load } from './adapters/index.mjs';
 import { drain, exactlyOnce, startWorkers } from './children.mjs';
-import { checkpoint, ensureDatabase } from './common.mjs';
+import { checkpoint, ensureDatabase, percentile } from './common.mjs';
 
 const [lib = 'ours-sync', processes = '2', concurrency = '10', runs = '3', size = '4000'] = process.argv.slice(2);
 const jobs = Number(size);
 const HANDLER_MS = 10;
 
-const quantile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))];
 const fmt = (v) => v.toFixed(2);
 
 /** Each handler end paired with the first start after it, over every process: the turns' gaps in ms. */
@@ -81,9 +80,9 @@ for (let run = 1; run <= Number(runs); run++) {
     const utilisation = ((jobs / seconds) * HANDLER_MS) / 1000 / 10;
     console.log(
       `run ${run}: ${fmt(seconds)} s, utilisation ${fmt(utilisation)}, mean running ${fmt(meanRunning(spans))}; ` +
-        `handler ms p50 ${fmt(quantile(handler, 0.5))} p90 ${fmt(quantile(handler, 0.9))}; ` +
-        `turn gap ms p10 ${fmt(quantile(gaps, 0.1))} p50 ${fmt(quantile(gaps, 0.5))} p90 ${fmt(quantile(gaps, 0.9))} ` +
-        `p99 ${fmt(quantile(gaps, 0.99))}; jobs per process ${results.map((r) => r.done).join('/')}`,
+        `handler ms p50 ${fmt(percentile(handler, 0.5))} p90 ${fmt(percentile(handler, 0.9))}; ` +
+        `turn gap ms p10 ${fmt(percentile(gaps, 0.1))} p50 ${fmt(percentile(gaps, 0.5))} p90 ${fmt(percentile(gaps, 0.9))} ` +
+        `p99 ${fmt(percentile(gaps, 0.99))}; jobs per process ${results.map((r) => r.done).join('/')}`,
     );
   } finally {
     await adapter.cleanup();

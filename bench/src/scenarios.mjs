@@ -1,7 +1,7 @@
 // The measured scenarios. Each run gets freshly reset tables from the
 // orchestrator and returns plain numbers; the orchestrator takes medians.
 import { drain, exactlyOnce, mostRunning, startWorkers } from './children.mjs';
-import { checkpoint, ms, now, range, sleep } from './common.mjs';
+import { checkpoint, ms, now, percentile, range, sleep } from './common.mjs';
 
 // Pre-filled tables get the same treatment for every library before a
 // measurement: fresh planner statistics and no dirty pages left to flush.
@@ -32,14 +32,6 @@ async function timedDrain(adapter, lib, { jobs, concurrency, processes = 1, hand
     exactlyOnce: once,
     perProcess: results.map((r) => r.done),
   };
-}
-
-function percentile(sorted, p) {
-  if (!sorted.length) return NaN;
-  const k = (sorted.length - 1) * p;
-  const lo = Math.floor(k);
-  const hi = Math.ceil(k);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (k - lo);
 }
 
 export function buildScenarios(scale) {
