@@ -8,6 +8,7 @@ import type { ClaimOnOutcomeWrite } from '../completion-batcher.js';
 import type { ResolvedWorkerOptions } from '../worker-options.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { ControlledLedger } from './controlled-ledger.js';
+import { HandBacks } from './hand-backs.js';
 import { HandlerTimes } from './handler-times.js';
 import { QueueSettings } from './queue-settings.js';
 import { RateWake } from './rate-wake.js';
@@ -50,8 +51,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   private readonly deadlines: StartDeadlines;
   /** Whether a limited queue's claims ask for a share of its limit (ClaimRequest.share). */
   private readonly handlerTimes = new HandlerTimes();
-  /** Hand-backs of jobs that will not start here (handBackUnspent), still under way. */
-  private readonly handBacks = new Set<Promise<void>>();
+  private readonly handBacks: HandBacks;
   private readonly concurrency: number;
   private readonly unstartedJobs = new UnstartedJobs();
   private running = 0;
@@ -72,6 +72,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.prefetch = new AdaptivePrefetch(this.concurrency);
     this.controlled = new ControlledLedger(this.settings, this.prefetch);
     this.deadlines = new StartDeadlines(deps.clock);
+    this.handBacks = new HandBacks(deps, (job) => this.jobReleased(job));
   }
 
   /** Starts taking work: the queues of the registered handlers are served from now on. */
@@ -171,12 +172,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   async handBackUnstarted(): Promise<void> {
     const unstarted = this.unstartedJobs.clear();
     this.deadlines.clear();
-    await Promise.all(this.handBacks);
-    await this.deps.outcomes
-      .handBack(this.deps.workerId, unstarted, this.deps.clock.now(), null)
-      .catch((e: Error) =>
-        this.deps.logger.error(`Handing back ${unstarted.length} unstarted job(s) failed: ${e.message}`),
-      );
+    await this.handBacks.atShutdown(unstarted);
   }
 
   /**
@@ -243,7 +239,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
       if (this.settings.limited(job.queue)) this.handlerTimes.started(job);
       this.deps.runAttempt(job);
     }
-    if (late) this.handBackUnspent(late, 'that missed their start');
+    if (late) this.handBacks.unspent(late, 'that missed their start');
   }
 
   /** Whether jobs of `queue` may start in the place of its successes here: it is limited as a whole, and not paused. */
@@ -258,7 +254,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
    */
   private handBackStrandedAhead(): void {
     const stranded = this.unstartedJobs.takeAll((j) => !this.mayHoldAhead(j.queue), true);
-    if (stranded.length) this.handBackUnspent(stranded, 'claimed ahead in a queue paused or changed since');
+    if (stranded.length) this.handBacks.unspent(stranded, 'claimed ahead in a queue paused or changed since');
   }
 
   /**
@@ -278,22 +274,6 @@ export class Claimer implements ClaimOnOutcomeWrite {
       }
     }
     this.deps.claimedAgain?.(jobs);
-  }
-
-  /**
-   * Jobs that will not start here, given back unspent for a claim to take again: rate-limited ones
-   * that cannot start within the lag their window counted, and stranded ones claimed ahead.
-   */
-  private handBackUnspent(jobs: ClaimedJob[], which: string): void {
-    const { outcomes, workerId, clock, logger } = this.deps;
-    const done = outcomes
-      .handBack(workerId, jobs, clock.now(), null)
-      .catch((e: Error) => logger.error(`Handing back ${jobs.length} job(s) ${which}: ${e.message}`))
-      .finally(() => {
-        this.handBacks.delete(done);
-        for (const job of jobs) this.jobReleased(job);
-      });
-    this.handBacks.add(done);
   }
 
   private prefetchNow(): number {
