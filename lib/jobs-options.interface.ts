@@ -30,6 +30,31 @@ export interface JobsModuleOptions {
   dataSource?: DataSource;
   /** A postgres URL or TypeORM postgres options: the module owns and closes this connection. */
   connection?: string | JobsConnectionOptions;
+  /**
+   * What sits between this app and PostgreSQL on `connection` (or the
+   * `dataSource`): `'transaction'` for PgBouncer in transaction mode,
+   * Supavisor's or Neon's pooled URL, RDS Proxy; `'session'` for a session
+   * pooler; left out for a direct connection. With `'transaction'` the
+   * library uses no named prepared statements, no session state past a
+   * transaction, no session-level lock and no LISTEN on the pooled URL. A
+   * transaction pooler the option does not declare fails the start.
+   */
+  pooler?: 'transaction' | 'session';
+  /**
+   * A URL (or TypeORM postgres options) straight to the server, for what a
+   * transaction pooler cannot carry: LISTEN (wake-ups on commit) and this
+   * start's migrations. Without it, behind a transaction pooler, workers
+   * and the scheduler poll (`worker.pollInterval`).
+   */
+  directConnection?: string | JobsConnectionOptions;
+  /**
+   * The most connections this instance opens: its own pool when the module
+   * owns the connection, the worker's, one kept for lease renewals, and the
+   * LISTEN connection. Default 10 when the module owns its connection; with
+   * the app's `dataSource`, it bounds the library's own connections beside
+   * the app's pool (default 6). See the Operating guide.
+   */
+  maxConnections?: number;
   /** Options of the embedded development database, used when neither of the above is given. */
   embedded?: EmbeddedPostgresOptions;
   /** The PostgreSQL schema holding every table; default `jobs`. */

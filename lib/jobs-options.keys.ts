@@ -131,6 +131,9 @@ const SCHEDULER_SHAPE = optionShape<SchedulerOptions>({
 export const MODULE_FIELDS = {
   dataSource: true,
   connection: CONNECTION_SHAPE,
+  pooler: true,
+  directConnection: CONNECTION_SHAPE,
+  maxConnections: true,
   embedded: EMBEDDED_SHAPE,
   schema: true,
   migrationsRun: true,

@@ -51,7 +51,7 @@ export function storageProviders(): Provider[] {
       provide: StorageContext,
       inject: [JobsConnection, JobCipher, JOBS_MODULE_OPTIONS],
       useFactory: (c: JobsConnection, cipher: JobCipher, o: JobsModuleOptions) =>
-        new StorageContext(c.dataSource, c.schema, c.timeouts, cipher, checkMaxErrorBytes(o.maxErrorBytes)),
+        new StorageContext(c.dataSource, c.schema, c.timeouts, cipher, checkMaxErrorBytes(o.maxErrorBytes), c.plan),
     },
     {
       provide: WorkerConnections,
@@ -72,13 +72,21 @@ export function storageProviders(): Provider[] {
       useFactory: (c: StorageContext, w: WorkerConnections) => new PostgresOutcomeStorage(c, w),
     },
     { provide: OUTCOME_STORAGE, useExisting: PostgresOutcomeStorage },
-    fromContext(MAINTENANCE_STORAGE, (c) => new PostgresMaintenanceStorage(c)),
+    {
+      provide: MAINTENANCE_STORAGE,
+      inject: [StorageContext, JobsConnection, WorkerConnections, JobNotifications],
+      useFactory: (c: StorageContext, connection: JobsConnection, w: WorkerConnections, n: JobNotifications) =>
+        new PostgresMaintenanceStorage(c, () => ({
+          open: connection.openSessions + w.openSessions + (n.connected ? 1 : 0),
+          max: c.plan.budget.max,
+        })),
+    },
     fromContext(JOB_CONTROL_STORAGE, (c) => new PostgresJobControlStorage(c)),
     {
       provide: STEP_STORAGE,
-      inject: [StorageContext, JobsConnection, JOBS_MODULE_OPTIONS],
-      useFactory: (c: StorageContext, connection: JobsConnection, o: JobsModuleOptions) =>
-        new PostgresStepStorage(c, connection.owned ? 'own' : 'shared', relaxedCommit(o)),
+      inject: [StorageContext, JobsConnection, WorkerConnections],
+      useFactory: (c: StorageContext, connection: JobsConnection, w: WorkerConnections) =>
+        new PostgresStepStorage(c, connection.owned ? 'own' : 'shared', w),
     },
     {
       provide: WORKFLOW_STORAGE,

@@ -79,6 +79,10 @@ function coreProviders(): Provider[] {
           dataSource: o.dataSource,
           connection: o.connection as string | Record<string, unknown> | undefined,
           embedded: o.embedded,
+          pooler: o.pooler,
+          directConnection: o.directConnection as string | Record<string, unknown> | undefined,
+          maxConnections: o.maxConnections,
+          worker: resolveWorkerOptions(o.worker).enabled,
           schema: schemaOf(o),
           migrationsRun: o.migrationsRun ?? true,
           timeouts: resolveTimeouts(o.timeouts),
@@ -96,6 +100,7 @@ function coreProviders(): Provider[] {
           primary.schema,
           primary.timeouts,
           primary.dataSource,
+          primary.plan.pooler,
         ),
     },
     // Built at start, so a bad key refuses the boot before any job is read or written.

@@ -58,9 +58,10 @@ const { claimStatements } = await import(
   new URL('../../dist/lib/storage/jobs/claim/claim-statements.js', import.meta.url).href
 );
 // The worker's sessions' planner settings: the probe's claims run as the worker's do.
-const { WORKER_SESSION_OPTIONS } = await import(
+const { WORKER_PLANNER_SETTINGS } = await import(
   new URL('../../dist/lib/storage/connection/worker-pool.js', import.meta.url).href
 );
+const WORKER_SESSION_OPTIONS = WORKER_PLANNER_SETTINGS.map(([name, value]) => `-c ${name}=${value}`).join(' ');
 
 const log = (line = '') => console.log(line);
 const step = (line) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${line}`);

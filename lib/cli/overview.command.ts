@@ -75,7 +75,7 @@ function lagText(lag: ReplicaLag | null): string {
 function workersText(workers: readonly WorkerView[]): string {
   if (workers.length === 0) return 'no worker has reported in the last hour';
   return table(
-    ['ID', 'HOST', 'PID', 'QUEUES', 'RUNNING', 'SLOTS', 'STARTED', 'LAST HEARTBEAT', 'ALIVE'],
+    ['ID', 'HOST', 'PID', 'QUEUES', 'RUNNING', 'SLOTS', 'CONNECTIONS', 'STARTED', 'LAST HEARTBEAT', 'ALIVE'],
     workers.map((w) => [
       w.id,
       w.host,
@@ -83,6 +83,7 @@ function workersText(workers: readonly WorkerView[]): string {
       w.queues === 'all' ? 'all' : w.queues.join(','),
       String(w.active),
       String(w.concurrency),
+      w.connections ? `${w.connections.open ?? '?'}/${w.connections.max}` : '-',
       time(w.startedAt),
       time(w.lastHeartbeat),
       w.alive ? 'yes' : w.stoppedAt ? 'stopped' : 'no',

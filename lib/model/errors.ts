@@ -173,14 +173,25 @@ function safeString(value: unknown): string {
 export class JobsDatabaseError extends JobsError {
   constructor(where: string, cause: unknown) {
     const reason = cause instanceof Error ? cause.message : String(cause);
-    super(
-      `${where}: the database call failed (${reason}). ` +
-        `Potential fix: check that PostgreSQL is reachable and answering (the error's cause has the driver's details); ` +
-        `nothing was written unless the call says otherwise.`,
-    );
+    super(`${where}: the database call failed (${reason}). Potential fix: ${databaseFix(reason)}`);
     this.name = 'JobsDatabaseError';
     (this as { cause?: unknown }).cause = cause;
   }
+}
+
+/** What to do about a failed database call, from what the server or the driver said. */
+function databaseFix(reason: string): string {
+  if (reason.includes('unsupported startup parameter')) {
+    return (
+      'a connection pooler (PgBouncer) refused a startup parameter of the connection; the library sends none of its own, ' +
+      "so remove it from the connection's options (extra.options, extra.statement_timeout) or list it in the " +
+      "pooler's ignore_startup_parameters; nothing was written."
+    );
+  }
+  return (
+    "check that PostgreSQL is reachable and answering (the error's cause has the driver's details); " +
+    'nothing was written unless the call says otherwise.'
+  );
 }
 
 /**

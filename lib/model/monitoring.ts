@@ -53,6 +53,11 @@ export interface WorkerInfo {
   stoppedAt: Date | null;
   /** Not stopped, and its last heartbeat is recent enough (see `JobsMonitor.workers`). */
   alive: boolean;
+  /**
+   * The database connections its instance held open at its last heartbeat, and the most it may open
+   * (`maxConnections`); null for a worker of a build that did not record them.
+   */
+  connections: { open: number | null; max: number } | null;
 }
 
 /** A worker as the dashboard's JSON and the CLI show it: `queues: 'all'` for one that serves every queue. */

@@ -1,7 +1,7 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { Job, JobQueue, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 import pg from 'pg';
-import { WORKER_SESSION_OPTIONS } from '../../lib/storage/connection/worker-pool.js';
+import { WORKER_PLANNER_SETTINGS } from '../../lib/storage/connection/worker-pool.js';
 import { claimStatements } from '../../lib/storage/jobs/claim/claim-statements.js';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
@@ -35,9 +35,10 @@ function nodes(plan: Record<string, unknown>): Record<string, unknown>[] {
 
 it('claims plain jobs through the claim index and by ctid on a table without statistics', async () => {
   app = await startJobsApp(schema, { worker: { enabled: false } }, { providers: [PlanProbe] });
-  const client = new pg.Client({ connectionString: databaseUrl(), options: WORKER_SESSION_OPTIONS });
+  const client = new pg.Client({ connectionString: databaseUrl() });
   await client.connect();
   try {
+    for (const [name, value] of WORKER_PLANNER_SETTINGS) await client.query(`SET ${name} = ${value}`);
     const explain = async () => {
       const params = `'default', now(), ARRAY['plan-probe'], 10, 'plan-test', 30000::float8`;
       const [row] = (await client.query(`EXPLAIN (FORMAT JSON) EXECUTE plain_claim(${params})`)).rows as [

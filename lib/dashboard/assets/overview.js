@@ -100,11 +100,31 @@ function queueCounts(stats, queues) {
   );
 }
 
+/**
+ * Open of at most: "4 / 10"; a dash for a worker of a build that did not record them.
+ * @param {{ open: number | null, max: number } | null} c
+ */
+function connectionsText(c) {
+  if (!c) return '–';
+  return (c.open === null ? '?' : num(c.open)) + ' / ' + num(c.max);
+}
+
 /** @param {any[]} workers */
 function workersTable(workers) {
   const n = (/** @type {string} */ text) => ({ attrs: { class: 'n' }, text });
   return table(
-    ['worker', 'host', 'pid', 'queues', n('running'), n('slots'), 'started', 'last heartbeat', 'alive'],
+    [
+      'worker',
+      'host',
+      'pid',
+      'queues',
+      n('running'),
+      n('slots'),
+      n('connections'),
+      'started',
+      'last heartbeat',
+      'alive',
+    ],
     workers.map((w) =>
       h(
         'tr',
@@ -115,6 +135,7 @@ function workersTable(workers) {
         td(w.queues === 'all' ? 'all' : w.queues.join(', ')),
         td(num(w.active), 'n'),
         td(num(w.concurrency), 'n'),
+        td(connectionsText(w.connections), 'n'),
         td(time(w.startedAt)),
         td(time(w.lastHeartbeat, true)),
         td(w.alive ? 'yes' : w.stoppedAt ? 'stopped' : 'no', w.alive ? 'st-succeeded' : 'muted'),

@@ -1,27 +1,44 @@
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { describeValue, JobsError, settlesWithin, toDatabaseError } from '../../model/index.js';
+import { JobsError, settlesWithin, toDatabaseError } from '../../model/index.js';
+import type { SchemaMigrationResult } from '../migrations/schema-migrator.js';
+import { connectionBudget } from './connection-budget.js';
 import {
-  ensureRoutines,
-  migrateSchema,
-  pendingSchemaVersions,
-  type DeferredVersion,
-  type SchemaMigrationResult,
-} from '../migrations/schema-migrator.js';
+  checkSchemaName,
+  givenPoolSize,
+  initialize,
+  ownedDataSource,
+  pgConfigOf,
+  toPostgresOptions,
+} from './connection-options.js';
+import { ownSessionSettings, type ConnectionPlan } from './connection-plan.js';
 import {
   startEmbeddedPostgres,
   type EmbeddedPostgresHandle,
   type EmbeddedPostgresOptions,
 } from './embedded-postgres.js';
-import { pgSessionSettings, type ResolvedTimeouts } from './timeouts.js';
+import { pgPoolOf } from './pg-driver.js';
+import { checkPooler, checkDirectConnection, checkNotTransactionPooled } from './pooler-checks.js';
+import { clientSessions, poolSessions } from './pooler-probe.js';
+import { prepareSchema } from './schema-preparation.js';
+import { sessionSettingsFor, type PoolerMode } from './session-settings.js';
+import type { ResolvedTimeouts } from './timeouts.js';
 
-interface JobsConnectionSettings {
+export interface JobsConnectionSettings {
   dataSource?: DataSource;
   connection?: string | Record<string, unknown>;
   embedded?: EmbeddedPostgresOptions;
   schema: string;
   migrationsRun: boolean;
   timeouts: ResolvedTimeouts;
+  /** What sits in front of the server (`pooler`); checked here. */
+  pooler?: unknown;
+  /** A URL or options straight to the server, for LISTEN and migrations (`directConnection`). */
+  directConnection?: string | Record<string, unknown>;
+  /** `maxConnections`; checked here. */
+  maxConnections?: unknown;
+  /** Whether this instance runs a worker (it needs connections of its own). */
+  worker?: boolean;
   /** When a worker of an older build counts as stopped, for deferring a breaking version (the lease). */
   workerStaleAfter?: number;
   /** True when the caller reports deferred versions itself (the CLI): no log line then. */
@@ -33,8 +50,10 @@ const CLOSE_WITHIN_MS = 5_000;
 
 /**
  * The database the module works on: the app's DataSource, one it owns, or
- * the embedded development server. It closes only what it opened, and only
- * after the workers have stopped (they stop in beforeApplicationShutdown).
+ * the embedded development server; and how this instance reaches it (the
+ * pooler in front, the connection budget, where LISTEN goes). It closes
+ * only what it opened, and only after the workers have stopped (they stop
+ * in beforeApplicationShutdown).
  */
 export class JobsConnection implements OnApplicationShutdown {
   private static readonly logger = new Logger('JobsModule');
@@ -47,13 +66,30 @@ export class JobsConnection implements OnApplicationShutdown {
     readonly timeouts: ResolvedTimeouts,
     /** True when the module opened the DataSource (connection, embedded), false for the app's own. */
     readonly owned: boolean,
+    readonly plan: ConnectionPlan,
     private readonly embedded: EmbeddedPostgresHandle | null,
   ) {}
 
   static async open(settings: JobsConnectionSettings): Promise<JobsConnection> {
     const { schema, timeouts } = settings;
     checkSchemaName(schema);
-    const owned = (options: Record<string, unknown>) => ownedDataSource(options, timeouts);
+    const pooler = checkPooler(settings.pooler);
+    const direct =
+      settings.directConnection === undefined
+        ? null
+        : pgConfigOf(toPostgresOptions(settings.directConnection, 'directConnection'), timeouts, 'direct');
+    const planFor = (owned: boolean, appPoolSize?: number): ConnectionPlan => {
+      const listen = direct ? 'direct' : pooler === 'transaction' ? 'none' : 'pool';
+      const budget = connectionBudget({
+        maxConnections: settings.maxConnections,
+        owned,
+        appPoolSize,
+        worker: settings.worker ?? false,
+        listening: listen !== 'none',
+      });
+      const session = owned ? ownSessionSettings(pooler, timeouts) : sessionSettingsFor(pooler);
+      return { pooler, session, budget, listen, direct };
+    };
     let connection: JobsConnection;
     if (settings.dataSource) {
       const ds = settings.dataSource;
@@ -62,54 +98,73 @@ export class JobsConnection implements OnApplicationShutdown {
           `JobsModule: the DataSource is "${ds.options.type}"; jobs need PostgreSQL. Potential fix: pass a postgres DataSource or a "connection".`,
         );
       }
+      const plan = planFor(false);
       if (!ds.isInitialized) await initialize(ds);
-      connection = new JobsConnection(ds, schema, timeouts, false, null);
+      await probe('dataSource', pooler, () => poolSessions(pgPoolOf(ds)), pgPoolOf(ds).options.max);
+      connection = new JobsConnection(ds, schema, timeouts, false, plan, null);
     } else if (settings.connection !== undefined) {
-      const ds = owned(toPostgresOptions(settings.connection));
+      const options = toPostgresOptions(settings.connection);
+      const plan = planFor(true, givenPoolSize(options));
+      // Before any session of ours sets anything: behind an undeclared transaction pooler a SET would leak.
+      await probe('connection', pooler, () => clientSessions(pgConfigOf(options, timeouts, 'probe')));
+      const ds = ownedDataSource(options, timeouts, plan.session, plan.budget.app);
       await initialize(ds);
-      connection = new JobsConnection(ds, schema, timeouts, true, null);
+      connection = new JobsConnection(ds, schema, timeouts, true, plan, null);
     } else {
+      const plan = planFor(true);
       // Through Nest's logger, like every other line of the app, unless the options name another.
       const logger = settings.embedded?.logger ?? new Logger('EmbeddedPostgres');
       const embedded = await startEmbeddedPostgres({ ...settings.embedded, logger });
       JobsConnection.logger.warn(
         'No "connection" or "dataSource" given: using an embedded PostgreSQL (a development default). Point "connection" at your own server in production.',
       );
-      const ds = owned({ url: embedded.url });
+      const ds = ownedDataSource({ url: embedded.url }, timeouts, plan.session, plan.budget.app);
       await initialize(ds).catch(async (error: unknown) => {
         await embedded.stop();
         throw error;
       });
-      connection = new JobsConnection(ds, schema, timeouts, true, embedded);
+      connection = new JobsConnection(ds, schema, timeouts, true, plan, embedded);
     }
+    JobsConnection.describe(connection.plan);
     try {
-      if (settings.migrationsRun) {
-        connection.migration = await migrateSchema(connection.dataSource, schema, {
-          workerStaleAfter: settings.workerStaleAfter,
-        });
-        if (!settings.quietMigrations) {
-          for (const d of connection.migration.deferred) JobsConnection.logger.warn(deferredLine(schema, d));
-        }
-      } else {
-        const pending = await pendingSchemaVersions(connection.dataSource, schema);
-        if (pending.required.length) {
-          throw new JobsError(
-            `JobsModule: schema "${schema}" lacks migration(s) ${pending.all.join(', ')} and migrationsRun is false. ` +
-              `Potential fix: add createJobsMigrations('${schema}') to your DataSource's migrations and run them, or set migrationsRun: true.`,
-          );
-        }
-        connection.migration = {
-          applied: [],
-          deferred: [],
-          routines: await ensureRoutines(connection.dataSource, schema),
-        };
-      }
+      if (direct) await checkDirectConnection(direct, settings.connection);
+      connection.migration = await prepareSchema(connection.dataSource, {
+        schema,
+        migrationsRun: settings.migrationsRun,
+        direct,
+        timeouts,
+        workerStaleAfter: settings.workerStaleAfter,
+        log: settings.quietMigrations ? null : JobsConnection.logger,
+      });
     } catch (error) {
       await connection.onApplicationShutdown();
+      if (error instanceof JobsError) throw error;
       const step = settings.migrationsRun ? 'migrating' : 'checking';
       throw toDatabaseError(`JobsModule: ${step} schema "${schema}"`, error);
     }
     return connection;
+  }
+
+  /** Sessions the module's own DataSource holds open now; 0 for the app's (the app counts its pool). */
+  get openSessions(): number {
+    return this.owned && this.dataSource.isInitialized ? pgPoolOf(this.dataSource).totalCount : 0;
+  }
+
+  /** Says once how this instance reaches the server when a pooler is in front. */
+  private static describe(plan: ConnectionPlan): void {
+    if (!plan.pooler) return;
+    const budget = `at most ${plan.budget.max} connections`;
+    if (plan.listen === 'none') {
+      JobsConnection.logger.log(
+        `Behind a ${plan.pooler} pooler, ${budget}. No "directConnection": no LISTEN, so workers poll for work ` +
+          `(worker.pollInterval) and the scheduler for due ticks; set directConnection for wake-ups on commit.`,
+      );
+    } else {
+      const where = plan.listen === 'direct' ? '"directConnection"' : 'the pooled connection';
+      JobsConnection.logger.log(
+        `Behind a ${plan.pooler} pooler, ${budget}: LISTEN${plan.direct ? ' and migrations' : ''} on ${where}.`,
+      );
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -126,83 +181,16 @@ export class JobsConnection implements OnApplicationShutdown {
   }
 }
 
-/** The warning for a breaking version left for later: which, why, and when it will be applied. */
-function deferredLine(schema: string, d: DeferredVersion): string {
-  return (
-    `Schema "${schema}": version ${d.version} not applied yet: it is breaking (${d.breaking}) and ${d.olderWorkers} ` +
-    `worker(s) of an older build are still running. It will be applied at a later start, or by "npx nestjs-durable-jobs migrate", ` +
-    `once the older instances have stopped; this build runs without it.`
-  );
-}
-
-/** The first connection: a server that refuses it fails the start with a JobsDatabaseError, the driver's error its cause. */
-export async function initialize(ds: DataSource, what = 'connecting to PostgreSQL'): Promise<void> {
-  await ds.initialize().catch((error: unknown) => {
-    throw toDatabaseError(`JobsModule: ${what}`, error);
-  });
-}
-
 /**
- * A DataSource of the module's own: its sessions carry the library's name
- * and timeouts (the user's own `extra` settings win where they set them).
- * No connection-wide query timeout: the library's queries carry their own,
- * and a migration (TypeORM's runner) may rightly take long.
+ * Refuses a transaction pooler the options do not declare, before anything
+ * is written; a pool of one session cannot be probed (two are needed).
  */
-export function ownedDataSource(options: Record<string, unknown>, timeouts: ResolvedTimeouts): DataSource {
-  const session = pgSessionSettings(timeouts, '');
-  const { application_name, connectionTimeoutMillis, query_timeout: _perQuery, ...extra } = session;
-  return new DataSource({
-    applicationName: application_name,
-    connectTimeoutMS: connectionTimeoutMillis,
-    ...options,
-    extra: { ...extra, ...((options.extra as object | undefined) ?? {}) },
-    type: 'postgres',
-    entities: [],
-    synchronize: false,
-  } as never);
-}
-
-/**
- * What PostgreSQL accepts as a schema the library may create: a plain
- * identifier of at most 63 bytes (longer ones are truncated, so two names
- * would meet in one schema), and not `pg_`, which is reserved.
- */
-function checkSchemaName(schema: unknown): void {
-  if (typeof schema !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
-    throw new JobsError(
-      `JobsModule: "schema" must be a plain identifier of 1 to 63 letters, digits and underscores, not starting with a digit; got ${describeValue(schema)}. Potential fix: schema: 'jobs'.`,
-    );
-  }
-  if (schema.toLowerCase().startsWith('pg_')) {
-    throw new JobsError(
-      `JobsModule: schema "${schema}" starts with "pg_", which PostgreSQL reserves for its own schemas. Potential fix: schema: 'jobs'.`,
-    );
-  }
-}
-
-export function toPostgresOptions(
-  connection: string | Record<string, unknown>,
-  field = 'connection',
-): Record<string, unknown> {
-  const env = field === 'connection' ? 'DATABASE_URL' : 'REPLICA_URL';
-  if (typeof connection === 'string') {
-    if (!connection)
-      throw new JobsError(
-        `JobsModule: "${field}" is an empty string. Potential fix: ${field}: process.env.${env}, after checking it is set.`,
-      );
-    return { url: connection };
-  }
-  if (connection === null || typeof connection !== 'object') {
-    throw new JobsError(
-      `JobsModule: "${field}" must be a postgres URL or TypeORM postgres options, got ${describeValue(connection)}. Potential fix: ${field}: process.env.${env}.`,
-    );
-  }
-  if ('url' in connection && !connection.url && !connection.host) {
-    throw new JobsError(
-      field === 'connection'
-        ? 'JobsModule: "connection.url" is undefined (is DATABASE_URL set?). Potential fix: set the variable, or leave "connection" out to use the embedded development database.'
-        : `JobsModule: "${field}.url" is undefined (is ${env} set?). Potential fix: set the variable, or leave "${field}" out to read from the primary.`,
-    );
-  }
-  return connection;
+async function probe(
+  field: 'connection' | 'dataSource',
+  pooler: PoolerMode | null,
+  sessions: () => ReturnType<typeof clientSessions>,
+  poolMax?: number,
+): Promise<void> {
+  if (pooler === 'transaction' || (poolMax !== undefined && poolMax < 2)) return;
+  await checkNotTransactionPooled(field, pooler, sessions());
 }

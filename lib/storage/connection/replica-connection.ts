@@ -2,7 +2,9 @@ import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { describeValue, JobsError, settlesWithin, toDatabaseError } from '../../model/index.js';
 import { quoteIdent } from './sql-identifiers.js';
-import { initialize, ownedDataSource, toPostgresOptions } from './jobs-connection.js';
+import { initialize, ownedDataSource, toPostgresOptions } from './connection-options.js';
+import { ownSessionSettings } from './connection-plan.js';
+import type { PoolerMode } from './session-settings.js';
 import type { ResolvedTimeouts } from './timeouts.js';
 import { PRIMARY_WAL_POSITION } from './wal-position.js';
 
@@ -50,6 +52,8 @@ export class ReplicaConnection implements OnApplicationShutdown {
     schema: string,
     timeouts: ResolvedTimeouts,
     primary: DataSource,
+    /** The primary's pooler: a replica's URL is taken to go through the same kind. */
+    pooler: PoolerMode | null = null,
   ): Promise<ReplicaConnection> {
     if (source === undefined) return ReplicaConnection.none();
     if (source === primary) {
@@ -72,7 +76,7 @@ export class ReplicaConnection implements OnApplicationShutdown {
           `JobsModule: "${FIELD}" must be a DataSource, a postgres URL or TypeORM postgres options, got ${describeValue(source)}. Potential fix: ${FIELD}: process.env.REPLICA_URL.`,
         );
       }
-      const ds = ownedDataSource(toPostgresOptions(source, FIELD), timeouts);
+      const ds = ownedDataSource(toPostgresOptions(source, FIELD), timeouts, ownSessionSettings(pooler, timeouts));
       await initialize(ds, `connecting to ${FIELD}`);
       connection = new ReplicaConnection(ds, true);
     }

@@ -2,6 +2,8 @@ import type { EntityManager, DataSource } from 'typeorm';
 import { StorageFailure } from '../../model/index.js';
 import type { StorageTx, TxScope } from '../storage-tx.interface.js';
 import { pgPoolOf } from './pg-driver.js';
+import { poolerRefusal } from './pooler-errors.js';
+import { sessionSettingsFor, type SessionSettings } from './session-settings.js';
 
 /** The part of a `pg` client or pool that storage uses. */
 interface PgQueryable {
@@ -13,12 +15,14 @@ interface PgQueryable {
   }): Promise<{ rows: unknown[]; rowCount: number | null }>;
 }
 
-/** Client-side limits on waiting for PostgreSQL (0: none). */
+/** Client-side limits on waiting for PostgreSQL (0: none), and how the session's settings are applied. */
 interface ExecutorLimits {
   queryMs: number;
   connectMs: number;
+  session?: SessionSettings;
 }
 
+const DIRECT = sessionSettingsFor(null);
 const NO_LIMITS: ExecutorLimits = { queryMs: 0, connectMs: 0 };
 
 /**
@@ -34,9 +38,24 @@ function breaksConnection(error: unknown): boolean {
 
 function config(text: string, values: unknown[] | undefined, name: string | undefined, limits: ExecutorLimits) {
   const c: { text: string; values?: unknown[]; name?: string; query_timeout?: number } = { text, values };
-  if (name) c.name = name;
+  if (name && (limits.session ?? DIRECT).namedStatements) c.name = name;
   if (limits.queryMs) c.query_timeout = limits.queryMs;
   return c;
+}
+
+/** Runs one query on a client, a pooler's refusal of a named statement turned into the JobsError that names the fix. */
+async function send(
+  client: PgQueryable,
+  text: string,
+  values: unknown[] | undefined,
+  name: string | undefined,
+  limits: ExecutorLimits,
+) {
+  try {
+    return await client.query(config(text, values, name, limits));
+  } catch (error) {
+    throw poolerRefusal(error) ?? error;
+  }
 }
 
 /**
@@ -76,7 +95,7 @@ class ClientExecutor implements SqlExecutor {
     private readonly limits: ExecutorLimits = NO_LIMITS,
   ) {}
   async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
-    const res = await this.client.query(config(text, values, name, this.limits));
+    const res = await send(this.client, text, values, name, this.limits);
     return res.rows as T[];
   }
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
@@ -109,7 +128,7 @@ export class PoolExecutor implements SqlExecutor {
     const client = await this.connect();
     const tx = new ClientExecutor(client, this.limits);
     try {
-      await tx.query('BEGIN');
+      await tx.query((this.limits.session ?? DIRECT).begin);
       const result = await fn(tx);
       await tx.query('COMMIT');
       release(client);
@@ -125,9 +144,11 @@ export class PoolExecutor implements SqlExecutor {
   }
 
   async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
+    // Behind a transaction pooler a lone statement carries its settings in a transaction of its own.
+    if (this.limits.session?.wrapsStatements) return this.transaction((tx) => tx.query<T>(text, values, name));
     const client = await this.connect();
     try {
-      const res = await client.query(config(text, values, name, this.limits));
+      const res = await send(client, text, values, name, this.limits);
       release(client);
       return res.rows as T[];
     } catch (error) {
@@ -193,7 +214,7 @@ class ManagerExecutor implements SqlExecutor {
     if (!runner) return new PoolExecutor(this.manager.dataSource, this.limits).query<T>(text, values, name);
     if (runner.isReleased) throw transactionEnded();
     const client = (await runner.connect()) as PgQueryable;
-    const res = await client.query(config(text, values, name, this.limits));
+    const res = await send(client, text, values, name, this.limits);
     return res.rows as T[];
   }
 }

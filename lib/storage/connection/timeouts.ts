@@ -33,11 +33,14 @@ export function resolveTimeouts(given: DatabaseTimeouts | undefined): ResolvedTi
 /** What every connection the library opens carries, so operators can find them in pg_stat_activity. */
 const APPLICATION_NAME = 'nestjs-durable-jobs';
 
-/** Settings for a `pg` client or pool of the library's own: timeouts, TCP keepalive, a name. */
+/**
+ * Settings for a `pg` client or pool of the library's own: client-side
+ * timeouts, TCP keepalive, a name. The server-side statement timeout is no
+ * startup parameter (poolers refuse those): see SessionSettings.
+ */
 export function pgSessionSettings(timeouts: ResolvedTimeouts, role: string) {
   return {
     application_name: `${APPLICATION_NAME} ${role}`.trim(),
-    statement_timeout: timeouts.statement,
     query_timeout: timeouts.query,
     connectionTimeoutMillis: timeouts.connect,
     // A peer that vanished without a FIN (a cut network) is noticed by the kernel, not never.

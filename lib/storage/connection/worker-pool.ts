@@ -1,7 +1,9 @@
 import pg from 'pg';
 import { settlesWithin } from '../../model/index.js';
 import type { StorageContext } from '../storage-context.js';
+import { ownSessionSettings } from './connection-plan.js';
 import { pgPoolOf } from './pg-driver.js';
+import type { ServerSetting, SessionSettings } from './session-settings.js';
 import { PoolExecutor } from './sql-executor.js';
 import { pgSessionSettings } from './timeouts.js';
 
@@ -26,40 +28,59 @@ import { pgSessionSettings } from './timeouts.js';
  * history's statistics cost 0.2 ms of a 0.5 ms claim (0.82 ms against 0.51
  * ms, p50, 300,000 kept).
  */
-export const WORKER_SESSION_OPTIONS =
-  '-c enable_bitmapscan=off -c enable_seqscan=off -c plan_cache_mode=force_generic_plan';
+export const WORKER_PLANNER_SETTINGS: readonly ServerSetting[] = [
+  ['enable_bitmapscan', 'off'],
+  ['enable_seqscan', 'off'],
+  ['plan_cache_mode', 'force_generic_plan'],
+];
+
+/** Claims, outcomes and step records commit without waiting for the WAL flush (worker.synchronousCommit false). */
+const RELAXED_COMMIT: ServerSetting = ['synchronous_commit', 'off'];
+
+/** The settings of a worker's sessions, applied as the module's pooler allows. */
+export function workerSessionSettings(context: StorageContext, relaxedCommit: boolean): SessionSettings {
+  return ownSessionSettings(context.plan.pooler, context.timeouts).with([
+    ...WORKER_PLANNER_SETTINGS,
+    ...(relaxedCommit ? [RELAXED_COMMIT] : []),
+  ]);
+}
 
 /**
- * The connections of a worker's hot path (claims, outcomes, renewals): a
- * small pool made from the very settings of TypeORM's pool, so the worker
- * neither waits behind the app's queries nor takes the app's connections.
- * With `relaxedCommit` its sessions commit without waiting for the WAL
- * flush: a PostgreSQL crash can then undo the last moments of claims and
- * outcomes, and those jobs run again. Enqueues never go through it.
+ * Connections of a worker's own (claims, outcomes, step records; renewals
+ * on a pool of their own): a small pool made from the very settings of
+ * TypeORM's pool, so the worker neither waits behind the app's queries nor
+ * takes the app's connections. With `relaxedCommit` its sessions commit
+ * without waiting for the WAL flush: a PostgreSQL crash can then undo the
+ * last moments of claims and outcomes, and those jobs run again. Enqueues
+ * never go through it.
  */
 export class WorkerPool {
   private readonly pool: pg.Pool;
   readonly executor: PoolExecutor;
 
-  constructor(context: StorageContext, size: number, relaxedCommit: boolean) {
+  constructor(context: StorageContext, size: number, relaxedCommit: boolean, role = 'worker') {
     // pg keeps a pool's settings as `options`; its typings leave them out.
-    const base = (pgPoolOf(context.dataSource) as unknown as { options: pg.PoolConfig }).options;
-    const options = [base.options, WORKER_SESSION_OPTIONS, relaxedCommit ? '-c synchronous_commit=off' : null]
-      .filter(Boolean)
-      .join(' ');
+    const { onConnect: _appHook, ...base } = (pgPoolOf(context.dataSource) as unknown as { options: pg.PoolConfig })
+      .options as pg.PoolConfig & { onConnect?: unknown };
+    const session = workerSessionSettings(context, relaxedCommit);
     this.pool = new pg.Pool({
       ...base,
-      ...pgSessionSettings(context.timeouts, 'worker'),
+      ...pgSessionSettings(context.timeouts, role),
+      ...session.poolHook(),
       max: size,
-      options,
       // A worker lives as long as the app: an idle spell must not cost the
       // next job a new connection (several ms, measured) on its way to start.
       idleTimeoutMillis: 0,
-    });
+    } as pg.PoolConfig);
     // An idle connection that breaks must not crash the process; the next query reconnects.
     this.pool.on('error', () => undefined);
     // The pool's own settings bound connects and queries: no timer of ours on the hot path.
-    this.executor = new PoolExecutor(this.pool as never);
+    this.executor = new PoolExecutor(this.pool as never, { queryMs: 0, connectMs: 0, session });
+  }
+
+  /** Sessions open now (connected or connecting). */
+  get open(): number {
+    return this.pool.totalCount;
   }
 
   /** Connects up to `n` sessions at once, so a burst of work finds them open. */

@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { JobCipher, JobStep, NewStep, StoredStep } from '../../model/index.js';
 import { executorFor, ignoreError, type PoolExecutor } from '../connection/sql-executor.js';
-import { WorkerPool } from '../connection/worker-pool.js';
 import type { StorageContext } from '../storage-context.js';
 import type { TxScope } from '../storage-tx.interface.js';
 import type { HeldJob } from './outcomes/outcome-storage.interface.js';
@@ -11,6 +9,7 @@ import { jobStepFromRow } from './job-rows.js';
 import { sealJsonFor } from './job-sealing.js';
 import { stepStatements, type StepStatements } from './step-statements.js';
 import type { HandlerTransactionSource, StepStorage } from './step-storage.interface.js';
+import type { WorkerConnections } from './worker-connections.js';
 
 type Row = Record<string, unknown>;
 
@@ -20,29 +19,19 @@ interface ErrorEmitter {
   removeListener(event: 'error', listener: (error: Error) => void): unknown;
 }
 
-/** How many step records and reads may be in flight at once, beside the worker's own connections. */
-const STEP_CONNECTIONS = 10;
-/** How long closing the step pool may wait for its sessions to end. */
-const CLOSE_WITHIN_MS = 5_000;
-
-export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
+export class PostgresStepStorage implements StepStorage {
   private readonly sql: StepStatements;
   private readonly pool: PoolExecutor;
   private readonly dataSource: DataSource;
   private readonly cipher: JobCipher;
-  private stepPool: WorkerPool | null = null;
   private readonly names: { record: string; load: string };
 
   constructor(
     private readonly context: StorageContext,
     /** Whether the DataSource is the app's (shared) or one the module opened. */
     readonly handlerTransactions: HandlerTransactionSource,
-    /**
-     * Commit step records without waiting for the WAL flush, as claims and
-     * outcomes do (worker.synchronousCommit false): a crash of PostgreSQL
-     * itself can undo the last moments of them, and those steps run again.
-     */
-    private readonly relaxedCommit = false,
+    /** The worker's own connections: step records commit as its claims and outcomes do. */
+    private readonly connections: WorkerConnections,
   ) {
     this.sql = stepStatements(context.schema);
     // Prepared once per connection: a step's record is a statement per step, on the handler's path.
@@ -55,19 +44,13 @@ export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
   }
 
   /**
-   * Step records and reads go through connections of their own, made on the
-   * first step: with synchronous commits on the app's pool, each record
-   * waited for a flush of all the WAL the worker's batched writes had made
-   * (3 steps per job drained at ~2% of a plain drain's rate, measured).
+   * Step records and reads go through the worker's connections: with
+   * synchronous commits on the app's pool, each record waited for a flush
+   * of all the WAL the worker's batched writes had made (3 steps per job
+   * drained at ~2% of a plain drain's rate, measured).
    */
   private steps(): PoolExecutor {
-    return (this.stepPool ??= new WorkerPool(this.context, STEP_CONNECTIONS, this.relaxedCommit)).executor;
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    const pool = this.stepPool;
-    this.stepPool = null;
-    await pool?.close(CLOSE_WITHIN_MS);
+    return this.connections.executor;
   }
 
   async loadSteps(jobId: string): Promise<StoredStep[]> {
@@ -121,6 +104,8 @@ export class PostgresStepStorage implements StepStorage, OnApplicationShutdown {
       client = (await runner.connect()) as ErrorEmitter;
       client.on('error', ignoreError);
       await runner.startTransaction();
+      const locals = this.context.plan.session.locals;
+      if (locals) await runner.query(locals);
       let result: T;
       try {
         result = await body(runner.manager);

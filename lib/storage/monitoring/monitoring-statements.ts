@@ -24,7 +24,8 @@ export function monitoringStatements(schema: string) {
        WHERE $2::uuid IS NOT NULL AND id >= $2::uuid AND state IN ('succeeded', 'failed', 'cancelled', 'skipped') GROUP BY 1, 2`,
 
     // Running workers, and those stopped since $1.
-    workers: `SELECT id, host, pid, queues, concurrency, active, started_at, last_heartbeat, stopped_at
+    workers: `SELECT id, host, pid, queues, concurrency, active, started_at, last_heartbeat, stopped_at,
+                     connections_open, connections_max
       FROM ${s}.worker WHERE stopped_at IS NULL OR stopped_at >= $1
       ORDER BY started_at DESC, id`,
   };

@@ -31,6 +31,10 @@ export class PostgresMonitoringStorage implements MonitoringStorage {
       startedAt: r.started_at as Date,
       lastHeartbeat: r.last_heartbeat as Date,
       stoppedAt: (r.stopped_at as Date | null) ?? null,
+      connections:
+        r.connections_max === null || r.connections_max === undefined
+          ? null
+          : { open: (r.connections_open as number | null) ?? null, max: r.connections_max as number },
     }));
   }
 }

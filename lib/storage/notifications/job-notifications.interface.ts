@@ -23,4 +23,8 @@ export abstract class JobNotifications {
   /** Starts listening (counted: each start needs its stop). */
   abstract start(): Promise<void>;
   abstract stop(): Promise<void>;
+  /** False when this instance cannot LISTEN (a transaction pooler without `directConnection`): it polls. */
+  abstract readonly listening: boolean;
+  /** Whether the listening connection is open now. */
+  abstract readonly connected: boolean;
 }

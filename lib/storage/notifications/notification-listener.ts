@@ -41,6 +41,7 @@ export class NotificationListener extends JobNotifications {
 
   async start(): Promise<void> {
     this.users++;
+    if (!this.listening) return;
     if (this.users > 1) return this.starting ?? undefined;
     this.stopped = false;
     this.gap = false;
@@ -48,9 +49,23 @@ export class NotificationListener extends JobNotifications {
     await this.starting;
   }
 
+  /** False behind a transaction pooler without `directConnection`: LISTEN there is accepted and never delivers. */
+  get listening(): boolean {
+    return this.context.plan.listen !== 'none';
+  }
+
+  /** Whether the LISTEN connection is open now. */
+  get connected(): boolean {
+    return this.client !== null;
+  }
+
   private newClient(): pg.Client {
+    const { plan } = this.context;
     // pg keeps a pool's settings as `options`; its typings leave them out.
-    const base = (pgPoolOf(this.context.dataSource) as unknown as { options: pg.ClientConfig }).options;
+    const base =
+      plan.listen === 'direct' && plan.direct
+        ? plan.direct
+        : (pgPoolOf(this.context.dataSource) as unknown as { options: pg.ClientConfig }).options;
     return new pg.Client({ ...base, ...pgSessionSettings(this.context.timeouts, 'listener') });
   }
 

@@ -71,13 +71,16 @@ export function maintenanceStatements(schema: string) {
     SELECT (SELECT count(*) FROM u)::int AS rescued, (SELECT count(*) FROM u WHERE state = 'failed')::int AS failed,
            (SELECT count(*) FROM n)::int AS notified, (SELECT count(*) FROM settled)::int AS settled`,
 
-    registerWorker: `INSERT INTO ${s}.worker (id, host, pid, queues, concurrency, started_at, last_heartbeat, schema_version)
-      VALUES ($1, $2, $3, $4, $5, $6, $6, ${latestSchemaVersion()})
+    registerWorker: `INSERT INTO ${s}.worker (id, host, pid, queues, concurrency, started_at, last_heartbeat, schema_version,
+                                             connections_open, connections_max)
+      VALUES ($1, $2, $3, $4, $5, $6, $6, ${latestSchemaVersion()}, $7, $8)
       ON CONFLICT (id) DO UPDATE SET last_heartbeat = EXCLUDED.last_heartbeat, stopped_at = NULL,
-                                     schema_version = EXCLUDED.schema_version`,
+                                     schema_version = EXCLUDED.schema_version,
+                                     connections_open = EXCLUDED.connections_open, connections_max = EXCLUDED.connections_max`,
 
     // No row: retention removed it (a clock that jumped); the worker registers again.
-    heartbeatWorker: `UPDATE ${s}.worker SET last_heartbeat = $2, active = $3 WHERE id = $1 RETURNING 1`,
+    heartbeatWorker: `UPDATE ${s}.worker SET last_heartbeat = $2, active = $3, connections_open = $4, connections_max = $5
+      WHERE id = $1 RETURNING 1`,
 
     unregisterWorker: `UPDATE ${s}.worker SET stopped_at = $2, active = 0 WHERE id = $1`,
 

@@ -1,3 +1,4 @@
+import type { ConnectionGauge } from '../../connection/connection-budget.js';
 import type { SqlExecutor } from '../../connection/sql-executor.js';
 import type { StorageContext } from '../../storage-context.js';
 import {
@@ -23,7 +24,11 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
   private readonly executor: SqlExecutor;
   private readonly batchSql: SettledBatchStatements;
 
-  constructor(context: StorageContext) {
+  constructor(
+    context: StorageContext,
+    /** This instance's connections now and at most, recorded with each heartbeat. */
+    private readonly connections: ConnectionGauge = () => ({ open: null, max: context.plan.budget.max }),
+  ) {
     this.statements = new StatementRunner<keyof MaintenanceStatements>(
       maintenanceStatements(context.schema),
       [],
@@ -70,11 +75,13 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
   }
 
   async registerWorker(w: WorkerRegistration): Promise<void> {
-    await this.run('registerWorker', [w.id, w.host, w.pid, w.queues, w.concurrency, w.now]);
+    const { open, max } = this.connections();
+    await this.run('registerWorker', [w.id, w.host, w.pid, w.queues, w.concurrency, w.now, open, max]);
   }
 
   async heartbeatWorker(id: string, now: Date, active: number): Promise<boolean> {
-    return (await this.run('heartbeatWorker', [id, now, active])).length > 0;
+    const { open, max } = this.connections();
+    return (await this.run('heartbeatWorker', [id, now, active, open, max])).length > 0;
   }
 
   async unregisterWorker(id: string, now: Date): Promise<void> {

@@ -138,7 +138,9 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     if (jobs.length === 0) return { lost: [], cancelRequested: [] };
     const values = [jobs.map((j) => j.id), workerId, now, leaseMs, attemptsById(jobs)];
     const spans = spansById(jobs);
-    const rows = await this.runWorker(spans ? 'renewTraced' : 'renew', spans ? [...values, spans] : values);
+    // On the connection kept for renewals: a renewal never waits behind claims, outcomes or steps.
+    const statement = spans ? 'renewTraced' : 'renew';
+    const rows = await this.statements.run(statement, spans ? [...values, spans] : values, this.connections.renewals);
     const kept = new Set(rows.map((r) => r.id as string));
     return {
       lost: jobs.filter((j) => !kept.has(j.id)),
@@ -184,7 +186,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
 
   async renewFailureHooks(workerId: string, ids: readonly string[], now: Date, leaseMs: number): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows = await this.run('renewHooks', [ids, workerId, now, leaseMs]);
+    const rows = await this.statements.run('renewHooks', [ids, workerId, now, leaseMs], this.connections.renewals);
     return new Set(rows.map((r) => r.id as string));
   }
 

@@ -1,0 +1,2 @@
+ALTER TABLE :SCHEMA.worker DROP COLUMN IF EXISTS connections_max;
+ALTER TABLE :SCHEMA.worker DROP COLUMN IF EXISTS connections_open;
