@@ -13,6 +13,8 @@ export interface CliCommand {
   /** Arguments and options after the name, for the help. */
   usage: string;
   summary: string;
+  /** More for the command's own --help: its options, their defaults. */
+  details?: string;
   options?: OptionSpecs;
   run(parsed: ParsedCommand, io: CliIo): Promise<void>;
 }

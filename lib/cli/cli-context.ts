@@ -10,6 +10,12 @@ import type { CliOutput } from './cli-output.js';
 /** Where the CLI works: the database and schema from the options or the environment, and the keyring. */
 export interface CliTarget {
   databaseUrl: string;
+  /**
+   * The server itself, not a pooler in front (DIRECT_DATABASE_URL or
+   * `migrate --direct-url`): where `migrate` goes, as a transaction pooler
+   * cannot carry a migration.
+   */
+  directUrl?: string;
   /** A read replica for the read commands (JOBS_REPLICA_URL or --replica-url); actions still go to the primary. */
   replicaUrl?: string;
   schema: string;
@@ -18,7 +24,10 @@ export interface CliTarget {
 }
 
 export function cliTarget(options: OptionValues, env: NodeJS.ProcessEnv): CliTarget {
-  const databaseUrl = stringOption(options, 'database-url') ?? env.DATABASE_URL;
+  const givenUrl = stringOption(options, 'database-url');
+  // A server named on the command line is this call's: the environment's direct URL may be another's.
+  const directUrl = stringOption(options, 'direct-url') ?? (givenUrl ? undefined : env.DIRECT_DATABASE_URL);
+  const databaseUrl = givenUrl ?? env.DATABASE_URL ?? directUrl;
   if (!databaseUrl) {
     throw new UsageError('no database: set DATABASE_URL or pass --database-url postgres://user@host/db');
   }
@@ -26,6 +35,7 @@ export function cliTarget(options: OptionValues, env: NodeJS.ProcessEnv): CliTar
   const replicaUrl = stringOption(options, 'replica-url') ?? env.JOBS_REPLICA_URL;
   return {
     databaseUrl,
+    ...(directUrl ? { directUrl } : {}),
     ...(replicaUrl ? { replicaUrl } : {}),
     schema: stringOption(options, 'schema') ?? DEFAULT_SCHEMA,
     ...(encryption ? { encryption } : {}),

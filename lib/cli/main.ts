@@ -42,6 +42,8 @@ function help(): string {
     '  --json                the result as JSON on stdout',
     '  -h, --help            this help, or a command\'s with "<command> --help"',
     '',
+    'migrate goes to $DIRECT_DATABASE_URL (or --direct-url) when set: the server itself, where $DATABASE_URL is a pooler.',
+    '',
     'Encrypted jobs: JOBS_ENCRYPTION_KEYS="<id>:<base64 key>,…" (and JOBS_ENCRYPTION_CURRENT) decrypt what commands show.',
     '',
     'Ages: 45s, 30m, 12h, 7d, 2w, or a date (2026-01-31). Exit codes: 0 done, 1 refused (the message says why), 2 bad usage.',
@@ -49,7 +51,7 @@ function help(): string {
 }
 
 function commandHelp(c: CliCommand): string {
-  return `Usage: ${BIN} ${c.name} ${c.usage}`.trimEnd() + `\n\n${c.summary}\n`;
+  return `Usage: ${BIN} ${c.name} ${c.usage}`.trimEnd() + `\n\n${c.summary}\n` + (c.details ? `\n${c.details}\n` : '');
 }
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -1,15 +1,36 @@
-import { positionals } from './cli-args.js';
+import type { SchemaGrant } from '../jobs-schema.js';
+import { listOption, positionals } from './cli-args.js';
 import type { CliCommand } from './cli-command.js';
+import { plural } from './cli-output.js';
 
 export const migrateCommand: CliCommand = {
   name: 'migrate',
-  usage: '',
+  usage: '[--grant <role>[,<role>…]]… [--direct-url <url>]',
   summary: 'create the schema or bring it to this version, without starting an app',
+  details: [
+    'Run it as a role that may CREATE in the database (the schema then is its own); the app may then run as a role',
+    'that may not, with only what --grant gives it.',
+    '',
+    'Options:',
+    '  --grant <role>      after migrating, grant <role> what an app needs on the schema and no more: USAGE on the',
+    '                      schema; SELECT, INSERT, UPDATE, DELETE on its tables; USAGE, SELECT on its sequences;',
+    '                      EXECUTE on its functions; and the same on what this role creates there later (ALTER DEFAULT',
+    '                      PRIVILEGES), so the next migrate by this role needs no new grant. Repeat it, or list roles',
+    '                      comma-separated; all are granted in one transaction, none if a role does not exist.',
+    '  --direct-url <url>  the server itself, not the transaction pooler DATABASE_URL may go through (which cannot',
+    '                      carry a migration). Default: $DIRECT_DATABASE_URL, unless --database-url is given; without',
+    '                      either, --database-url or $DATABASE_URL.',
+  ].join('\n'),
+  options: {
+    grant: { type: 'string', multiple: true },
+    'direct-url': { type: 'string' },
+  },
   async run(parsed, io) {
     positionals(parsed, []);
+    const grant = listOption(parsed.options, 'grant') ?? [];
     const target = io.target();
     const { migrateJobsSchema } = await import('../jobs-schema.js');
-    const report = await migrateJobsSchema(target.databaseUrl, target.schema);
+    const report = await migrateJobsSchema(target.directUrl ?? target.databaseUrl, target.schema, { grant });
     io.out.result(report, (r) => {
       const lines = [
         r.applied.length
@@ -23,7 +44,16 @@ export const migrateCommand: CliCommand = {
             `are still running; run migrate again once they have stopped`,
         );
       }
+      for (const g of r.granted ?? []) lines.push(grantLine(r.schema, g));
       return lines.join('\n');
     });
   },
 };
+
+function grantLine(schema: string, g: SchemaGrant): string {
+  return (
+    `granted ${g.role}: USAGE on schema ${schema}; SELECT, INSERT, UPDATE, DELETE on ${plural(g.tables.length, 'table')}; ` +
+    `USAGE, SELECT on ${plural(g.sequences.length, 'sequence')}; EXECUTE on ${plural(g.functions.length, 'function')}; ` +
+    `and the same on what ${g.laterObjectsOf} creates in ${schema} later`
+  );
+}

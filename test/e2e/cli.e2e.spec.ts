@@ -271,9 +271,12 @@ describe('the CLI', () => {
         [4, ['adm'], true],
       ]);
       expect(asText.code).toBe(0);
-      expect(asText.stdout).toMatch(/^ID +HOST +PID +QUEUES +RUNNING +SLOTS +STARTED +LAST HEARTBEAT +ALIVE\n/);
-      expect(asText.stdout).toMatch(/ all +0 +2 +\S+ +\S+ +yes\n/);
-      expect(asText.stdout).toMatch(/ adm +\d+ +4 +\S+ +\S+ +yes\n/);
+      expect(asText.stdout).toMatch(
+        /^ID +HOST +PID +QUEUES +RUNNING +SLOTS +CONNECTIONS +STARTED +LAST HEARTBEAT +ALIVE\n/,
+      );
+      // Connections: open at the last heartbeat, of the instance's maxConnections (10 by default).
+      expect(asText.stdout).toMatch(/ all +0 +2 +\d+\/10 +\S+ +\S+ +yes\n/);
+      expect(asText.stdout).toMatch(/ adm +\d+ +4 +\d+\/10 +\S+ +\S+ +yes\n/);
     } finally {
       await everyQueue.close();
     }

@@ -350,6 +350,13 @@ it('shows throughput per queue (the failure just above included) and keeps queue
   await screenshot('dashboard');
 });
 
+it("shows each worker's open connections beside its maxConnections", async () => {
+  await open('#/');
+  const cell = page.locator('td.connections').first();
+  await cell.waitFor();
+  expect(await cell.textContent()).toMatch(/^[1-9]\d* \/ 10$/);
+});
+
 it("shows a job's finished steps and its sleep, each step's result folded", async () => {
   const jobs = app.get(JobQueue);
   const { id } = await jobs.enqueue(Stepper, { order: 'web' });

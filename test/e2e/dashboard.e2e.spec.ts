@@ -261,7 +261,7 @@ describe('the dashboard over HTTP', () => {
     expect((await http.get(api('/stats')).expect(200)).body.queues['dash-ops']).toMatchObject({ failed: 1 });
     // Its worker names no queues: it serves them all, and says so.
     expect((await http.get(api('/workers')).expect(200)).body).toEqual([
-      expect.objectContaining({ alive: true, queues: 'all' }),
+      expect.objectContaining({ alive: true, queues: 'all', connections: { open: expect.any(Number), max: 10 } }),
     ]);
     await app.get(JobQueues).setLimits('dash-flow', { concurrency: 3 });
     const queues = (await http.get(api('/queues')).expect(200)).body;

@@ -139,10 +139,12 @@ describe('the connections the library opens', () => {
       `SELECT DISTINCT application_name FROM pg_stat_activity WHERE client_port = ANY($1::int[]) ORDER BY 1`,
       [proxy.upstreamPorts()],
     );
-    // The module's own pool, the worker's pool and the LISTEN connection: every session through the proxy is named.
+    // The module's own pool, the worker's pool, its renewals' connection and the LISTEN connection: every
+    // session through the proxy is named.
     expect(names.map((n) => n.application_name)).toEqual([
       'nestjs-durable-jobs',
       'nestjs-durable-jobs listener',
+      'nestjs-durable-jobs renewals',
       'nestjs-durable-jobs worker',
     ]);
   });

@@ -44,6 +44,9 @@ export const RATE_LIMIT = ['max', 'per'];
 export const MODULE = [
   'dataSource',
   'connection',
+  'pooler',
+  'directConnection',
+  'maxConnections',
   'embedded',
   'schema',
   'migrationsRun',

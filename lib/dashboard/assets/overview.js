@@ -135,7 +135,7 @@ function workersTable(workers) {
         td(w.queues === 'all' ? 'all' : w.queues.join(', ')),
         td(num(w.active), 'n'),
         td(num(w.concurrency), 'n'),
-        td(connectionsText(w.connections), 'n'),
+        td(connectionsText(w.connections), 'n connections'),
         td(time(w.startedAt)),
         td(time(w.lastHeartbeat, true)),
         td(w.alive ? 'yes' : w.stoppedAt ? 'stopped' : 'no', w.alive ? 'st-succeeded' : 'muted'),
