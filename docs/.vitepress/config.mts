@@ -31,6 +31,7 @@ const guide: DefaultTheme.SidebarItem[] = [
       { text: 'Testing your jobs', link: '/guide/testing' },
       { text: 'Command line', link: '/guide/cli' },
       { text: 'Operating it', link: '/guide/operating' },
+      { text: 'Connection poolers and managed PostgreSQL', link: '/guide/poolers' },
       { text: 'Security: encryption at rest', link: '/guide/security' },
     ],
   },
