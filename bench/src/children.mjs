@@ -6,9 +6,18 @@ import { ms, now, sleep } from './common.mjs';
 const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 
 class Child {
-  constructor(lib, concurrency, size, mode, handlerMs, flow) {
+  constructor(lib, concurrency, size, mode, handlerMs, flow, pooled) {
+    const args = [
+      lib,
+      String(concurrency),
+      String(size),
+      mode,
+      String(handlerMs),
+      flow ?? '',
+      pooled ? JSON.stringify(pooled) : '',
+    ];
     // Same Node binary as the orchestrator: every library runs on the one Node 22.
-    this.proc = fork(WORKER, [lib, String(concurrency), String(size), mode, String(handlerMs), flow ?? ''], {
+    this.proc = fork(WORKER, args, {
       execPath: process.execPath,
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -92,9 +101,12 @@ class Child {
 }
 
 // Starts `count` worker processes and lets them consume together once all of
-// them have loaded their library.
-export async function startWorkers({ lib, count = 1, concurrency, size, mode = 'drain', handlerMs = 0, flow }) {
-  const children = Array.from({ length: count }, () => new Child(lib, concurrency, size, mode, handlerMs, flow));
+// them have loaded their library. `pooled`: { url, listen } to connect them through a transaction pooler.
+export async function startWorkers({ lib, count = 1, concurrency, size, mode = 'drain', handlerMs = 0, flow, pooled }) {
+  const children = Array.from(
+    { length: count },
+    () => new Child(lib, concurrency, size, mode, handlerMs, flow, pooled),
+  );
   try {
     await Promise.all(children.map((c) => c.wait('loaded', 60_000)));
     const ready = children.map((c) => c.wait('ready', 60_000));

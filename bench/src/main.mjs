@@ -59,6 +59,15 @@ for (const w of wanted) {
 }
 if (!(scale > 0) || !(runs >= 1)) throw new Error('scale must be > 0 and runs >= 1');
 const selected = wanted.length ? scenarios.filter((s) => wanted.includes(s.id)) : scenarios;
+// What a scenario needs beyond the server (PgBouncer) is checked before the first run, not after ten minutes.
+for (const s of selected) {
+  try {
+    s.check?.();
+  } catch (e) {
+    console.error(`bench: scenario ${s.id}: ${e.message}`);
+    process.exit(2);
+  }
+}
 
 const labels = Object.fromEntries(
   libs.map((l) => [l, `${LABELS[l][0]} ${version(LABELS[l][1])}${LABELS[l][2] ?? ''}`]),
@@ -86,15 +95,42 @@ for (const lib of libs) {
   }
 }
 
+// What the scenarios' own setup reported (the PgBouncer version), for the footer and the JSON.
+const environment = {};
+
 for (const scenario of selected) {
   results[scenario.id] = {};
+  // A scenario only some libraries have (batches): the others get no cell. One that cannot apply to a
+  // library (a PostgreSQL pooler for BullMQ) shows "n/a".
+  const takes = (lib) => !adapters[lib] || !scenario.supports || scenario.supports(adapters[lib]);
+  const notApplicable = (lib) => adapters[lib] && scenario.notApplicable?.(adapters[lib]);
+  for (const lib of libs.filter((l) => takes(l) && notApplicable(l))) {
+    results[scenario.id][lib] = { runs: [], errors: [], notApplicable: true };
+  }
+  const running = libs.filter((l) => takes(l) && !notApplicable(l));
+  // Set up once for all its runs (a PgBouncer): a failure fails the scenario for every library.
+  if (running.length && scenario.setup) {
+    try {
+      Object.assign(environment, await scenario.setup());
+    } catch (e) {
+      for (const lib of running) results[scenario.id][lib] = { runs: [], errors: [`setup: ${e?.message ?? e}`] };
+      log(`  ${scenario.id}: setup FAILED ${e?.stack ?? e}`);
+      continue;
+    }
+  }
+  try {
+    await runScenario(scenario, running);
+  } finally {
+    await scenario.teardown?.().catch((e) => log(`  ${scenario.id}: teardown: ${e?.message ?? e}`));
+  }
+}
+
+async function runScenario(scenario, running) {
   for (let r = 0; r < runs; r++) {
     // Rotate who goes first so no library always runs on the coolest machine.
-    const order = libs.map((_, k) => libs[(k + r) % libs.length]);
+    const order = libs.map((_, k) => libs[(k + r) % libs.length]).filter((l) => running.includes(l));
     for (const lib of order) {
       const adapter = adapters[lib];
-      // A scenario only some libraries have (batches): the others get no cell.
-      if (adapter && scenario.supports && !scenario.supports(adapter)) continue;
       const entry = (results[scenario.id][lib] ??= { runs: [], errors: [] });
       if (!adapter) {
         entry.errors.push('library failed to load');
@@ -157,8 +193,23 @@ if (libs.some((l) => !['ours', 'ours-sync', 'base'].includes(l))) {
 if (libs.includes('base') && libs.includes('ours')) {
   console.log(`ours vs base: this checkout against ${process.env.BENCH_BASE}, the same way (above 1× this checkout is better)`);
 }
+// The PgBouncer rows: what each library does through the pooler.
+const poolerNotes = environment.pgbouncer ? Object.fromEntries(libs.map((l) => [l, poolerNote(adapters[l])])) : null;
+if (poolerNotes) {
+  console.log(
+    `through PgBouncer: ${environment.pgbouncer}, transaction mode, its defaults (default_pool_size 20), started by the bench; ` +
+      'the workers connect through it, the pre-fill and the checks go direct',
+  );
+  for (const lib of libs) console.log(`  ${labels[lib]}: ${poolerNotes[lib]}`);
+  if (results['latency-pgbouncer-poll']) {
+    console.log(
+      "  ours polling: its rows are set against the peers' figures in the rows above, where the peers poll too",
+    );
+  }
+}
 const loadNote = `load avg ${loadAtStart.toFixed(1)} at start, ${os.loadavg()[0].toFixed(1)} at end`;
-console.log(`Node ${process.version} · PostgreSQL ${pgVersion} · ${machine} · ${runs} run(s), median (min–max) · scale ${scale} · ${minutes} min · ${loadNote}`);
+const pgbouncerNote = environment.pgbouncer ? ` · ${environment.pgbouncer}` : '';
+console.log(`Node ${process.version} · PostgreSQL ${pgVersion}${pgbouncerNote} · ${machine} · ${runs} run(s), median (min–max) · scale ${scale} · ${minutes} min · ${loadNote}`);
 const failures = Object.entries(results).flatMap(([s, byLib]) =>
   Object.entries(byLib).flatMap(([l, e]) => e.errors.map((err) => `${s}/${l}: ${err}`)),
 );
@@ -174,6 +225,8 @@ writeFileSync(
       minutes: Number(minutes),
       node: process.version,
       postgres: pgVersion,
+      pgbouncer: environment.pgbouncer ?? null,
+      poolerNotes,
       machine,
       loadAverage: { start: loadAtStart, end: os.loadavg()[0] },
       database: DATABASE_URL.replace(/\/\/[^@]*@/, '//'),
@@ -190,6 +243,12 @@ writeFileSync(
   ),
 );
 console.log(`\nJSON: ${out}`);
+
+function poolerNote(adapter) {
+  if (!adapter) return 'failed to load';
+  if (adapter.storage !== 'postgres') return 'n/a (Redis: no PostgreSQL pooler in its path)';
+  return adapter.pooler ? adapter.pooler.note : 'not run (this build has no pooler options)';
+}
 
 async function settingsOf(lib) {
   try {

@@ -16,6 +16,20 @@ function rowsFor(titles) {
     // Bound by the commit on PostgreSQL; Redis without persistence is another game.
     { scenario: 'single', field: 'jobsPerSec', title: t('single'), unit: 'rate', better: 'higher', versus: 'postgres' },
     { scenario: 'drain10', field: 'jobsPerSec', title: t('drain10'), unit: 'rate', better: 'higher' },
+    {
+      scenario: 'drain10-pgbouncer',
+      field: 'jobsPerSec',
+      title: t('drain10-pgbouncer'),
+      unit: 'rate',
+      better: 'higher',
+    },
+    {
+      scenario: 'drain10-pgbouncer',
+      field: 'exactlyOnce',
+      title: 'through PgBouncer: each job ran exactly once',
+      unit: 'check',
+    },
+    { derived: 'pgbouncerRatio', title: 'drain through PgBouncer ÷ direct, concurrency 10', unit: 'pct' },
     { scenario: 'drain50', field: 'jobsPerSec', title: t('drain50'), unit: 'rate', better: 'higher' },
     { scenario: 'drain2x10', field: 'jobsPerSec', title: t('drain2x10'), unit: 'rate', better: 'higher' },
     { scenario: 'drain2x10', field: 'exactlyOnce', title: 'each job ran exactly once (2 processes)', unit: 'check' },
@@ -24,6 +38,22 @@ function rowsFor(titles) {
     { scenario: 'latency', field: 'p50', title: 'enqueue→start p50 (ms)', unit: 'ms', better: 'lower' },
     { scenario: 'latency', field: 'p95', title: 'enqueue→start p95 (ms)', unit: 'ms', better: 'lower' },
     { scenario: 'latency', field: 'p99', title: 'enqueue→start p99 (ms)', unit: 'ms', better: 'lower' },
+    ...['p50', 'p95'].map((field) => ({
+      scenario: 'latency-pgbouncer',
+      field,
+      title: `enqueue→start ${field} through PgBouncer, ours LISTENing on directConnection, the peers polling (ms)`,
+      unit: 'ms',
+      better: 'lower',
+    })),
+    // Ours alone (the peers poll through the pooler either way), set against the peers' figures above.
+    ...['p50', 'p95'].map((field) => ({
+      scenario: 'latency-pgbouncer-poll',
+      field,
+      title: `enqueue→start ${field} through PgBouncer, ours polling too (ms)`,
+      unit: 'ms',
+      better: 'lower',
+      peersFrom: 'latency-pgbouncer',
+    })),
     { scenario: 'drain10', field: 'rssMb', title: 'worker peak RSS, concurrency 10 (MB)', unit: 'mb', better: 'lower' },
     { scenario: 'drain50', field: 'rssMb', title: 'worker peak RSS, concurrency 50 (MB)', unit: 'mb', better: 'lower' },
     { scenario: 'claim0', field: 'jobsPerSec', title: t('claim0'), unit: 'rate', better: 'higher' },
@@ -113,6 +143,7 @@ function fmt(x, unit) {
 }
 
 function cell(s, unit) {
+  if (s?.notApplicable) return 'n/a';
   if (!s) return '–';
   if (s.n === 1 || unit === 'pct') return fmt(s.median, unit);
   return `${fmt(s.median, unit)} (${fmt(s.min, unit)}–${fmt(s.max, unit)})`;
@@ -122,6 +153,10 @@ function cell(s, unit) {
 function ratioValues(over, under, libs) {
   const values = {};
   for (const lib of libs) {
+    if (over[lib]?.notApplicable) {
+      values[lib] = { notApplicable: true };
+      continue;
+    }
     const a = summarize((under[lib]?.runs ?? []).map((r) => r.jobsPerSec));
     const b = summarize((over[lib]?.runs ?? []).map((r) => r.jobsPerSec));
     values[lib] = a && b ? { median: b.median / a.median, min: NaN, max: NaN, n: 1 } : null;
@@ -142,6 +177,7 @@ const DERIVED = {
   txRatio: ['txdrain', 'drain10'],
   encBulkRatio: ['encbulk', 'bulk'],
   encDrainRatio: ['encdrain', 'drain10'],
+  pgbouncerRatio: ['drain10-pgbouncer', 'drain10'],
 };
 
 // results[scenario][lib] = { runs: [...metrics], errors: [...] }
@@ -160,6 +196,10 @@ export function aggregate(results, libs, titles) {
     for (const lib of libs) {
       const entry = byLib[lib];
       if (!entry) continue;
+      if (entry.notApplicable) {
+        values[lib] = { notApplicable: true };
+        continue;
+      }
       if (row.unit === 'check') {
         const checks = entry.runs.map((r) => r.exactlyOnce);
         values[lib] = checks.length ? { checks } : null;
@@ -173,6 +213,7 @@ export function aggregate(results, libs, titles) {
 }
 
 function checkCell(v) {
+  if (v?.notApplicable) return 'n/a';
   if (!v) return '–';
   const bad = v.checks.filter((c) => !c.ok);
   if (!bad.length) return `yes (${v.checks.length}/${v.checks.length} runs)`;
@@ -185,11 +226,14 @@ function checkCell(v) {
 /** This library's own columns; every other library is a peer. */
 const OURS = ['ours', 'ours-sync', 'base'];
 
-function versusPeers(row, libs, storage, which = 'ours') {
+// `row.peersFrom`: the peers' figures come from that scenario's row of the same field (a variant
+// of ours measured alone, the peers running the same way in both).
+function versusPeers(row, libs, storage, which = 'ours', rows = []) {
   const ours = row.values[which]?.median;
+  const peerRow = row.peersFrom ? rows.find((r) => r.scenario === row.peersFrom && r.field === row.field) : row;
   const peers = libs
     .filter((l) => !OURS.includes(l) && (!row.versus || storage[l] === row.versus))
-    .map((l) => row.values[l]?.median)
+    .map((l) => peerRow?.values[l]?.median)
     .filter(Number.isFinite);
   if (!Number.isFinite(ours) || !peers.length || !row.better || row.unit === 'check') return '';
   const note = row.versus ? ` (vs ${row.versus === 'postgres' ? 'PostgreSQL' : row.versus} peers)` : '';
@@ -219,7 +263,7 @@ export function table(rows, libs, labels, storage = {}) {
   const body = rows.map((row) => [
     row.title,
     ...libs.map((l) => (row.unit === 'check' ? checkCell(row.values[l]) : cell(row.values[l], row.unit))),
-    ...versus.map((l) => versusPeers(row, libs, storage, l)),
+    ...versus.map((l) => versusPeers(row, libs, storage, l, rows)),
     ...(withBase ? [versusBase(row)] : []),
   ]);
   const widths = head.map((_, c) => Math.max(...[head, ...body].map((r) => r[c].length)));

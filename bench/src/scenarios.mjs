@@ -1,7 +1,8 @@
 // The measured scenarios. Each run gets freshly reset tables from the
 // orchestrator and returns plain numbers; the orchestrator takes medians.
 import { drain, exactlyOnce, mostRunning, startWorkers } from './children.mjs';
-import { checkpoint, ms, now, percentile, range, sleep } from './common.mjs';
+import { DATABASE_URL, checkpoint, ms, now, percentile, range, sleep } from './common.mjs';
+import { pgbouncerVersion, startPgBouncer } from './pgbouncer.mjs';
 
 // Pre-filled tables get the same treatment for every library before a
 // measurement: fresh planner statistics and no dirty pages left to flush.
@@ -10,10 +11,36 @@ async function settle(adapter) {
   await checkpoint();
 }
 
+// The PgBouncer scenarios' pooler: one PgBouncer in transaction mode with its defaults, in front of
+// the bench's server, started before the scenario's first run and stopped after its last (the
+// orchestrator calls `check`, `setup` and `teardown`). Only the workers connect through it: the
+// pre-fill, the pending counts and resets stay direct. Libraries that give no pooler options run
+// there as they are; BullMQ (Redis) has no PostgreSQL pooler in its path: n/a.
+function viaPgBouncer() {
+  let bouncer = null;
+  return {
+    supports: (adapter) => adapter.storage !== 'postgres' || Boolean(adapter.pooler),
+    notApplicable: (adapter) => adapter.storage !== 'postgres',
+    check: () => pgbouncerVersion(),
+    async setup() {
+      bouncer = await startPgBouncer({ mode: 'transaction', upstream: DATABASE_URL });
+      return { pgbouncer: bouncer.version };
+    },
+    async teardown() {
+      await bouncer?.stop();
+      bouncer = null;
+    },
+    // What the workers get: the pooler's URL, and whether a library that can LISTEN on a direct
+    // connection beside it does (ours: directConnection).
+    pooled: (listen) => ({ url: bouncer.url, listen }),
+  };
+}
+
 // `handlerMs`: each handler waits that long; `flow`: the flow-control kind the workers consume
-// (an adapter's startWorker option); `keys`: job i's serial key or group is i % keys.
-async function timedDrain(adapter, lib, { jobs, concurrency, processes = 1, handlerMs = 0, flow, keys = 1 }) {
-  const children = await startWorkers({ lib, count: processes, concurrency, size: jobs, handlerMs, flow });
+// (an adapter's startWorker option); `keys`: job i's serial key or group is i % keys; `pooled`: the
+// workers connect through a transaction pooler (viaPgBouncer).
+async function timedDrain(adapter, lib, { jobs, concurrency, processes = 1, handlerMs = 0, flow, keys = 1, pooled }) {
+  const children = await startWorkers({ lib, count: processes, concurrency, size: jobs, handlerMs, flow, pooled });
   const { seconds, results } = await drain({
     adapter,
     children,
@@ -65,6 +92,75 @@ export function buildScenarios(scale) {
       return timedDrain(adapter, lib, { jobs: plainDrainN, concurrency, processes });
     },
   });
+
+  // The same drain with the worker connected through PgBouncer in transaction mode.
+  const pooledDrainScenario = (id, concurrency) => {
+    const { pooled, ...pooler } = viaPgBouncer();
+    return {
+      id,
+      title: `drain ${k(plainDrainN)} through PgBouncer (transaction mode), 1 process, concurrency ${concurrency} (jobs/s)`,
+      ...pooler,
+      async run(adapter, lib) {
+        await adapter.enqueueBulk(plainDrainN);
+        await settle(adapter);
+        return timedDrain(adapter, lib, { jobs: plainDrainN, concurrency, pooled: pooled(true) });
+      },
+    };
+  };
+
+  // Enqueue call → handler start on an idle worker (concurrency 10), `latencyN` jobs 20 ms apart.
+  // `pooled` (a function of nothing): the worker connects through a transaction pooler.
+  const latencyScenario = (id, title, pooled) => ({
+    id,
+    title: `${title}, idle worker, ${latencyN} jobs 20 ms apart (ms)`,
+    async run(adapter, lib) {
+      const [child] = await startWorkers({ lib, concurrency: 10, size: latencyN, mode: 'latency', pooled: pooled?.() });
+      try {
+        // One job first so connections and prepared statements on both
+        // sides are warm, then let the worker go idle before measuring.
+        await adapter.enqueueOne(-1);
+        const deadline = Date.now() + 10_000;
+        while (!child.starts.some((s) => s.i === -1)) {
+          if (child.failure) throw child.failure;
+          if (Date.now() > deadline) throw new Error('warm-up job never started');
+          await sleep(5);
+        }
+        await sleep(1000);
+        child.starts.length = 0;
+
+        const sent = new Array(latencyN);
+        const base = Date.now();
+        for (const i of range(latencyN)) {
+          const wait = base + i * 20 - Date.now();
+          if (wait > 0) await sleep(wait);
+          sent[i] = now();
+          await adapter.enqueueOne(i);
+        }
+        const until = Date.now() + 10_000;
+        while (new Set(child.starts.map((s) => s.i)).size < latencyN) {
+          if (child.failure) throw child.failure;
+          if (Date.now() > until) throw new Error(`only ${child.starts.length}/${latencyN} jobs started`);
+          await sleep(5);
+        }
+        const lat = child.starts.filter((s) => s.i >= 0).map((s) => ms(sent[s.i], s.t));
+        lat.sort((a, b) => a - b);
+        await child.stop();
+        return { p50: percentile(lat, 0.5), p95: percentile(lat, 0.95), p99: percentile(lat, 0.99) };
+      } finally {
+        child.kill();
+      }
+    },
+  });
+
+  // Latency through PgBouncer: ours LISTENs on directConnection (`listen`), or, in the polling
+  // variant, has none and polls as the PostgreSQL peers do there; that variant runs ours alone (the
+  // peers run the same way in both) and is set against the peers' figures of the first.
+  const pooledLatencyScenario = (id, title, listen) => {
+    const { pooled, ...pooler } = viaPgBouncer();
+    const scenario = { ...latencyScenario(id, title, () => pooled(listen)), ...pooler };
+    if (listen) return scenario;
+    return { ...scenario, supports: (adapter) => adapter.pooler?.listenOptional === true, notApplicable: undefined };
+  };
 
   // Flow control, on every library whose adapter lists the kind in `flow`: two processes × 10,
   // each run checked for the most handlers running at once (all jobs, and per key). `slots`: the
@@ -118,6 +214,8 @@ export function buildScenarios(scale) {
       },
     },
     drainScenario('drain10', 10, 1),
+    // Beside drain10, the figure it is reported against, and measured right after it.
+    pooledDrainScenario('drain10-pgbouncer', 10),
     drainScenario('drain50', 50, 1),
     drainScenario('drain2x10', 10, 2),
     drainScenario('drain4x5', 5, 4),
@@ -218,47 +316,13 @@ export function buildScenarios(scale) {
         return timedDrain(adapter, lib, { jobs: drainN, concurrency: 10 });
       },
     },
-    {
-      id: 'latency',
-      title: `enqueue→start latency, idle worker, ${latencyN} jobs 20 ms apart (ms)`,
-      async run(adapter, lib) {
-        const [child] = await startWorkers({ lib, concurrency: 10, size: latencyN, mode: 'latency' });
-        try {
-          // One job first so connections and prepared statements on both
-          // sides are warm, then let the worker go idle before measuring.
-          await adapter.enqueueOne(-1);
-          const deadline = Date.now() + 10_000;
-          while (!child.starts.some((s) => s.i === -1)) {
-            if (child.failure) throw child.failure;
-            if (Date.now() > deadline) throw new Error('warm-up job never started');
-            await sleep(5);
-          }
-          await sleep(1000);
-          child.starts.length = 0;
-
-          const sent = new Array(latencyN);
-          const base = Date.now();
-          for (const i of range(latencyN)) {
-            const wait = base + i * 20 - Date.now();
-            if (wait > 0) await sleep(wait);
-            sent[i] = now();
-            await adapter.enqueueOne(i);
-          }
-          const until = Date.now() + 10_000;
-          while (new Set(child.starts.map((s) => s.i)).size < latencyN) {
-            if (child.failure) throw child.failure;
-            if (Date.now() > until) throw new Error(`only ${child.starts.length}/${latencyN} jobs started`);
-            await sleep(5);
-          }
-          const lat = child.starts.filter((s) => s.i >= 0).map((s) => ms(sent[s.i], s.t));
-          lat.sort((a, b) => a - b);
-          await child.stop();
-          return { p50: percentile(lat, 0.5), p95: percentile(lat, 0.95), p99: percentile(lat, 0.99) };
-        } finally {
-          child.kill();
-        }
-      },
-    },
+    latencyScenario('latency', 'enqueue→start latency'),
+    pooledLatencyScenario('latency-pgbouncer', 'enqueue→start latency through PgBouncer (transaction mode)', true),
+    pooledLatencyScenario(
+      'latency-pgbouncer-poll',
+      'enqueue→start latency through PgBouncer (transaction mode), ours polling (no directConnection)',
+      false,
+    ),
     claimScenario('claim0', false),
     claimScenario('claim1m', true),
     {

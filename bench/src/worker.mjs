@@ -1,15 +1,18 @@
 // A worker process: runs one library's worker with a no-op handler and tells
 // the orchestrator (over IPC) when jobs start, how many ran, and its peak RSS.
 //
-// argv: <library> <concurrency> <size> <mode: drain|latency> [<handler ms> [<flow: limit|serial|groups>]]
+// argv: <library> <concurrency> <size> <mode: drain|latency> [<handler ms> [<flow: limit|serial|groups> [<pooled>]]]
+// <pooled>: JSON { url, listen } when the worker connects through a transaction pooler (PgBouncer);
+// `listen` false keeps a library that could LISTEN on a direct connection from doing so.
 import { load } from './adapters/index.mjs';
 import { now, sleep } from './common.mjs';
 
-const [lib, concArg, sizeArg, mode, sleepArg = '0', flowArg = ''] = process.argv.slice(2);
+const [lib, concArg, sizeArg, mode, sleepArg = '0', flowArg = '', pooledArg = ''] = process.argv.slice(2);
 const concurrency = Number(concArg);
 const size = Number(sizeArg);
 const handlerMs = Number(sleepArg); // > 0: each handler waits that long, as a job doing I/O would
 const flow = flowArg || undefined;
+const pooled = pooledArg ? JSON.parse(pooledArg) : undefined;
 
 // Each job's first start and end (CLOCK_MONOTONIC ns, one clock for every process), so the
 // orchestrator can count how many ran at once from the handlers' own times.
@@ -75,7 +78,7 @@ let ticker = null;
 process.on('message', async (msg) => {
   try {
     if (msg.type === 'go') {
-      await adapter.startWorker({ concurrency, onJob, flow });
+      await adapter.startWorker({ concurrency, onJob, flow, pooled });
       ticker = setInterval(report, 5);
       send({ type: 'ready' });
     } else if (msg.type === 'stop') {

@@ -21,6 +21,12 @@ export const settings = (c) => ({
   logger: 'warnings and errors',
 });
 
+// Through a transaction pooler (the PgBouncer scenarios): no prepared statements, its option for
+// poolers. Its LISTEN runs on a client of its one pool, and no option gives it another connection:
+// through the pooler that LISTEN is accepted and delivers nothing, so it polls, every 500 ms as the
+// other libraries' idle polls do here (its default pollInterval is 2 s).
+const POOLED_POLL_MS = 500;
+
 export function create() {
   let utils = null;
   let runner = null;
@@ -35,6 +41,11 @@ export function create() {
     name: 'graphile',
     label: 'graphile-worker 0.18',
     storage: 'postgres',
+    pooler: {
+      note:
+        `noPreparedStatements: true; its LISTEN goes through its pool, where it delivers nothing, and it takes ` +
+        `no other connection for it: polls (pollInterval ${POOLED_POLL_MS} ms)`,
+    },
 
     async open() {
       await producer();
@@ -114,9 +125,12 @@ export function create() {
       return rows[0].n;
     },
 
-    async startWorker({ concurrency, onJob }) {
+    // `pooled`: through a transaction pooler at pooled.url. Its schema is migrated by reset(), direct;
+    // at start it only reads the migrations table.
+    async startWorker({ concurrency, onJob, pooled }) {
       runner = await run({
-        connectionString: DATABASE_URL,
+        connectionString: pooled ? pooled.url : DATABASE_URL,
+        ...(pooled ? { noPreparedStatements: true, pollInterval: POOLED_POLL_MS } : {}),
         logger,
         noHandleSignals: true,
         taskList: { [TASK]: async (payload) => onJob(payload) },

@@ -8,6 +8,8 @@
 // DI needs (two copies of @nestjs/common would not share metadata). A base
 // checkout links its node_modules to the same folder for that reason.
 import 'reflect-metadata';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DATABASE_URL, analyzeSchema, dropSchema, sql } from '../common.mjs';
@@ -24,6 +26,9 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
   const durableSteps = typeof lib.MAX_STEP_NAME_LENGTH === 'number';
   // Builds with encryption at rest take the scenarios that measure it.
   const encryption = typeof lib.EncryptedValueError === 'function';
+  // Builds with the pooler options (pooler, directConnection) take the PgBouncer scenarios; they export
+  // nothing of them to test for, so the file of their pooler probe tells.
+  const poolerOptions = existsSync(fileURLToPath(new URL('./storage/connection/pooler-probe.js', dist)));
   // A fixed key: the bench measures the sealing, not the key's secrecy.
   const keyring = encryption
     ? { keys: { bench: Buffer.alloc(32, 7).toString('base64') }, current: 'bench' }
@@ -61,8 +66,9 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
     ? Reflect.decorate([Job(`${JOB}-secret`, { queue: 'default', encrypted: true })], SecretNoop)
     : null;
 
-  // Builds the app: a producer (worker disabled) or a worker running onJob.
-  async function boot({ worker, onJob }) {
+  // Builds the app: a producer (worker disabled) or a worker running onJob. `connection`: how it
+  // reaches PostgreSQL (the PgBouncer scenarios pass the pooler's options); direct by default.
+  async function boot({ worker, onJob, connection = { connection: DATABASE_URL } }) {
     if (onJob) onJobHook = onJob;
     class BenchModule {}
     const AppModule = Reflect.decorate(
@@ -71,7 +77,7 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
           // 'ignore': ours and ours-sync load one build in one process, each with a Noop class of its own.
           imports: [
             JobsModule.forRoot({
-              connection: DATABASE_URL,
+              ...connection,
               schema: SCHEMA,
               worker,
               queues,
@@ -103,6 +109,11 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
       encryption,
       // The flow-control scenarios this build takes (enqueueFlow's kinds).
       flow: flowControl ? ['limit', 'serial', 'groups'] : [],
+      // Builds with the pooler options take the PgBouncer scenarios, with LISTEN on directConnection or without.
+      pooler: poolerOptions && {
+        listenOptional: true,
+        note: `pooler: 'transaction'; LISTEN on directConnection (the direct URL), or, in the "polling" rows, none: polls every ${POLL_MS} ms`,
+      },
 
       async open() {
         await client();
@@ -223,11 +234,18 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
         return Number(rows[0].n);
       },
 
-      async startWorker({ concurrency, onJob }) {
+      // `pooled`: through a transaction pooler at pooled.url; LISTEN (and this start's migrations) on
+      // the direct URL when pooled.listen, else none: the worker polls.
+      async startWorker({ concurrency, onJob, pooled }) {
         // A fixed local buffer of 500, as graphile-worker's localQueue.size here; the default adapts to the rate.
         worker = await boot({
           worker: { enabled: true, concurrency, pollInterval: POLL_MS, prefetch: 500, synchronousCommit },
           onJob,
+          connection: pooled && {
+            connection: pooled.url,
+            pooler: 'transaction',
+            ...(pooled.listen ? { directConnection: DATABASE_URL } : {}),
+          },
         });
       },
 

@@ -44,6 +44,9 @@ export function create() {
     name: 'pgboss',
     label: 'pg-boss 12',
     storage: 'postgres',
+    pooler: {
+      note: 'as direct (no option needed); useListenNotify off, as its docs say LISTEN does not work there: polls every 0.5 s',
+    },
 
     async open() {
       await client();
@@ -123,8 +126,13 @@ export function create() {
       return rows[0].n;
     },
 
-    async startWorker({ concurrency, onJob, flow }) {
-      worker = boss({ useListenNotify: true });
+    // `pooled`: through a transaction pooler at pooled.url. pg-boss needs nothing else there: its
+    // statements are unnamed, its advisory locks transaction-scoped (pg_advisory_xact_lock), its
+    // settings SET LOCAL. Its LISTEN connection would go through the pooler too, where LISTEN is
+    // accepted and delivers nothing (its docs: useListenNotify "will not work through PgBouncer in
+    // transaction pooling mode"), so it is off there and the worker polls every 0.5 s.
+    async startWorker({ concurrency, onJob, flow, pooled }) {
+      worker = boss(pooled ? { connectionString: pooled.url, useListenNotify: false } : { useListenNotify: true });
       await worker.start();
       await worker.work(
         QUEUE,
