@@ -28,6 +28,11 @@ import { OperationsController } from './operations/operations.controller.js';
 
 export interface SampleConfig {
   databaseUrl: string;
+  /**
+   * Set when databaseUrl is a connection pooler such as PgBouncer: its pool mode, and the server's own
+   * URL for what a pooler cannot carry. Passed to JobsModule as its `pooler` and `directConnection`.
+   */
+  pooled?: { pooler: 'transaction' | 'session'; directConnection: string };
   /** One schema for the sample's tables and the jobs, so test files stay apart. */
   schema?: string;
   worker?: WorkerOptions;
@@ -58,6 +63,7 @@ export class AppModule {
           inject: [DataSource],
           useFactory: (dataSource: DataSource) => ({
             dataSource,
+            ...config.pooled,
             schema: schema === 'public' ? 'jobs' : `${schema}_jobs`,
             worker: config.worker,
             clock: config.clock,

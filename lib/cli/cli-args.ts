@@ -19,6 +19,7 @@ export type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
 const GLOBAL_OPTIONS = {
   'database-url': { type: 'string' },
   'replica-url': { type: 'string' },
+  pooler: { type: 'string' },
   schema: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },

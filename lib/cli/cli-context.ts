@@ -18,6 +18,8 @@ export interface CliTarget {
   directUrl?: string;
   /** A read replica for the read commands (JOBS_REPLICA_URL or --replica-url); actions still go to the primary. */
   replicaUrl?: string;
+  /** What sits in front of the server on databaseUrl (--pooler or JOBS_POOLER), as JobsModule's `pooler`. */
+  pooler?: string;
   schema: string;
   /** From JOBS_ENCRYPTION_KEYS and JOBS_ENCRYPTION_CURRENT: keys stay out of the command line and its history. */
   encryption?: EncryptionOptions;
@@ -33,9 +35,11 @@ export function cliTarget(options: OptionValues, env: NodeJS.ProcessEnv): CliTar
   }
   const encryption = encryptionFromEnv(env);
   const replicaUrl = stringOption(options, 'replica-url') ?? env.JOBS_REPLICA_URL;
+  const pooler = stringOption(options, 'pooler') ?? (env.JOBS_POOLER || undefined);
   return {
     databaseUrl,
     ...(directUrl ? { directUrl } : {}),
+    ...(pooler ? { pooler } : {}),
     ...(replicaUrl ? { replicaUrl } : {}),
     schema: stringOption(options, 'schema') ?? DEFAULT_SCHEMA,
     ...(encryption ? { encryption } : {}),
@@ -94,6 +98,8 @@ export async function withServices<T>(
     app = await NestFactory.createApplicationContext(
       JobsModule.forRoot({
         connection: target.databaseUrl,
+        // Checked by the module: an unknown mode is its JobsError, naming the two.
+        ...(target.pooler ? { pooler: target.pooler as 'transaction' } : {}),
         schema: target.schema,
         migrationsRun: false,
         worker: { enabled: false },

@@ -38,6 +38,7 @@ function help(): string {
     'Options of every command:',
     '  --database-url <url>  the PostgreSQL server (default: $DATABASE_URL)',
     '  --replica-url <url>   a read replica for what commands show (default: $JOBS_REPLICA_URL); actions stay on the primary',
+    "  --pooler <mode>       'transaction' or 'session': what sits in front of the server on --database-url (default: $JOBS_POOLER)",
     '  --schema <name>       the schema of the job tables (default: jobs)',
     '  --json                the result as JSON on stdout',
     '  -h, --help            this help, or a command\'s with "<command> --help"',

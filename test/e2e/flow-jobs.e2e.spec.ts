@@ -12,7 +12,7 @@ import {
 import { ManualClock } from 'nestjs-durable-jobs/testing';
 import { DataSource } from 'typeorm';
 import { JobRescuer } from '../../lib/worker/job-rescuer.service.js';
-import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { dropSchemas, jobsConnection, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { sleep, waitFor } from '../support/wait.js';
@@ -200,8 +200,8 @@ describe('unique jobs', () => {
     schemas.push(schema);
     const app = await boot(schema, { worker: { enabled: false } });
     const jobs = app.get(JobQueue);
-    // The caller's own data source: any TypeORM transaction on this database.
-    const ds = await new DataSource({ type: 'postgres', url: databaseUrl() }).initialize();
+    // The caller's own data source: any TypeORM transaction on this database (through the pooler, if any).
+    const ds = await new DataSource({ type: 'postgres', url: jobsConnection().connection }).initialize();
     const key = { unique: { key: 'invoice-9' } };
     let inside: Array<{ id: string; created: boolean }> = [];
     await expect(

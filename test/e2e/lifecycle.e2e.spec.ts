@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import { Job, JobQueue, JobsModule, type JobHandler } from 'nestjs-durable-jobs';
 import { CLAIM_STORAGE, type ClaimStorage } from '../../lib/storage/jobs/claim/claim-storage.interface.js';
 import { PostgresClaimStorage } from '../../lib/storage/jobs/claim/postgres-claim-storage.js';
-import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { dropSchemas, jobsConnection, sql, uniqueSchema } from '../support/database.js';
 import { sleep, waitFor } from '../support/wait.js';
 
 /** A failed boot must leave nothing running: no worker claiming jobs, nobody to stop it. */
@@ -64,7 +64,7 @@ async function assertNothingRuns(schema: string): Promise<void> {
 async function seed(schema: string): Promise<void> {
   // The schema and one due job, written by an app with no worker.
   const ref = await Test.createTestingModule({
-    imports: [JobsModule.forRoot({ connection: databaseUrl(), schema, worker: { enabled: false } }), SeedModule],
+    imports: [JobsModule.forRoot({ ...jobsConnection(), schema, worker: { enabled: false } }), SeedModule],
   }).compile();
   const app = await ref.createNestApplication({ logger: false }).init();
   await app.get(JobQueue).enqueue(Noop, undefined);
@@ -75,7 +75,7 @@ async function seed(schema: string): Promise<void> {
 class SeedModule {}
 
 const jobs = (schema: string, extra: object = {}) =>
-  JobsModule.forRoot({ connection: databaseUrl(), schema, worker: { pollInterval: 50 }, ...extra });
+  JobsModule.forRoot({ ...jobsConnection(), schema, worker: { pollInterval: 50 }, ...extra });
 
 describe('a boot that fails', () => {
   it('in a global module imported after JobsModule: no worker ever claims', async () => {

@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import { JobsError, JobsModule, RetentionService, type RetentionOptions } from 'nestjs-durable-jobs';
 import { uuidv7 } from '../../lib/model/uuid.js';
 import { resolveRetentionOptions } from '../../lib/worker/retention-options.js';
-import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { dropSchemas, jobsConnection, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -80,9 +80,7 @@ describe('retention options', () => {
     // forRootAsync: the factory's options are checked as they arrive, before the database is opened.
     await expect(
       Test.createTestingModule({
-        imports: [
-          JobsModule.forRootAsync({ useFactory: () => ({ connection: databaseUrl(), retention: { chunk: 0 } }) }),
-        ],
+        imports: [JobsModule.forRootAsync({ useFactory: () => ({ ...jobsConnection(), retention: { chunk: 0 } }) })],
       }).compile(),
     ).rejects.toThrow(/^JobsModule: retention\.chunk must be an integer from 1 to 100000, got 0\./);
     expect(() => resolveRetentionOptions({ chunk: 0 })).toThrow(

@@ -9,7 +9,7 @@ import {
   type JobsTestingOptions,
 } from 'nestjs-durable-jobs/testing';
 import { STEP_STORAGE, type StepStorage } from '../../lib/storage/jobs/step-storage.interface.js';
-import { databaseUrl, dropSchemas, sql, takeLeaseAway, uniqueSchema } from '../support/database.js';
+import { dropSchemas, jobsConnection, sql, takeLeaseAway, uniqueSchema } from '../support/database.js';
 import { Invoice, INVOICE_TABLE, Invoicing, Reserving, TxLog } from '../support/tx.jobs.js';
 
 const LEASE = 30_000;
@@ -72,13 +72,14 @@ beforeAll(async () => {
   await sql(`CREATE SCHEMA "${fx}"`);
   await sql(INVOICE_TABLE(fx));
   // The app's own DataSource, with its entity; the jobs module shares it (the "dataSource" option).
+  const { connection, ...pooler } = jobsConnection();
   dataSource = await new DataSource({
     type: 'postgres',
-    url: databaseUrl(),
+    url: connection,
     schema: fx,
     entities: [Invoice],
   }).initialize();
-  shared = await startTxApp({ dataSource });
+  shared = await startTxApp({ dataSource, ...pooler });
 });
 
 afterAll(async () => {
@@ -266,7 +267,7 @@ describe('ctx.transaction() on the DataSource the app shares', () => {
 
 describe('ctx.transaction() without a shared DataSource', () => {
   it("gives a manager on the module's own connection", async () => {
-    const own = await startTxApp({ connection: databaseUrl() });
+    const own = await startTxApp(jobsConnection());
     try {
       expect(own.app.get<StepStorage>(STEP_STORAGE).handlerTransactions).toBe('own');
       const { id } = await own.jobs.enqueue(Invoicing, { order: 'own', mode: 'raw', table: `"${fx}".invoice` });

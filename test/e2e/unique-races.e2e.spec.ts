@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { JobQueue, JobsError, type UniqueOptions } from 'nestjs-durable-jobs';
 import { DataSource } from 'typeorm';
-import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { dropSchemas, jobsConnection, sql, uniqueSchema } from '../support/database.js';
 import { FC_RUN_TABLE, flowProviders, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
@@ -19,7 +19,7 @@ beforeAll(async () => {
   schemas.push(schema);
   app = await startJobsApp(schema, { worker: { enabled: false } }, { providers: flowProviders(schema) });
   await sql(FC_RUN_TABLE(schema));
-  ds = await new DataSource({ type: 'postgres', url: databaseUrl() }).initialize();
+  ds = await new DataSource({ type: 'postgres', url: jobsConnection().connection }).initialize();
 });
 
 afterAll(async () => {

@@ -1,9 +1,43 @@
 import pg from 'pg';
 
+/**
+ * The server itself. Test setup, DDL and assertions read it here even when the suite runs through
+ * a pooler: what they see must not depend on the pooler under test.
+ */
 export function databaseUrl(): string {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error('DATABASE_URL is not set: the Jest globalSetup should have set it');
   return url;
+}
+
+export type PoolerMode = 'transaction' | 'session';
+
+export interface JobsConnection {
+  connection: string;
+  pooler?: PoolerMode;
+  directConnection?: string;
+}
+
+/** JOBS_TEST_POOLER: the pooler mode the suite runs through (PgBouncer, started by the globalSetup), if any. */
+export function testPooler(): PoolerMode | undefined {
+  const mode = process.env.JOBS_TEST_POOLER;
+  if (!mode) return undefined;
+  if (mode !== 'transaction' && mode !== 'session') {
+    throw new Error(`JOBS_TEST_POOLER must be "transaction" or "session", got "${mode}"`);
+  }
+  return mode;
+}
+
+/**
+ * How the tests' apps reach the database, as JobsModule options to spread: the server itself, or,
+ * with JOBS_TEST_POOLER, the PgBouncer in front of it and the server for what needs a session.
+ */
+export function jobsConnection(): JobsConnection {
+  const pooler = testPooler();
+  if (!pooler) return { connection: databaseUrl() };
+  const pooled = process.env.JOBS_TEST_POOLED_URL;
+  if (!pooled) throw new Error('JOBS_TEST_POOLER is set but JOBS_TEST_POOLED_URL is not: the globalSetup sets it');
+  return { connection: pooled, pooler, directConnection: databaseUrl() };
 }
 
 /** A schema name no other test file or run uses. */

@@ -7,12 +7,13 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { JobsModule } from 'nestjs-durable-jobs';
+import { jobsConnection } from './database.js';
 import { HookProbe, NoHookProbe, SlowHookProbe } from './hook.jobs.js';
 
 @Module({
   imports: [
     JobsModule.forRoot({
-      connection: process.env.DATABASE_URL!,
+      ...jobsConnection(),
       schema: process.env.CHILD_SCHEMA!,
       unregisteredJobs: 'ignore',
       worker: { lease: 1000, pollInterval: 100 },

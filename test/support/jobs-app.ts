@@ -1,7 +1,7 @@
 import { Module, type INestApplication, type ModuleMetadata } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { JobsModule, type JobsModuleOptions } from 'nestjs-durable-jobs';
-import { databaseUrl } from './database.js';
+import { jobsConnection } from './database.js';
 
 /**
  * A purpose-built app: JobsModule on `schema` of the test server plus one
@@ -20,7 +20,7 @@ export async function startJobsApp(
   @Module(own)
   class Own {}
   const ref = await Test.createTestingModule({
-    imports: [JobsModule.forRoot({ connection: databaseUrl(), schema, unregisteredJobs: 'ignore', ...options }), Own],
+    imports: [JobsModule.forRoot({ ...jobsConnection(), schema, unregisteredJobs: 'ignore', ...options }), Own],
   }).compile();
   beforeInit?.(ref);
   const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });

@@ -1,8 +1,8 @@
 import type { INestApplication, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Clock, WorkerOptions } from 'nestjs-durable-jobs';
-import { AppModule } from '../../sample/app.module.js';
-import { databaseUrl } from './database.js';
+import { AppModule, type SampleConfig } from '../../sample/app.module.js';
+import { jobsConnection } from './database.js';
 
 export interface SampleAppOptions {
   schema: string;
@@ -14,12 +14,20 @@ export interface SampleAppOptions {
   demo?: boolean;
 }
 
+/** Where the sample app's DataSource connects, as jobsConnection() says: to the server or through the pooler. */
+export function sampleDatabase(): Pick<SampleConfig, 'databaseUrl' | 'pooled'> {
+  const { connection, pooler, directConnection } = jobsConnection();
+  return pooler
+    ? { databaseUrl: connection, pooled: { pooler, directConnection: directConnection! } }
+    : { databaseUrl: connection };
+}
+
 /** The sample app as the e2e tests run it: its own schema, quiet logs. */
 export async function startSampleApp(options: SampleAppOptions): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       AppModule.forRoot({
-        databaseUrl: databaseUrl(),
+        ...sampleDatabase(),
         schema: options.schema,
         worker: options.worker,
         clock: options.clock,

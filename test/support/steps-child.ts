@@ -8,6 +8,7 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { JobsModule } from 'nestjs-durable-jobs';
+import { jobsConnection } from './database.js';
 import { STEP_RUNS, ThreeSteps, VICTIM } from './steps.jobs.js';
 
 const schema = process.env.CHILD_SCHEMA!;
@@ -15,7 +16,7 @@ const schema = process.env.CHILD_SCHEMA!;
 @Module({
   imports: [
     JobsModule.forRoot({
-      connection: process.env.DATABASE_URL!,
+      ...jobsConnection(),
       schema,
       unregisteredJobs: 'ignore',
       // A minute-long lease: no stall of a shared machine ends it while the child lives.

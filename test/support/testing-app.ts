@@ -7,7 +7,7 @@ import {
   type JobsTestingAsyncOptions,
   type JobsTestingOptions,
 } from 'nestjs-durable-jobs/testing';
-import { databaseUrl } from './database.js';
+import { jobsConnection } from './database.js';
 import { KitJobsModule, KitLog } from './kit.jobs.js';
 
 export interface TestingApp {
@@ -32,7 +32,7 @@ export async function startTestingApp(
   const kit =
     'async' in options
       ? JobsTestingModule.forRootAsync(options.async)
-      : JobsTestingModule.forRoot({ connection: databaseUrl(), unregisteredJobs: 'ignore', ...options });
+      : JobsTestingModule.forRoot({ ...jobsConnection(), unregisteredJobs: 'ignore', ...options });
   const ref = await Test.createTestingModule({ imports: [kit, Own] }).compile();
   const app = ref.createNestApplication({ logger: process.env.TEST_LOGS ? undefined : false });
   try {

@@ -6,11 +6,12 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from '../../sample/app.module.js';
+import { sampleDatabase } from './sample-app.js';
 
 const schema = process.env.CHILD_SCHEMA!;
 const lease = Number(process.env.CHILD_LEASE ?? 1000);
 const app = await NestFactory.createApplicationContext(
-  AppModule.forRoot({ databaseUrl: process.env.DATABASE_URL!, schema, worker: { lease, pollInterval: 100 } }),
+  AppModule.forRoot({ ...sampleDatabase(), schema, worker: { lease, pollInterval: 100 } }),
   { logger: ['error'] },
 );
 const { JobWorker } = await import('../../lib/worker/job-worker.service.js');
