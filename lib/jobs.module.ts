@@ -79,6 +79,7 @@ function coreProviders(): Provider[] {
           dataSource: o.dataSource,
           connection: o.connection as string | Record<string, unknown> | undefined,
           embedded: o.embedded,
+          given: { connection: 'connection' in o, dataSource: 'dataSource' in o, embedded: 'embedded' in o },
           pooler: o.pooler,
           directConnection: o.directConnection as string | Record<string, unknown> | undefined,
           maxConnections: o.maxConnections,

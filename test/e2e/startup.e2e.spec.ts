@@ -191,6 +191,36 @@ it('with neither connection nor dataSource, an embedded PostgreSQL starts, runs 
   }
 });
 
+it('an unset DATABASE_URL, or NODE_ENV=production with no connection, is refused: no throwaway database starts', async () => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'jobs-refused-'));
+  const start = async (options: Parameters<typeof JobsModule.forRoot>[0]) => {
+    const ref = await Test.createTestingModule({ imports: [JobsModule.forRoot(options)] }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    try {
+      await app.init();
+    } finally {
+      await app.close();
+    }
+  };
+  const production = process.env.NODE_ENV;
+  try {
+    await expect(start({ connection: process.env.NO_SUCH_VARIABLE, embedded: { dataDir: dir } })).rejects.toThrow(
+      /"connection" is undefined, as when it is read from an unset environment variable.*Potential fix: set the variable/,
+    );
+    process.env.NODE_ENV = 'production';
+    await expect(start({ embedded: { dataDir: dir } })).rejects.toThrow(
+      /NODE_ENV is "production": the embedded PostgreSQL is for development only/,
+    );
+    // Nothing was started in the folder either time.
+    expect(serverProcesses(dir)).toEqual([]);
+    expect(await fs.readdir(dir)).toEqual([]);
+  } finally {
+    process.env.NODE_ENV = production;
+    if (production === undefined) delete process.env.NODE_ENV;
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+});
+
 it('a @Job class without run() fails the start, naming the class', async () => {
   const schema = uniqueSchema('norun');
   schemas.push(schema);

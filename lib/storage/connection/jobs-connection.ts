@@ -21,6 +21,7 @@ import { pgPoolOf } from './pg-driver.js';
 import { checkPooler, checkDirectConnection, checkNotTransactionPooled } from './pooler-checks.js';
 import { clientSessions, poolSessions } from './pooler-probe.js';
 import { prepareSchema } from './schema-preparation.js';
+import { checkDatabaseChoice } from './database-choice.js';
 import { sessionSettingsFor, type PoolerMode } from './session-settings.js';
 import type { ResolvedTimeouts } from './timeouts.js';
 
@@ -31,6 +32,8 @@ export interface JobsConnectionSettings {
   schema: string;
   migrationsRun: boolean;
   timeouts: ResolvedTimeouts;
+  /** Which of the three keys the options hold, set or not: a key present but undefined is an unset variable. */
+  given?: { connection: boolean; dataSource: boolean; embedded: boolean };
   /** What sits in front of the server (`pooler`); checked here. */
   pooler?: unknown;
   /** A URL or options straight to the server, for LISTEN and migrations (`directConnection`). */
@@ -73,6 +76,7 @@ export class JobsConnection implements OnApplicationShutdown {
   static async open(settings: JobsConnectionSettings): Promise<JobsConnection> {
     const { schema, timeouts } = settings;
     checkSchemaName(schema);
+    checkDatabaseChoice(settings);
     const pooler = checkPooler(settings.pooler);
     const direct =
       settings.directConnection === undefined
