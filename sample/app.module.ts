@@ -32,7 +32,12 @@ export interface SampleConfig {
    * Set when databaseUrl is a connection pooler such as PgBouncer: its pool mode, and the server's own
    * URL for what a pooler cannot carry. Passed to JobsModule as its `pooler` and `directConnection`.
    */
-  pooled?: { pooler: 'transaction' | 'session'; directConnection: string };
+  pooled?: {
+    pooler: 'transaction' | 'session';
+    directConnection: string;
+    /** Sessions of the app's DataSource, and the library's own beside it (its maxConnections). */
+    budget?: { poolSize: number; maxConnections: number };
+  };
   /** One schema for the sample's tables and the jobs, so test files stay apart. */
   schema?: string;
   worker?: WorkerOptions;
@@ -55,7 +60,15 @@ export class AppModule {
         TypeOrmModule.forRootAsync({
           useFactory: async () => {
             await ensureSchema(config.databaseUrl, schema);
-            return { type: 'postgres', url: config.databaseUrl, schema, entities: [Order], synchronize: true };
+            const poolSize = config.pooled?.budget?.poolSize;
+            return {
+              type: 'postgres',
+              url: config.databaseUrl,
+              schema,
+              entities: [Order],
+              synchronize: true,
+              ...(poolSize ? { poolSize } : {}),
+            };
           },
         }),
         // The jobs share the app's DataSource: that is what makes `enqueue(…, { manager })` transactional.
@@ -63,7 +76,11 @@ export class AppModule {
           inject: [DataSource],
           useFactory: (dataSource: DataSource) => ({
             dataSource,
-            ...config.pooled,
+            ...(config.pooled && {
+              pooler: config.pooled.pooler,
+              directConnection: config.pooled.directConnection,
+              maxConnections: config.pooled.budget?.maxConnections,
+            }),
             schema: schema === 'public' ? 'jobs' : `${schema}_jobs`,
             worker: config.worker,
             clock: config.clock,

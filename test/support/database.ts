@@ -16,6 +16,7 @@ export interface JobsConnection {
   connection: string;
   pooler?: PoolerMode;
   directConnection?: string;
+  maxConnections?: number;
 }
 
 /** JOBS_TEST_POOLER: the pooler mode the suite runs through (PgBouncer, started by the globalSetup), if any. */
@@ -37,7 +38,14 @@ export function jobsConnection(): JobsConnection {
   if (!pooler) return { connection: databaseUrl() };
   const pooled = process.env.JOBS_TEST_POOLED_URL;
   if (!pooled) throw new Error('JOBS_TEST_POOLER is set but JOBS_TEST_POOLED_URL is not: the globalSetup sets it');
-  return { connection: pooled, pooler, directConnection: databaseUrl() };
+  // A session pooler holds a server connection per client session: the files that run three instances
+  // at once must fit PgBouncer's default pool of 20, so each instance keeps to 6.
+  return {
+    connection: pooled,
+    pooler,
+    directConnection: databaseUrl(),
+    ...(pooler === 'session' ? { maxConnections: 6 } : {}),
+  };
 }
 
 /** A schema name no other test file or run uses. */

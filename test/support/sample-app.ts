@@ -17,9 +17,11 @@ export interface SampleAppOptions {
 /** Where the sample app's DataSource connects, as jobsConnection() says: to the server or through the pooler. */
 export function sampleDatabase(): Pick<SampleConfig, 'databaseUrl' | 'pooled'> {
   const { connection, pooler, directConnection } = jobsConnection();
-  return pooler
-    ? { databaseUrl: connection, pooled: { pooler, directConnection: directConnection! } }
-    : { databaseUrl: connection };
+  if (!pooler) return { databaseUrl: connection };
+  // A session pooler holds a server connection per client session: three instances of the sample must
+  // fit PgBouncer's default pool of 20, so each keeps 2 for its DataSource and 4 of the library's own.
+  const budget = pooler === 'session' ? { poolSize: 2, maxConnections: 4 } : undefined;
+  return { databaseUrl: connection, pooled: { pooler, directConnection: directConnection!, budget } };
 }
 
 /** The sample app as the e2e tests run it: its own schema, quiet logs. */
