@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { RunLog } from './log.js';
+import type { PoolerMode } from './options.js';
 import type { Random } from './random.js';
 
 const LOADER = fileURLToPath(new URL('../test/support/register-swc.mjs', import.meta.url));
@@ -11,7 +12,16 @@ const RESPAWN_DELAY_MS = 500;
 
 export interface FleetSettings {
   count: number;
+  /** Where the workers connect: the server, or PgBouncer in front of it. */
   databaseUrl: string;
+  /** Set when databaseUrl is PgBouncer's (--pooler). */
+  pooler: {
+    mode: PoolerMode;
+    /** The server's own URL: the workers' directConnection. */
+    directUrl: string;
+    /** Each worker's maxConnections, or null for the library's budget around poolSize. */
+    maxConnections: number | null;
+  } | null;
   lease: number;
   concurrency: number;
   synchronousCommit: boolean;
@@ -129,6 +139,9 @@ export class WorkerFleet {
         CHAOS_LEASE: String(this.settings.lease),
         CHAOS_CONCURRENCY: String(this.settings.concurrency),
         CHAOS_SYNCHRONOUS_COMMIT: this.settings.synchronousCommit ? '1' : '',
+        CHAOS_POOLER: this.settings.pooler?.mode ?? '',
+        CHAOS_DIRECT_URL: this.settings.pooler?.directUrl ?? '',
+        CHAOS_MAX_CONNECTIONS: String(this.settings.pooler?.maxConnections ?? ''),
         NODE_OPTIONS: '',
         // The run log is a file: no colour codes in it.
         NO_COLOR: '1',

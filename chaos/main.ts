@@ -1,7 +1,7 @@
 /**
  * npm run chaos: the library under SIGKILLs, a PostgreSQL restart and a
  * connection kill, judged from the database afterwards. See USAGE in
- * options.ts and "Chaos suite" in README.md.
+ * options.ts and "The chaos suite" in docs/reference/guarantees.md.
  */
 import 'reflect-metadata';
 import fs from 'node:fs/promises';
@@ -24,7 +24,9 @@ import {
 } from './database.js';
 import { WorkerFleet } from './fleet.js';
 import { RunLog } from './log.js';
-import { parseOptions, USAGE, UsageError, type ChaosOptions } from './options.js';
+import { parseOptions, USAGE, UsageError, type ChaosOptions, type PoolerMode } from './options.js';
+import { startChaosPooler, type ChaosPooler } from './pooler.js';
+import { SESSION_ENQUEUER_MAX_CONNECTIONS, sessionWorkerMaxConnections } from './pooler-sizing.js';
 import { Random } from './random.js';
 import { formatReport, passed, seconds, type ConnectionKill, type PostgresRestart, type RunRecord } from './report.js';
 
@@ -35,17 +37,23 @@ const STATUS_EVERY_MS = 5_000;
 const STOP_GRACE_MS = 10_000;
 /** How long a due fault waits for all workers to be up before it settles for one. */
 const FAULT_PATIENCE_MS = 10_000;
+/** How long PgBouncer may take to answer again once the server is back from its restart. */
+const POOLER_BACK_WITHIN_MS = 60_000;
 
 class Interrupted extends Error {}
 
 @Module({})
 class EnqueuerModule {
-  static forRoot(url: string): DynamicModule {
+  /** `url` is PgBouncer's when `pooler` is set, and `directUrl` the server's. */
+  static forRoot(url: string, pooler: PoolerMode | null, directUrl: string): DynamicModule {
     return {
       module: EnqueuerModule,
       imports: [
         JobsModule.forRoot({
           connection: url,
+          ...(pooler ? { pooler, directConnection: directUrl } : {}),
+          // Its sessions count against PgBouncer's 20 server connections too (chaos/pooler-sizing.ts).
+          ...(pooler === 'session' ? { maxConnections: SESSION_ENQUEUER_MAX_CONNECTIONS } : {}),
           schema: JOBS_SCHEMA,
           worker: { enabled: false },
           scheduler: { enabled: false },
@@ -97,6 +105,9 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
   const setupStart = Date.now();
   await fs.mkdir(options.dataDir, { recursive: true });
   const log = new RunLog(path.join(options.dataDir, 'run.log'), options.verbose);
+  // A previous --pooler run's copy (see the finally below) would pass for this run's.
+  const poolerLog = path.join(options.dataDir, 'pgbouncer.log');
+  await fs.rm(poolerLog, { force: true });
   const say = (message: string) => {
     process.stderr.write(`[chaos ${seconds(Date.now() - setupStart).padStart(7)}] ${message}\n`);
     log.write('chaos', message);
@@ -105,6 +116,7 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
   let server: EmbeddedPostgresHandle | null = null;
   let enqueuer: INestApplicationContext | null = null;
   let fleet: WorkerFleet | null = null;
+  let pooler: ChaosPooler | null = null;
   // A Ctrl-C must not leave workers behind, whatever await we are in.
   const onAbort = () => fleet?.killAllNow();
   abort.addEventListener('abort', onAbort);
@@ -116,11 +128,18 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
       database: DATABASE,
       logger: pgLogger,
     });
+    // The server's own URL: the checks, the progress polls and the connection kill always use it.
     const url = server.url;
-    // Restarted on the same port, so that every worker's URL stays valid.
+    // Restarted on the same port, so that every worker's URL (and PgBouncer's upstream) stays valid.
     const port = Number(new URL(url).port);
+    if (options.pooler) {
+      pooler = await startChaosPooler(options.pooler, url);
+      say(`PgBouncer (${options.pooler} mode) on port ${new URL(pooler.url).port}, pid ${pooler.pid}`);
+    }
+    /** Where the enqueuer and the workers connect. */
+    const workUrl = pooler?.url ?? url;
     await resetSchemas(url);
-    enqueuer = await NestFactory.createApplicationContext(EnqueuerModule.forRoot(url), {
+    enqueuer = await NestFactory.createApplicationContext(EnqueuerModule.forRoot(workUrl, options.pooler, url), {
       logger: nestLogger(log, 'enqueuer'),
       abortOnError: false,
     });
@@ -178,7 +197,14 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
 
     fleet = new WorkerFleet({
       count: options.workers,
-      databaseUrl: url,
+      databaseUrl: workUrl,
+      pooler: options.pooler
+        ? {
+            mode: options.pooler,
+            directUrl: url,
+            maxConnections: options.pooler === 'session' ? sessionWorkerMaxConnections(options.workers) : null,
+          }
+        : null,
       lease: options.lease,
       concurrency: options.concurrency,
       // A crash of PostgreSQL undoes relaxed commits, and with them the record of runs that did happen.
@@ -224,7 +250,17 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
       server = await startEmbeddedPostgres({ dataDir: options.dataDir, port, database: DATABASE, logger: pgLogger });
       const upAt = new Date();
       say(`PostgreSQL: up again after ${seconds(upAt.getTime() - downAt.getTime())} down`);
-      faults.pgRestart = { requestedAt, workersUp, downAt, upAt, firstSuccessAt: null };
+      // PgBouncer stays up through the restart and opens new server connections by itself: a
+      // query through it shows when it does (or the run breaks, rather than waiting for the deadline).
+      // Not at once: one login that failed while the server went down (a pool refilling) makes it
+      // refuse every client for server_login_retry (15 s by default) before it tries again.
+      let poolerBackAt: Date | null = null;
+      if (pooler) {
+        if (!pooler.alive()) throw new Error('PgBouncer did not survive the PostgreSQL restart');
+        poolerBackAt = await pooler.serving(POOLER_BACK_WITHIN_MS);
+        say(`PgBouncer: answering again ${seconds(poolerBackAt.getTime() - upAt.getTime())} after the server`);
+      }
+      faults.pgRestart = { requestedAt, workersUp, downAt, upAt, poolerBackAt, firstSuccessAt: null };
     };
     const killConnections = async () => {
       const at = new Date();
@@ -365,6 +401,8 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
     abort.removeEventListener('abort', onAbort);
     fleet?.killAllNow();
     await enqueuer?.close().catch(() => undefined);
+    // On every way out (checks done, the run broken, Ctrl-C), and before the server it pools for.
+    await pooler?.stop(poolerLog).catch(() => undefined);
     await server?.stop().catch(() => undefined);
     await log.close();
   }
@@ -386,7 +424,9 @@ if (!options) {
 const controller = new AbortController();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    process.stderr.write(`\n[chaos] ${signal}: stopping workers and PostgreSQL\n`);
+    process.stderr.write(
+      `\n[chaos] ${signal}: stopping workers${options!.pooler ? ', PgBouncer' : ''} and PostgreSQL\n`,
+    );
     controller.abort();
   });
 }

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { SESSION_MAX_WORKERS } from './pooler-sizing.js';
 
 export interface ChaosOptions {
   jobs: number;
@@ -28,7 +29,16 @@ export interface ChaosOptions {
    * exactly once), or each job one way by its seq's parity ('both').
    */
   handlers: HandlerMode;
+  /**
+   * A PgBouncer in this pool mode between the workers (and the enqueuer) and
+   * PostgreSQL, or null for direct connections. LISTEN, migrations, the
+   * checks and the connection kill go straight to the server.
+   */
+  pooler: PoolerMode | null;
 }
+
+export type PoolerMode = 'transaction' | 'session';
+const POOLER_MODES: readonly PoolerMode[] = ['transaction', 'session'];
 
 export type HandlerMode = 'plain' | 'transactional' | 'both';
 const HANDLER_MODES: readonly HandlerMode[] = ['plain', 'transactional', 'both'];
@@ -63,6 +73,14 @@ interrupted attempt, and that a transactional handler's happened exactly once.
                       library starts again writes it again), transactional (in ctx.transaction(),
                       committed with the job's success: exactly once), or both (default: odd seqs
                       transactional, even ones plain, under the same kills)
+  --pooler MODE       run the workers and the enqueuer through a PgBouncer (/usr/sbin/pgbouncer,
+                      at its defaults) in MODE, transaction or session, started in front of the
+                      embedded server: JobsModule gets pooler: MODE and the direct URL as
+                      directConnection (LISTEN, migrations). It rides out the restart by itself,
+                      answering again up to server_login_retry (15 s) after the server; the
+                      connection kill then hits its server connections. In session mode each
+                      worker keeps to a share of its 20 server connections, so at most ${SESSION_MAX_WORKERS}
+                      workers. Its log is kept as <data-dir>/pgbouncer.log (default: direct)
   --timeout S         seconds after the chaos starts before unfinished jobs count as hung
                       (default 900, or duration + 180)
   --seed N            replay a run's job mix and the delays between kills (default: random,
@@ -99,6 +117,7 @@ export function parseOptions(argv: readonly string[], cwd = process.cwd()): Chao
         'no-conn-kill': { type: 'boolean' },
         'max-attempts': { type: 'string' },
         handlers: { type: 'string' },
+        pooler: { type: 'string' },
         timeout: { type: 'string' },
         seed: { type: 'string' },
         port: { type: 'string' },
@@ -115,10 +134,17 @@ export function parseOptions(argv: readonly string[], cwd = process.cwd()): Chao
   const str = (name: string) => values[name] as string | undefined;
   const duration = number(str('duration'), 'duration', 0, { min: 0 });
   const killEvery = range(str('kill-every') ?? '2-5');
+  const workers = number(str('workers'), 'workers', 3, { min: 1, integer: true });
+  const pooler = str('pooler') === undefined ? null : poolerMode(str('pooler')!);
+  if (pooler === 'session' && workers > SESSION_MAX_WORKERS) {
+    throw new UsageError(
+      `--pooler session fits at most ${SESSION_MAX_WORKERS} workers in PgBouncer's 20 server connections, got --workers ${workers}`,
+    );
+  }
   return {
     jobs: number(str('jobs'), 'jobs', 20_000, { min: 1, integer: true }),
     duration,
-    workers: number(str('workers'), 'workers', 3, { min: 1, integer: true }),
+    workers,
     concurrency: number(str('concurrency'), 'concurrency', 10, { min: 1, integer: true }),
     lease: number(str('lease'), 'lease', 1_500, { min: 300, integer: true }),
     killEvery,
@@ -134,6 +160,7 @@ export function parseOptions(argv: readonly string[], cwd = process.cwd()): Chao
     dataDir: str('data-dir') ?? `${cwd}/.jobs-data/chaos`,
     verbose: Boolean(values.verbose),
     handlers: handlerMode(str('handlers') ?? 'both'),
+    pooler,
   };
 }
 
@@ -160,6 +187,13 @@ function handlerMode(text: string): HandlerMode {
     throw new UsageError(`--handlers wants one of ${HANDLER_MODES.join(', ')}, got "${text}"`);
   }
   return text as HandlerMode;
+}
+
+function poolerMode(text: string): PoolerMode {
+  if (!(POOLER_MODES as readonly string[]).includes(text)) {
+    throw new UsageError(`--pooler wants one of ${POOLER_MODES.join(', ')}, got "${text}"`);
+  }
+  return text as PoolerMode;
 }
 
 function range(text: string): { min: number; max: number } {

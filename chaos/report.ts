@@ -10,6 +10,8 @@ export interface PostgresRestart {
   /** The server had exited (fast shutdown done). */
   downAt: Date;
   upAt: Date;
+  /** With --pooler: when a query through PgBouncer was answered again. */
+  poolerBackAt: Date | null;
   /** The first success written after the server came back. */
   firstSuccessAt: Date | null;
 }
@@ -57,7 +59,8 @@ export function formatReport(record: RunRecord, figures: RunFigures, checks: rea
     `${o.workers} workers × concurrency ${o.concurrency}, lease ${o.lease} ms, ${o.jobs} jobs ` +
       `(handlers: ${o.handlers === 'both' ? 'half in ctx.transaction(), half plain' : o.handlers}) ` +
       (o.duration > 0 ? `fed in over ${o.duration} s of chaos` : 'enqueued up front, chaos until all finished') +
-      `, max ${o.maxAttempts} attempts`,
+      `, max ${o.maxAttempts} attempts` +
+      (o.pooler ? `; through PgBouncer in ${o.pooler} mode (LISTEN and migrations direct)` : ''),
   );
   const end = record.allDoneAt ?? record.chaosEndedAt;
   row(
@@ -79,6 +82,9 @@ export function formatReport(record: RunRecord, figures: RunFigures, checks: rea
       ? restart
       : `${o.pgCrash ? 'immediate' : 'fast'} shutdown at ${at(restart.requestedAt)} with ${restart.workersUp}/${o.workers} workers up (down after ${seconds(restart.downAt.getTime() - restart.requestedAt.getTime())}), ` +
           `up again at ${at(restart.upAt)}: ${seconds(restart.upAt.getTime() - restart.downAt.getTime())} without a server; ` +
+          (restart.poolerBackAt
+            ? `PgBouncer answering again +${seconds(restart.poolerBackAt.getTime() - restart.upAt.getTime())}; `
+            : '') +
           `first success after it ${restart.firstSuccessAt ? `+${seconds(restart.firstSuccessAt.getTime() - restart.upAt.getTime())}` : 'never'}`,
   );
   const kill = record.connectionKill;
