@@ -57,7 +57,12 @@ export interface WorkerInfo {
    * The database connections its instance held open at its last heartbeat, and the most it may open
    * (`maxConnections`); null for a worker of a build that did not record them.
    */
-  connections: { open: number | null; max: number } | null;
+  connections: {
+    /** Connections open at its last heartbeat; null when its build did not count them. */
+    open: number | null;
+    /** The most its instance may open: its `maxConnections`. */
+    max: number;
+  } | null;
 }
 
 /** A worker as the dashboard's JSON and the CLI show it: `queues: 'all'` for one that serves every queue. */
