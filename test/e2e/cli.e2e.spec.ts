@@ -3,7 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { Cron, Job, JobQueue, JobQueues, JobsMonitor, type JobHandler, type JobState } from 'nestjs-durable-jobs';
 import { AdminWork, adminProviders, behaviour } from '../support/admin.jobs.js';
 import { json, runCli } from '../support/cli-process.js';
-import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
+import { dropSchemas, jobsConnection, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { waitFor } from '../support/wait.js';
 import { ROUTINES } from '../../lib/storage/routines/routine-catalog.js';
@@ -275,8 +275,9 @@ describe('the CLI', () => {
         /^ID +HOST +PID +QUEUES +RUNNING +SLOTS +CONNECTIONS +STARTED +LAST HEARTBEAT +ALIVE\n/,
       );
       // Connections: open at the last heartbeat, of the instance's maxConnections (10 by default).
-      expect(asText.stdout).toMatch(/ all +0 +2 +\d+\/10 +\S+ +\S+ +yes\n/);
-      expect(asText.stdout).toMatch(/ adm +\d+ +4 +\d+\/10 +\S+ +\S+ +yes\n/);
+      const max = jobsConnection().maxConnections ?? 10;
+      expect(asText.stdout).toMatch(new RegExp(` all +0 +2 +\\d+/${max} +\\S+ +\\S+ +yes\n`));
+      expect(asText.stdout).toMatch(new RegExp(` adm +\\d+ +4 +\\d+/${max} +\\S+ +\\S+ +yes\n`));
     } finally {
       await everyQueue.close();
     }
