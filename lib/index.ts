@@ -7,6 +7,7 @@ export type {
   JobsOptionsFactory,
   JobsConnectionOptions,
   JobsMonitoringOptions,
+  UnhandledJobsOptions,
 } from './jobs-options.interface.js';
 export { JOBS_DATA_SOURCE } from './jobs-options.interface.js';
 export { Job, type JobOptions } from './discovery/job.decorator.js';

@@ -101,6 +101,20 @@ export interface JobsModuleOptions {
    * handlers. Enqueueing such a class still throws at the call site.
    */
   unregisteredJobs?: 'error' | 'warn' | 'ignore';
+  /**
+   * Jobs that are due but that no live worker handles (a removed job type, a
+   * service never deployed): `{ failAfter: 3_600_000 }` fails each such job
+   * once it has been due that long (ms), with an error naming the job type.
+   * Left out, they wait and JobsMonitor.unhandledJobs() reports them.
+   */
+  unhandledJobs?: UnhandledJobsOptions;
+  /**
+   * The deployable this app is (an API, a billing service): it owns the
+   * schedules and limits its code declares, and never removes another
+   * service's. Default: the `name` in the package.json of the working
+   * directory, else `'app'`.
+   */
+  service?: string;
   /** Largest accepted payload, in bytes of JSON; default 256 KiB. */
   maxPayloadBytes?: number;
   /**
@@ -133,6 +147,12 @@ export interface JobsModuleOptions {
   encryption?: EncryptionOptions;
   /** Replaces the system clock (tests). */
   clock?: Clock;
+}
+
+/** JobsModule's `unhandledJobs`. */
+export interface UnhandledJobsOptions {
+  /** How long (ms) a due job that no live worker handles may wait before it fails; default: never. */
+  failAfter?: number;
 }
 
 /** What `JobsModule.forRoot()` takes: the module's options, and whether it is global. */

@@ -4,6 +4,7 @@ import type {
   JobsModuleAsyncOptions,
   JobsModuleOptions,
   JobsModuleRootOptions,
+  UnhandledJobsOptions,
 } from './jobs-options.interface.js';
 import {
   JOB_DEFAULTS_SHAPE,
@@ -127,6 +128,8 @@ const SCHEDULER_SHAPE = optionShape<SchedulerOptions>({
   misfireThreshold: true,
 });
 
+const UNHANDLED_JOBS_SHAPE = optionShape<UnhandledJobsOptions>({ failAfter: true });
+
 /** JobsModuleOptions' fields, for the shapes of the modules that take them with fields of their own. */
 export const MODULE_FIELDS = {
   dataSource: true,
@@ -147,6 +150,8 @@ export const MODULE_FIELDS = {
   // A list of names is a value; a record maps each name to its @Job options.
   externalJobs: recordOf(JOB_OPTIONS_SHAPE),
   unregisteredJobs: true,
+  unhandledJobs: UNHANDLED_JOBS_SHAPE,
+  service: true,
   maxPayloadBytes: true,
   maxResultBytes: true,
   maxErrorBytes: true,

@@ -4,6 +4,12 @@ import { JobsAdmin } from './admin/jobs-admin.service.js';
 import { JOBS_DISCOVERY_OPTIONS, type JobsDiscoveryOptions } from './discovery/discovery-options.js';
 import { JobEventsExplorer } from './discovery/job-events.explorer.js';
 import { JobRegistry } from './discovery/job-registry.js';
+import {
+  JOBS_SERVICE,
+  resolveServiceName,
+  resolveUnhandledJobsOptions,
+  UNHANDLED_JOBS_OPTIONS,
+} from './discovery/service-name.js';
 import { JobsExplorer } from './discovery/jobs.explorer.js';
 import { JobsLifecycle } from './jobs-lifecycle.js';
 import { storageProviders } from './jobs-storage.providers.js';
@@ -128,6 +134,16 @@ function coreProviders(): Provider[] {
       useFactory:
         (registry: JobRegistry, declared: Record<string, unknown>): CodeQueues =>
         () => [...new Set([...Object.keys(declared), ...registry.all().map((j) => j.options.queue)])],
+    },
+    {
+      provide: JOBS_SERVICE,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => resolveServiceName(o.service),
+    },
+    {
+      provide: UNHANDLED_JOBS_OPTIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (o: JobsModuleOptions) => resolveUnhandledJobsOptions(o.unhandledJobs),
     },
     {
       provide: Clock,
