@@ -3,7 +3,7 @@ import { Inject } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker/worker-options.js';
 import { settlesWithin } from './model/index.js';
-import { JobQueues } from './queue/job-queues.service.js';
+import { DeclarationsKeeper } from './declarations-keeper.js';
 import { ScheduleRunner } from './scheduler/schedule-runner.service.js';
 import { JobWorker } from './worker/job-worker.service.js';
 import { RetentionService } from './worker/retention.service.js';
@@ -33,7 +33,7 @@ export class JobsLifecycle implements OnApplicationBootstrap, BeforeApplicationS
     private readonly worker: JobWorker,
     private readonly scheduler: ScheduleRunner,
     private readonly retention: RetentionService,
-    private readonly queues: JobQueues,
+    private readonly declarations: DeclarationsKeeper,
     @Inject(WORKER_OPTIONS) private readonly workerOptions: ResolvedWorkerOptions,
   ) {
     // Constructors run before Nest orders the modules for the hooks.
@@ -44,8 +44,9 @@ export class JobsLifecycle implements OnApplicationBootstrap, BeforeApplicationS
 
   async onApplicationBootstrap(): Promise<void> {
     try {
-      // The code's queue limits are in force before the first claim.
-      await this.queues.syncCode();
+      // The service's declarations (limits, schedules) are in force before the first claim and tick.
+      await this.declarations.start();
+      this.started.push(() => this.declarations.stop());
       await this.scheduler.start();
       this.started.push(() => this.scheduler.stop());
       await this.worker.start();

@@ -27,6 +27,8 @@ import { NotificationListener } from './storage/notifications/notification-liste
 import { PostgresQueueStorage } from './storage/queues/postgres-queue-storage.js';
 import { QUEUE_STORAGE } from './storage/queues/queue-storage.interface.js';
 import { PostgresScheduleStorage } from './storage/schedules/postgres-schedule-storage.js';
+import { PostgresServiceStorage } from './storage/services/postgres-service-storage.js';
+import { SERVICE_STORAGE } from './storage/services/service-storage.interface.js';
 import { SCHEDULE_STORAGE } from './storage/schedules/schedule-storage.interface.js';
 import { StorageContext } from './storage/storage-context.js';
 import { PostgresWorkflowStorage } from './storage/workflows/postgres-workflow-storage.js';
@@ -95,6 +97,7 @@ export function storageProviders(): Provider[] {
         new PostgresWorkflowStorage(c, enqueue, outcomes),
     },
     fromContext(SCHEDULE_STORAGE, (c) => new PostgresScheduleStorage(c)),
+    fromContext(SERVICE_STORAGE, (c) => new PostgresServiceStorage(c)),
     fromContext(MONITORING_STORAGE, (c) => new PostgresMonitoringStorage(c)),
     {
       provide: MONITORING_READS,

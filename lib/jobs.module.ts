@@ -10,6 +10,7 @@ import {
   resolveUnhandledJobsOptions,
   UNHANDLED_JOBS_OPTIONS,
 } from './discovery/service-name.js';
+import { DeclarationsKeeper } from './declarations-keeper.js';
 import { JobsExplorer } from './discovery/jobs.explorer.js';
 import { JobsLifecycle } from './jobs-lifecycle.js';
 import { storageProviders } from './jobs-storage.providers.js';
@@ -213,6 +214,7 @@ function coreProviders(): Provider[] {
     RecurringSchedules,
     { provide: SCHEDULE_CONTROL, useExisting: RecurringSchedules },
     JobsMonitor,
+    DeclarationsKeeper,
     // Listener errors are logged under this context; the model layer has no logger of its own.
     { provide: JobEvents, useFactory: () => new JobEvents(new Logger('JobEvents')) },
     JobEventsExplorer,

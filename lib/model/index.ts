@@ -23,3 +23,4 @@ export * from './unique-keys.js';
 export * from './job-cipher.js';
 export * from './error-bound.js';
 export * from './execution-history.js';
+export * from './services.js';

@@ -70,6 +70,8 @@ export interface RateLimitInfo {
   key: string;
   /** Its limit in force (null `value` once `JobQueues.setRateLimit()` removed it), and where it came from. */
   rateLimit: LimitInfo<RateLimit>;
+  /** The service whose code declares the key (JobsModule's `service`); null when none does. */
+  service: string | null;
   /** The job names whose `@Job` refers to the key, each in its queue. */
   jobs: Array<{
     /** The queue the job runs in. */
@@ -89,6 +91,8 @@ export interface QueueInfo {
   concurrency: LimitInfo<number>;
   /** The queue's rate limit; null `value` for none. */
   rateLimit: LimitInfo<RateLimit>;
+  /** The service whose code declares the queue's limits (JobsModule's `service`); null when no code does. */
+  service: string | null;
   /** Job names with limits of their own in this queue. */
   jobs: Array<{
     /** The job's name, as in `@Job(name)`. */
@@ -97,6 +101,8 @@ export interface QueueInfo {
     concurrency: LimitInfo<number>;
     /** The name's own rate limit; null `value` for none (a keyed limit it refers to is in `JobQueues.rateLimits()`). */
     rateLimit: LimitInfo<RateLimit>;
+    /** The service whose code declares the name's limits; null when no code does. */
+    service: string | null;
   }>;
   /** Its groups' concurrency limit, and the groups with one of their own. */
   groups: GroupLimitsInfo;

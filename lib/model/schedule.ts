@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { JobState } from './job-state.js';
 
 /** What happens to ticks that passed while no instance was running the scheduler. */
@@ -55,6 +56,11 @@ export interface ScheduleInfo {
   payload: unknown;
   /** `code` for a `@Cron`, `dynamic` for one made with `RecurringSchedules.upsert()`. */
   source: ScheduleSource;
+  /**
+   * The service whose code declares it (JobsModule's `service`), for a `@Cron`; null for a
+   * dynamic schedule, or a code-defined one written before schedules had owners.
+   */
+  service: string | null;
   /** What it does about ticks missed while no instance ran; default `latest`. */
   catchUp: CatchUpMode;
   /** Whether a tick runs while the previous run is still waiting, queued or active; default `allow`. */
@@ -91,3 +97,13 @@ export interface ScheduleControl {
   runNow(name: string): Promise<{ jobId: string }>;
 }
 export const SCHEDULE_CONTROL = Symbol('SCHEDULE_CONTROL');
+
+/**
+ * What a definition declares, as a short digest: two services declaring one schedule name agree
+ * when their digests do. The next tick is left out (it depends on when the definition was built),
+ * and so is the stored payload (sealed differently on every write when encrypted).
+ */
+export function scheduleDefinitionHash(d: ScheduleDefinition): string {
+  const declared = [d.jobName, d.cron, d.timeZone, d.payloadJson, d.jobOptions, d.catchUp, d.overlap, !!d.encrypted];
+  return createHash('sha256').update(JSON.stringify(declared)).digest('hex').slice(0, 32);
+}

@@ -21,12 +21,11 @@ import {
 import { MONITORING_STORAGE, type MonitoringStorage } from '../storage/monitoring/monitoring-storage.interface.js';
 import {
   QUEUE_STORAGE,
-  type CodeLimits,
   type QueueConfig,
   type QueueStorage,
 } from '../storage/queues/queue-storage.interface.js';
 import { listQueues } from './queue-list.js';
-import { RATE_LIMIT_DECLARATIONS, rateKeyOf } from './rate-limit-declarations.js';
+import { RATE_LIMIT_DECLARATIONS } from './rate-limit-declarations.js';
 
 /** JobsModule's `queues`, validated. */
 export const QUEUE_DECLARATIONS = Symbol('QUEUE_DECLARATIONS');
@@ -72,40 +71,6 @@ export class JobQueues {
     @Inject(QUEUE_DECLARATIONS) private readonly declared: Readonly<Record<string, QueueOptions>>,
     @Inject(RATE_LIMIT_DECLARATIONS) private readonly keyed: Readonly<Record<string, RateLimit>>,
   ) {}
-
-  /**
-   * Writes what the code declares (JobsModule's `queues` and `rateLimits`,
-   * `@Job`'s limits): at start, before the worker claims. A limit the code
-   * changed takes the code's value; one changed at run time under the same
-   * code keeps it. A `@Job` whose `rateLimit` names an undeclared key fails
-   * the start.
-   */
-  async syncCode(): Promise<void> {
-    // An app that declares nothing (the CLI, a dashboard-only app) has no say over the limits: its
-    // empty declarations would read as "every limit removed from the code".
-    if (!Object.keys(this.declared).length && !Object.keys(this.keyed).length && !this.registry.names().length) return;
-    const declared: CodeLimits[] = Object.entries(this.declared).map(([queue, o]) => ({
-      queue,
-      concurrency: o.concurrency ?? null,
-      rateLimit: o.rateLimit ?? null,
-      groupMinInflight: o.groups?.minInflight,
-      groupShare: o.groups?.shareThreshold,
-      groupConcurrency: o.groups?.concurrency,
-    }));
-    for (const job of this.registry.all()) {
-      const { concurrency, rateLimit } = job.declared;
-      if (concurrency === undefined && rateLimit === undefined) continue;
-      const rateKey = rateKeyOf(job, this.keyed);
-      const queue = job.options.queue;
-      // The claim reads a name's limits through its queue's row.
-      if (!declared.some((d) => d.queue === queue && !d.name)) {
-        declared.push({ queue, concurrency: null, rateLimit: null });
-      }
-      const own = rateKey === undefined ? (rateLimit as RateLimit | undefined) : undefined;
-      declared.push({ queue, name: job.name, concurrency: concurrency ?? null, rateLimit: own ?? null, rateKey });
-    }
-    await databaseCall('JobQueues.syncCode()', () => this.storage.syncCode(declared, this.keyed, this.clock.now()));
-  }
 
   /** Running jobs finish; queued ones stay queued until resume(); enqueue goes on working. */
   async pause(queue: string): Promise<void> {
@@ -177,6 +142,7 @@ export class JobQueues {
       return {
         key,
         rateLimit: { value: k ? k.rateLimit : this.keyed[key]!, source: k?.rateSource ?? 'code' },
+        service: k?.service ?? null,
         jobs: k?.jobs ?? [],
       };
     });

@@ -27,7 +27,8 @@ export async function listQueues(
       name,
       paused: config?.paused ?? false,
       ...limitInfo(config),
-      jobs: (config?.names ?? []).map((n) => ({ name: n.name, ...limitInfo(n) })),
+      service: config?.service ?? null,
+      jobs: (config?.names ?? []).map((n) => ({ name: n.name, ...limitInfo(n), service: n.service })),
       groups: {
         concurrency: config?.groupConcurrency ?? null,
         overrides: groupLimits

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { JobRegistry } from '../discovery/job-registry.js';
-import { Clock, uuidv7 } from '../model/index.js';
+import { Clock, uuidv7, type ScheduleDefinition } from '../model/index.js';
 import { QUEUE_SETTINGS, type QueueSettings } from '../model/index.js';
 import { JobNotifications } from '../storage/notifications/job-notifications.interface.js';
 import {
@@ -62,12 +62,11 @@ export class ScheduleRunner {
   }
 
   /**
-   * Writes the code-defined schedules and starts turning ticks into jobs
-   * (JobsLifecycle calls it once the whole app has bootstrapped).
+   * Starts turning ticks into jobs (JobsLifecycle calls it once the whole app has bootstrapped,
+   * after the service's declarations are written).
    */
   async start(): Promise<void> {
     if (this.state !== 'idle') return;
-    if (this.options.syncCodeSchedules) await this.writeCodeSchedules();
     if (!this.options.enabled) return;
     this.state = 'running';
     this.unsubscribe.push(
@@ -93,10 +92,9 @@ export class ScheduleRunner {
     await this.due.run();
   }
 
-  /** Writes this app's @Cron declarations, and removes code-defined rows it no longer declares. */
-  private async writeCodeSchedules(): Promise<void> {
-    const now = this.clock.now();
-    const definitions = this.explorer.schedules.map((s) => ({
+  /** This app's @Cron declarations, as stored; their first ticks counted from `now`. */
+  codeSchedules(now: Date): ScheduleDefinition[] {
+    return this.explorer.schedules.map((s) => ({
       encrypted: this.registry.optionsOf(s.jobName).encrypted,
       ...defineSchedule(
         `@Cron('${s.metadata.expression}') on ${s.className}`,
@@ -111,14 +109,6 @@ export class ScheduleRunner {
         now,
       ),
     }));
-    const { removed } = await this.storage.syncCodeSchedules(definitions, this.registry.externalNames(), now);
-    if (removed.length)
-      this.logger.log(`Removed code-defined schedule(s) no longer in the code: ${removed.join(', ')}`);
-    if (definitions.length) {
-      this.logger.log(
-        `Code-defined schedule(s): ${definitions.map((d) => `${d.name} (${d.cron} ${d.timeZone})`).join(', ')}`,
-      );
-    }
   }
 
   /** Turns every due tick into jobs now; resolves after a full pass that began after the call. */

@@ -223,6 +223,7 @@ describe('keyed rate limits declared in code and changed at run time', () => {
       {
         key: 'partner-api',
         rateLimit: { value: { max: 10, per: 1_000 }, source: 'code' },
+        service: 'nestjs-durable-jobs',
         jobs: [
           { queue: 'rk-a', name: 'rk-partner-a' },
           { queue: 'rk-b', name: 'rk-partner-b' },

@@ -30,21 +30,6 @@ export class PostgresQueueStorage implements QueueStorage {
     return this.pool.query<Row>(this.sql[key], values);
   }
 
-  async syncCode(declared: readonly CodeLimits[], keys: Readonly<Record<string, RateLimit>>, now: Date): Promise<void> {
-    const rows = declared.map((d) => ({
-      queue: d.queue,
-      name: d.name ?? null,
-      concurrency: d.concurrency,
-      rate: d.rateLimit,
-      min_inflight: d.groupMinInflight ?? null,
-      share: d.groupShare ?? null,
-      group_concurrency: d.groupConcurrency ?? null,
-      rate_key: d.rateKey ?? null,
-    }));
-    const keyed = Object.entries(keys).map(([key, rate]) => ({ key, rate }));
-    await this.run('syncCode', [JSON.stringify(rows), now, this.channel, JSON.stringify(keyed)]);
-  }
-
   async hasJobs(queue: string): Promise<boolean> {
     return (await this.run('hasJobs', [queue]))[0]!['found'] === true;
   }
@@ -101,8 +86,8 @@ export class PostgresQueueStorage implements QueueStorage {
 
   async rateLimits(): Promise<RateLimitConfig[]> {
     return (await this.run('rateLimits', [])).map((r) => {
-      const { rateLimit, rateSource } = limitsOf(r);
-      return { key: r.key as string, rateLimit, rateSource, jobs: r.jobs as RateLimitConfig['jobs'] };
+      const { rateLimit, rateSource, service } = limitsOf(r);
+      return { key: r.key as string, rateLimit, rateSource, service, jobs: r.jobs as RateLimitConfig['jobs'] };
     });
   }
 
@@ -117,5 +102,26 @@ function limitsOf(r: Row): Limits {
     concurrencySource: r.concurrency_source as LimitSource,
     rateLimit: r.rate_max == null ? null : { max: r.rate_max as number, per: r.rate_per_ms as number },
     rateSource: r.rate_source as LimitSource,
+    service: (r.code_service as string | null) ?? null,
   };
+}
+
+/** syncCode's and codeConflicts' declarations ($1) and keyed limits ($4 / $3), as JSON. */
+export function encodeCodeLimits(
+  declared: readonly CodeLimits[],
+  keys: Readonly<Record<string, RateLimit>>,
+): { limits: string; keys: string } {
+  const rows = declared.map((d) => ({
+    queue: d.queue,
+    name: d.name ?? null,
+    declared: d.declared ?? false,
+    concurrency: d.concurrency,
+    rate: d.rateLimit,
+    min_inflight: d.groupMinInflight ?? null,
+    share: d.groupShare ?? null,
+    group_concurrency: d.groupConcurrency ?? null,
+    rate_key: d.rateKey ?? null,
+  }));
+  const keyed = Object.entries(keys).map(([key, rate]) => ({ key, rate }));
+  return { limits: JSON.stringify(rows), keys: JSON.stringify(keyed) };
 }

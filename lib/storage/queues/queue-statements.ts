@@ -34,45 +34,56 @@ export function queueStatements(schema: string) {
         rate_source = CASE WHEN ${t}.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN 'code' ELSE ${t}.rate_source END,
         rate_code = EXCLUDED.rate_code`;
   return {
-    // $1: [{ queue, name (null for the queue), concurrency, rate: {max, per} | null, min_inflight, share,
-    // group_concurrency, rate_key }], $2 now, $3 channel, $4: [{ key, rate: {max, per} }], the keyed rate limits.
-    // The groups' settings are the code's alone.
+    // $1: [{ queue, name (null for the queue), declared (false: a queue row only for its names' limits),
+    // concurrency, rate: {max, per} | null, min_inflight, share, group_concurrency, rate_key }], $2 now,
+    // $3 channel, $4: [{ key, rate: {max, per} }], the keyed rate limits, $5 this service.
+    // The groups' settings are the code's alone. Only this service's declarations are written or
+    // removed (code_service); one written before declarations had owners counts as this service's.
     syncCode: `WITH d AS (
       SELECT * FROM jsonb_to_recordset($1::jsonb)
-        AS d(queue text, name text, concurrency int, rate jsonb, min_inflight int, share real, group_concurrency int,
-             rate_key text)
+        AS d(queue text, name text, declared boolean, concurrency int, rate jsonb, min_inflight int, share real,
+             group_concurrency int, rate_key text)
     ), k AS (
       SELECT * FROM jsonb_to_recordset($4::jsonb) AS k(key text, rate jsonb)
     ), krows AS (
       -- In key order: the order the controlled claim locks keys in.
-      INSERT INTO ${s}.job_rate_limit AS q (key, rate_max, rate_per_ms, rate_code, updated_at)
-      SELECT k.key, (k.rate ->> 'max')::int, (k.rate ->> 'per')::int, k.rate, $2 FROM k ORDER BY k.key
+      INSERT INTO ${s}.job_rate_limit AS q (key, rate_max, rate_per_ms, rate_code, code_service, updated_at)
+      SELECT k.key, (k.rate ->> 'max')::int, (k.rate ->> 'per')::int, k.rate, $5, $2 FROM k ORDER BY k.key
       ON CONFLICT (key) DO UPDATE SET
         rate_max = CASE WHEN q.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN EXCLUDED.rate_max ELSE q.rate_max END,
         rate_per_ms = CASE WHEN q.rate_code IS DISTINCT FROM EXCLUDED.rate_code
                            THEN EXCLUDED.rate_per_ms ELSE q.rate_per_ms END,
         rate_source = CASE WHEN q.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN 'code' ELSE q.rate_source END,
-        rate_code = EXCLUDED.rate_code, updated_at = $2
+        rate_code = EXCLUDED.rate_code, code_service = EXCLUDED.code_service, updated_at = $2
+        WHERE q.code_service IS NULL OR q.code_service = EXCLUDED.code_service
     ), gone_keys AS (
       DELETE FROM ${s}.job_rate_limit q
-       WHERE q.rate_source = 'code' AND NOT EXISTS (SELECT 1 FROM k WHERE k.key = q.key)
+       WHERE q.rate_source = 'code' AND (q.code_service IS NULL OR q.code_service = $5)
+         AND NOT EXISTS (SELECT 1 FROM k WHERE k.key = q.key)
+    ), bare AS (
+      INSERT INTO ${s}.job_queue (name, updated_at)
+      SELECT d.queue, $2 FROM d WHERE d.name IS NULL AND NOT d.declared
+      ON CONFLICT (name) DO NOTHING
     ), qrows AS (
       INSERT INTO ${s}.job_queue AS q (name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
-                                        group_min_inflight, group_share, group_concurrency, updated_at)
+                                        group_min_inflight, group_share, group_concurrency, code_service, updated_at)
       SELECT d.queue, d.concurrency, d.concurrency, (d.rate ->> 'max')::int, (d.rate ->> 'per')::int, d.rate,
-             coalesce(d.min_inflight, 2), coalesce(d.share, 0.5), d.group_concurrency, $2
-        FROM d WHERE d.name IS NULL
+             coalesce(d.min_inflight, 2), coalesce(d.share, 0.5), d.group_concurrency, $5, $2
+        FROM d WHERE d.name IS NULL AND d.declared
       ON CONFLICT (name) DO UPDATE SET ${fromCode('q')},
         group_min_inflight = EXCLUDED.group_min_inflight, group_share = EXCLUDED.group_share,
-        group_concurrency = EXCLUDED.group_concurrency, updated_at = $2
+        group_concurrency = EXCLUDED.group_concurrency, code_service = EXCLUDED.code_service, updated_at = $2
+        WHERE q.code_service IS NULL OR q.code_service = EXCLUDED.code_service
       RETURNING q.name
     ), nrows AS (
       INSERT INTO ${s}.job_name_limit AS q (queue, name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
-                                            rate_key, updated_at)
+                                            rate_key, code_service, updated_at)
       SELECT d.queue, d.name, d.concurrency, d.concurrency, (d.rate ->> 'max')::int, (d.rate ->> 'per')::int, d.rate,
-             d.rate_key, $2
+             d.rate_key, $5, $2
         FROM d WHERE d.name IS NOT NULL
-      ON CONFLICT (queue, name) DO UPDATE SET ${fromCode('q')}, rate_key = EXCLUDED.rate_key, updated_at = $2
+      ON CONFLICT (queue, name) DO UPDATE SET ${fromCode('q')}, rate_key = EXCLUDED.rate_key,
+        code_service = EXCLUDED.code_service, updated_at = $2
+        WHERE q.code_service IS NULL OR q.code_service = EXCLUDED.code_service
       RETURNING q.queue
     ), gone AS (
       -- Declared before, not any more: the code changed each such limit to "none".
@@ -83,13 +94,15 @@ export function queueStatements(schema: string) {
              rate_max = CASE WHEN q.rate_code IS NOT NULL THEN NULL ELSE q.rate_max END,
              rate_per_ms = CASE WHEN q.rate_code IS NOT NULL THEN NULL ELSE q.rate_per_ms END,
              rate_source = CASE WHEN q.rate_code IS NOT NULL THEN 'code' ELSE q.rate_source END,
-             rate_code = NULL, group_concurrency = NULL, updated_at = $2
+             rate_code = NULL, group_concurrency = NULL, code_service = NULL, updated_at = $2
        WHERE (q.concurrency_code IS NOT NULL OR q.rate_code IS NOT NULL OR q.group_concurrency IS NOT NULL)
-         AND NOT EXISTS (SELECT 1 FROM d WHERE d.name IS NULL AND d.queue = q.name)
+         AND (q.code_service IS NULL OR q.code_service = $5)
+         AND NOT EXISTS (SELECT 1 FROM d WHERE d.name IS NULL AND d.declared AND d.queue = q.name)
       RETURNING q.name
     ), gone_names AS (
       DELETE FROM ${s}.job_name_limit q
        WHERE q.concurrency_source = 'code' AND q.rate_source = 'code'
+         AND (q.code_service IS NULL OR q.code_service = $5)
          AND NOT EXISTS (SELECT 1 FROM d WHERE d.name = q.name AND d.queue = q.queue)
       RETURNING q.queue
     )
@@ -97,14 +110,44 @@ export function queueStatements(schema: string) {
       FROM (SELECT name AS q FROM qrows UNION SELECT queue FROM nrows UNION SELECT name FROM gone
             UNION SELECT queue FROM gone_names) x`,
 
+    /**
+     * The declarations (syncCode's $1 and $4) another service ($2) owns with other values: what
+     * a start must refuse rather than overwrite. kind: queue, job or key; name: the job name for a job.
+     */
+    codeConflicts: `WITH d AS (
+      SELECT * FROM jsonb_to_recordset($1::jsonb)
+        AS d(queue text, name text, declared boolean, concurrency int, rate jsonb, min_inflight int, share real,
+             group_concurrency int, rate_key text)
+    ), k AS (
+      SELECT * FROM jsonb_to_recordset($3::jsonb) AS k(key text, rate jsonb)
+    )
+    SELECT 'queue' AS kind, d.queue AS target, q.code_service AS service
+      FROM d JOIN ${s}.job_queue q ON q.name = d.queue
+     WHERE d.name IS NULL AND d.declared AND q.code_service <> $2
+       AND (q.concurrency_code IS DISTINCT FROM d.concurrency OR q.rate_code IS DISTINCT FROM d.rate
+            OR q.group_min_inflight IS DISTINCT FROM coalesce(d.min_inflight, 2)
+            OR q.group_share IS DISTINCT FROM coalesce(d.share, 0.5)
+            OR q.group_concurrency IS DISTINCT FROM d.group_concurrency)
+    UNION ALL
+    SELECT 'job', d.queue || '/' || d.name, l.code_service
+      FROM d JOIN ${s}.job_name_limit l ON l.queue = d.queue AND l.name = d.name
+     WHERE l.code_service <> $2
+       AND (l.concurrency_code IS DISTINCT FROM d.concurrency OR l.rate_code IS DISTINCT FROM d.rate
+            OR l.rate_key IS DISTINCT FROM d.rate_key)
+    UNION ALL
+    SELECT 'key', k.key, r.code_service
+      FROM k JOIN ${s}.job_rate_limit r ON r.key = k.key
+     WHERE r.code_service <> $2 AND r.rate_code IS DISTINCT FROM k.rate
+    ORDER BY 1, 2`,
+
     /** $1 queue. Any job at all, ended ones included: the typo check of pause and setLimits, not a hot path. */
     hasJobs: `SELECT EXISTS (SELECT 1 FROM ${s}.job WHERE queue = $1) AS found`,
     configs: `SELECT q.name AS queue, q.concurrency, q.concurrency_source, q.rate_max, q.rate_per_ms, q.rate_source, q.paused,
-             q.has_groups, q.has_serial, q.group_min_inflight, q.group_share, q.group_concurrency,
+             q.has_groups, q.has_serial, q.group_min_inflight, q.group_share, q.group_concurrency, q.code_service,
              (SELECT count(*)::int FROM ${s}.job_group_limit g WHERE g.queue = q.name) AS group_limits,
              coalesce((SELECT jsonb_agg(jsonb_build_object('name', l.name, 'concurrency', l.concurrency,
                          'concurrency_source', l.concurrency_source, 'rate_max', l.rate_max, 'rate_per_ms', l.rate_per_ms,
-                         'rate_source', l.rate_source, 'rate_key', l.rate_key) ORDER BY l.name)
+                         'rate_source', l.rate_source, 'rate_key', l.rate_key, 'code_service', l.code_service) ORDER BY l.name)
                          FROM ${s}.job_name_limit l WHERE l.queue = q.name), '[]') AS names
         FROM ${s}.job_queue q ORDER BY q.name`,
 
@@ -156,7 +199,7 @@ export function queueStatements(schema: string) {
     )
     SELECT ${notifySql('queues', '$5', '$1::text')}`,
 
-    rateLimits: `SELECT k.key, k.rate_max, k.rate_per_ms, k.rate_source,
+    rateLimits: `SELECT k.key, k.rate_max, k.rate_per_ms, k.rate_source, k.code_service,
              coalesce((SELECT jsonb_agg(jsonb_build_object('queue', l.queue, 'name', l.name) ORDER BY l.queue, l.name)
                          FROM ${s}.job_name_limit l WHERE l.rate_key = k.key), '[]') AS jobs
         FROM ${s}.job_rate_limit k ORDER BY k.key`,

@@ -7,6 +7,8 @@ export interface Limits {
   concurrencySource: LimitSource;
   rateLimit: RateLimit | null;
   rateSource: LimitSource;
+  /** The service whose code declares these limits; null when no code declares them. */
+  service: string | null;
 }
 
 /** One queue's stored settings, and those of the job names with limits of their own in it. */
@@ -29,6 +31,8 @@ export interface RateLimitConfig {
   key: string;
   rateLimit: RateLimit | null;
   rateSource: LimitSource;
+  /** The service whose code declares the key; null when set at run time only. */
+  service: string | null;
   jobs: Array<{ queue: string; name: string }>;
 }
 
@@ -44,6 +48,11 @@ export interface CodeLimits {
   queue: string;
   /** Set for a job name's own limits. */
   name?: string;
+  /**
+   * For a queue (no name): true when JobsModule's `queues` declares its limits; false when the
+   * queue is there only because job names in it have limits (its own limits are not this code's).
+   */
+  declared?: boolean;
   concurrency: number | null;
   rateLimit: RateLimit | null;
   /** The keyed rate limit a job name's @Job refers to. */
@@ -61,12 +70,6 @@ export interface LimitChange {
 
 /** The settings of queues, kept in the database so every instance enforces the same ones. */
 export interface QueueStorage {
-  /**
-   * Writes what the code declares. A field the code changed takes the code's
-   * value; a field the same code declared before keeps a run-time change.
-   * Declarations gone from the code count as changed to "no limit".
-   */
-  syncCode(declared: readonly CodeLimits[], keys: Readonly<Record<string, RateLimit>>, now: Date): Promise<void>;
   configs(): Promise<QueueConfig[]>;
   /** Whether any job, ended or not, was ever in the queue (until pruned). */
   hasJobs(queue: string): Promise<boolean>;

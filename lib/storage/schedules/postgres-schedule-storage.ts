@@ -8,6 +8,7 @@ import type {
   ScheduleInfo,
   ScheduleSource,
 } from '../../model/index.js';
+import { scheduleDefinitionHash } from '../../model/index.js';
 import type {
   DueSchedule,
   FireRequest,
@@ -41,20 +42,6 @@ export class PostgresScheduleStorage implements ScheduleStorage {
 
   private run<T = Row>(key: keyof ScheduleStatements, values: unknown[]): Promise<T[]> {
     return this.pool.query<T>(this.sql[key], values, this.prefix + key);
-  }
-
-  async syncCodeSchedules(
-    definitions: readonly ScheduleDefinition[],
-    foreignJobs: readonly string[],
-    now: Date,
-  ): Promise<{ removed: string[] }> {
-    const [row] = await this.run('syncCode', [
-      encodeDefinitions(definitions, this.cipher),
-      now,
-      this.channel,
-      foreignJobs,
-    ]);
-    return { removed: (row?.removed as string[] | undefined) ?? [] };
   }
 
   async upsertDynamic(definition: ScheduleDefinition, now: Date): Promise<boolean> {
@@ -135,13 +122,14 @@ export class PostgresScheduleStorage implements ScheduleStorage {
 }
 
 /** Payloads are already JSON: spliced in, not encoded twice; an encrypted job's sealed. */
-function encodeDefinitions(definitions: readonly ScheduleDefinition[], cipher: JobCipher): string {
+export function encodeDefinitions(definitions: readonly ScheduleDefinition[], cipher: JobCipher): string {
   const parts = definitions.map(
     (d) =>
       `{"name":${JSON.stringify(d.name)},"job_name":${JSON.stringify(d.jobName)},"cron":${JSON.stringify(d.cron)},` +
       `"time_zone":${JSON.stringify(d.timeZone)},"payload":${d.encrypted || cipher.all ? cipher.sealJson(d.payloadJson) : d.payloadJson},` +
       `"options":${JSON.stringify(d.jobOptions)},` +
-      `"catch_up":"${d.catchUp}","overlap":"${d.overlap}","next_run_at":"${d.nextRunAt.toISOString()}"}`,
+      `"catch_up":"${d.catchUp}","overlap":"${d.overlap}","next_run_at":"${d.nextRunAt.toISOString()}",` +
+      `"definition_hash":"${scheduleDefinitionHash(d)}"}`,
   );
   return `[${parts.join(',')}]`;
 }
@@ -154,6 +142,7 @@ function toInfo(row: Row, cipher: JobCipher): ScheduleInfo {
     timeZone: row.time_zone as string,
     payload: cipher.revealValue(row.payload ?? null),
     source: row.source as ScheduleSource,
+    service: (row.service as string | null) ?? null,
     catchUp: row.catch_up as CatchUpMode,
     overlap: row.overlap as OverlapMode,
     paused: row.paused as boolean,

@@ -4,7 +4,7 @@ import { notifySql } from '../notifications/notification-topics.js';
 
 /** Columns of a schedule definition, as the JSON record set the writes take. */
 const DEFINITION_RECORD = `(name text, job_name text, cron text, time_zone text, payload jsonb, options jsonb,
-  catch_up text, overlap text, next_run_at timestamptz)`;
+  catch_up text, overlap text, next_run_at timestamptz, definition_hash text)`;
 
 /**
  * Keeps the stored next tick unless the timing changed: a restart after
@@ -21,7 +21,7 @@ const TICK_JOB = {
   timeoutMs: (r: string) => `(${r}.options->>'timeoutMs')::int`,
 };
 
-const SCHEDULE_COLUMNS = `r.name, r.job_name, r.cron, r.time_zone, r.payload, r.source, r.catch_up, r.overlap, r.paused,
+const SCHEDULE_COLUMNS = `r.name, r.job_name, r.cron, r.time_zone, r.payload, r.source, r.service, r.catch_up, r.overlap, r.paused,
   r.next_run_at, r.last_run_at, r.last_job_id, r.skipped_count, r.last_skipped_at, r.updated_at`;
 
 /**
@@ -33,24 +33,29 @@ export function scheduleStatements(schema: string) {
   const s = quoteIdent(schema);
   const sched = `${s}.recurring_schedule`;
   return {
-    // Code-defined rows follow the deployed code: written, taken over from a
-    // dynamic row of the same name, or removed when their @Cron is gone.
-    // Rows of jobs in $4 (this app's externalJobs) belong to the code of the
-    // service that runs them, so this app leaves them alone.
+    // A service's code-defined rows follow its deployed code: written, taken over from a dynamic
+    // row of the same name, or removed when their @Cron is gone. Another service's rows are left
+    // alone ($5 is this service); a row written before rows had owners is this service's unless
+    // its job is in $4 (this app's externalJobs: the code of the service that runs it owns it).
     syncCode: `WITH d AS (
       SELECT * FROM jsonb_to_recordset($1::jsonb) AS d${DEFINITION_RECORD}
     ), up AS (
       INSERT INTO ${sched} AS r (name, job_name, cron, time_zone, payload, source, options, catch_up, overlap,
-                                 next_run_at, created_at, updated_at)
-      SELECT name, job_name, cron, time_zone, payload, 'code', options, catch_up, overlap, next_run_at, $2, $2 FROM d
+                                 next_run_at, service, definition_hash, created_at, updated_at)
+      SELECT name, job_name, cron, time_zone, payload, 'code', options, catch_up, overlap, next_run_at,
+             $5, definition_hash, $2, $2
+        FROM d
       ON CONFLICT (name) DO UPDATE
         SET job_name = EXCLUDED.job_name, cron = EXCLUDED.cron, time_zone = EXCLUDED.time_zone,
             payload = EXCLUDED.payload, source = 'code', options = EXCLUDED.options, catch_up = EXCLUDED.catch_up,
-            overlap = EXCLUDED.overlap, next_run_at = ${KEEP_NEXT_RUN}, updated_at = $2
+            overlap = EXCLUDED.overlap, next_run_at = ${KEEP_NEXT_RUN}, service = EXCLUDED.service,
+            definition_hash = EXCLUDED.definition_hash, updated_at = $2
+        WHERE r.source = 'dynamic' OR r.service IS NULL OR r.service = EXCLUDED.service
       RETURNING r.name
     ), del AS (
       DELETE FROM ${sched} r
-       WHERE r.source = 'code' AND NOT EXISTS (SELECT 1 FROM d WHERE d.name = r.name) AND NOT r.job_name = ANY($4::text[])
+       WHERE r.source = 'code' AND NOT EXISTS (SELECT 1 FROM d WHERE d.name = r.name)
+         AND (r.service = $5 OR (r.service IS NULL AND NOT r.job_name = ANY($4::text[])))
       RETURNING r.name
     ), n AS (
       SELECT ${notifySql('schedules', '$3', "''")}
@@ -58,6 +63,13 @@ export function scheduleStatements(schema: string) {
     SELECT (SELECT count(*) FROM up)::int AS written,
            (SELECT coalesce(array_agg(name ORDER BY name), '{}') FROM del) AS removed,
            (SELECT count(*) FROM n)::int AS notified`,
+
+    /** $1 [{ name, definition_hash }], $2 this service: another service's code-defined rows that differ. */
+    codeConflicts: `SELECT d.name, r.service
+      FROM jsonb_to_recordset($1::jsonb) AS d(name text, definition_hash text)
+      JOIN ${sched} r ON r.name = d.name
+     WHERE r.source = 'code' AND r.service <> $2 AND r.definition_hash IS DISTINCT FROM d.definition_hash
+     ORDER BY d.name`,
 
     // The DO UPDATE's WHERE leaves a code-defined row alone: no row comes back.
     upsertDynamic: `WITH d AS (

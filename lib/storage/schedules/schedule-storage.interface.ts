@@ -45,15 +45,6 @@ export type RunScheduleResult =
   | { outcome: 'busy'; jobId: string; state: JobState };
 
 export interface ScheduleStorage {
-  /**
-   * Writes every code-defined schedule and removes code-defined rows not
-   * among them, except those of `foreignJobs`; returns the removed names.
-   */
-  syncCodeSchedules(
-    definitions: readonly ScheduleDefinition[],
-    foreignJobs: readonly string[],
-    now: Date,
-  ): Promise<{ removed: string[] }>;
   /** false when a code-defined schedule holds the name. */
   upsertDynamic(definition: ScheduleDefinition, now: Date): Promise<boolean>;
   pause(name: string, now: Date): Promise<boolean>;

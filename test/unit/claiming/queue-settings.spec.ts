@@ -9,6 +9,7 @@ const config = (queue: string, o: Partial<QueueConfig>): QueueConfig => ({
   concurrencySource: 'code',
   rateLimit: null,
   rateSource: 'code',
+  service: null,
   paused: false,
   hasGroups: false,
   hasSerial: false,

@@ -1,0 +1,33 @@
+/** One build of a service: what one version of its code declares, identified by a digest of it. */
+export interface ServiceBuildInfo {
+  /** The digest of the build's declarations (schedules and limits). */
+  build: string;
+  /** When an instance of this build first started. */
+  firstSeenAt: Date;
+  /** Its instances alive now. */
+  instances: number;
+}
+
+/** A service (JobsModule's `service`) that shares the schema, as `JobsAdmin.services()` returns it. */
+export interface ServiceInfo {
+  service: string;
+  /** The build whose declarations are in force. */
+  ownerBuild: string;
+  /** Since when they are. */
+  since: Date;
+  /** Its builds, newest first. */
+  builds: ServiceBuildInfo[];
+  /** Code-defined schedules it owns. */
+  schedules: number;
+  /** Queue, job and keyed limits its code declares. */
+  limits: number;
+}
+
+/** What `JobsAdmin.forgetService()` released. */
+export interface ForgottenService {
+  /** Whether the service was known at all. */
+  known: boolean;
+  /** Schedules and limits that lost their owner. */
+  schedules: number;
+  limits: number;
+}
