@@ -15,9 +15,10 @@ export default {
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/test/**/*.spec.ts'],
-  // An A/B bench run keeps another commit's checkout there (bench/run.sh): a second package.json
-  // that Jest's module map would otherwise refuse to choose between.
-  modulePathIgnorePatterns: ['<rootDir>/bench/'],
+  // An A/B bench run keeps another commit's checkout there (bench/run.sh), and .ci/run keeps the
+  // Node binaries it installs in .tools/: more package.json files that Jest's module map would
+  // otherwise refuse to choose between.
+  modulePathIgnorePatterns: ['<rootDir>/bench/', '<rootDir>/.tools/'],
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   // One file at a time: several files run three app instances or worker

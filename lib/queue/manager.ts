@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { isEntityManager } from '../model/entity-manager.js';
 import { describeValue, JobsError } from '../model/index.js';
 
 /**
@@ -8,8 +9,7 @@ import { describeValue, JobsError } from '../model/index.js';
  */
 export function checkManager(where: string, manager: unknown): EntityManager | undefined {
   if (manager === undefined) return undefined;
-  const m = manager as Partial<EntityManager> | null;
-  if (!m || typeof m !== 'object' || typeof m.transaction !== 'function' || !('dataSource' in m)) {
+  if (!isEntityManager(manager)) {
     throw new JobsError(
       `${where}: "manager" must be a TypeORM EntityManager, got ${describeValue(manager)}. ` +
         `Potential fix: dataSource.transaction(async (manager) => jobs.enqueue(Job, payload, { manager })).`,

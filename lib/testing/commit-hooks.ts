@@ -6,6 +6,7 @@ import type {
   TransactionCommitEvent,
   TransactionRollbackEvent,
 } from 'typeorm';
+import { managerDataSource } from '../model/entity-manager.js';
 
 /**
  * Runs a callback when a caller's TypeORM transaction commits, before the
@@ -39,7 +40,7 @@ export class CommitHooks {
   /** Calls back once the transaction `manager` writes in commits. */
   afterCommit(manager: EntityManager): void {
     this.pending.add(manager.queryRunner!);
-    const dataSource = manager.dataSource;
+    const dataSource = managerDataSource(manager);
     if (this.attached.has(dataSource)) return;
     // Subscribers are read at each broadcast, so one added to a running DataSource takes effect at once.
     dataSource.subscribers.push(this.subscriber);

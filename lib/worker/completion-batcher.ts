@@ -46,6 +46,12 @@ export class CompletionBatcher {
   private readonly idleWaiters: Array<() => void> = [];
   /** Attempts whose job this worker claimed again before their outcome was written (see withdraw). */
   private readonly withdrawn = new Set<ClaimedJob>();
+  /**
+   * The jobs claimed ahead whose counting (FinishedAttempt.successor) is in a write under way. Their
+   * own outcome waits for that write: written first, a success of one would count its successor
+   * while the job it replaced still held the slot, one job more than the limit.
+   */
+  private readonly counting = new Set<string>();
 
   constructor(
     private readonly storage: OutcomeStorage,
@@ -92,9 +98,13 @@ export class CompletionBatcher {
   private pump(): void {
     if (this.stopped || Date.now() < this.pausedUntil) return;
     while (this.queue.length && this.inFlight < this.maxInFlight) {
-      const batch = this.queue.splice(0, this.maxBatch);
+      const batch = this.nextBatch();
+      if (batch.length === 0) break;
+      const successors = batch.flatMap((p) => (p.attempt.successor ? [p.attempt.successor] : []));
+      for (const id of successors) this.counting.add(id);
       this.inFlight++;
       void this.write(batch).finally(() => {
+        for (const id of successors) this.counting.delete(id);
         this.inFlight--;
         this.pump();
         if (this.inFlight === 0 && this.queue.length === 0) {
@@ -104,6 +114,23 @@ export class CompletionBatcher {
         }
       });
     }
+  }
+
+  /**
+   * The next write's outcomes, in the order they came, but those of jobs still to be counted by a
+   * write under way. In one statement with the success that counts it, a job's own success is
+   * fine: the write counts its successor in the place of the job that ended first.
+   */
+  private nextBatch(): Pending[] {
+    if (this.counting.size === 0) return this.queue.splice(0, this.maxBatch);
+    const batch: Pending[] = [];
+    const held: Pending[] = [];
+    for (const p of this.queue) {
+      if (batch.length < this.maxBatch && !this.counting.has(p.attempt.job.id)) batch.push(p);
+      else held.push(p);
+    }
+    this.queue = held;
+    return batch;
   }
 
   private async write(pending: Pending[]): Promise<void> {

@@ -8,16 +8,15 @@
  * cache when it has them (`--prefer-offline`), and the peers are symlinks to
  * this repository's node_modules, so nothing big is downloaded.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { databaseUrl, dropSchemas, uniqueSchema } from '../support/database.js';
+import { npm, packWorkingTree, repo, run, succeeded, type Packed, type Run } from './packing.js';
 import { SNIPPET_GLOBALS } from './snippet-globals.js';
 
-const repo = fileURLToPath(new URL('../..', import.meta.url));
 const fixtures = fileURLToPath(new URL('./consumer', import.meta.url));
 const manifest = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as {
   name: string;
@@ -41,28 +40,6 @@ const QUICK_START = ['app.module.ts', 'send-receipt.job.ts', 'orders.controller.
  */
 const TYPESCRIPT_7 = '7.0.2';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a command to its end; a non-zero exit is returned, not thrown, so a test can show the output. */
-function run(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  // What `npm test` sets for itself (npm_config_*, npm_package_*) must not steer the npm run here.
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
-  return new Promise((resolve) => {
-    execFile(file, args, { cwd, env: { ...clean, ...env }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-function npm(args: string[], cwd: string): Promise<Run> {
-  return run(process.platform === 'win32' ? 'npm.cmd' : 'npm', args, cwd);
-}
-
 type Compiler = 6 | 7;
 
 /** tsc of TypeScript 6 (this repository's) or 7 (the consumer's own, as a user installs it). */
@@ -72,14 +49,6 @@ function tsc(project: string, cwd: string, version: Compiler = 6): Promise<Run> 
       ? path.join(repo, 'node_modules/typescript/bin/tsc')
       : path.join(cwd, 'node_modules/typescript/bin/tsc');
   return run(process.execPath, [bin, '-p', project, '--pretty', 'false'], cwd);
-}
-
-/** Fails with the command's output, so that a failure says why. */
-function succeeded(what: string, result: Run): Run {
-  if (result.code !== 0) {
-    throw new Error(`${what} exited with ${result.code}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`);
-  }
-  return result;
 }
 
 async function link(project: string, packages: string[]): Promise<void> {
@@ -147,25 +116,12 @@ function tsconfig(resolution: 'nodenext' | 'bundler', libCheck: boolean): string
 
 let work: string;
 let consumer: string;
-let packed: { filename: string; files: Array<{ path: string }> };
+let packed: Packed;
 const schema = uniqueSchema('package');
 
 beforeAll(async () => {
   work = await fs.mkdtemp(path.join(os.tmpdir(), 'jobs-package-'));
-  const source = path.join(work, 'source');
-  const listed = succeeded(
-    'git ls-files',
-    await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], repo),
-  );
-  for (const file of listed.stdout.split('\0').filter(Boolean)) {
-    // A file deleted but not yet committed is listed and absent.
-    if (!existsSync(path.join(repo, file))) continue;
-    await fs.mkdir(path.dirname(path.join(source, file)), { recursive: true });
-    await fs.copyFile(path.join(repo, file), path.join(source, file));
-  }
-  await fs.symlink(path.join(repo, 'node_modules'), path.join(source, 'node_modules'), 'dir');
-  const pack = succeeded('npm pack', await npm(['pack', '--json', '--pack-destination', work], source));
-  [packed] = JSON.parse(pack.stdout) as [typeof packed];
+  packed = await packWorkingTree(work);
 
   consumer = path.join(work, 'consumer');
   await fs.mkdir(path.join(consumer, 'src'), { recursive: true });
@@ -178,7 +134,7 @@ beforeAll(async () => {
     await npm(
       [
         'install',
-        path.join(work, packed.filename),
+        packed.tarball,
         '--prefer-offline',
         '--ignore-scripts',
         // The peers are linked below, from this repository.
@@ -200,14 +156,17 @@ afterAll(async () => {
 });
 
 describe('npm pack', () => {
-  it('holds the built library (code, declarations, migrations), README, LICENSE, CHANGELOG and nothing else', () => {
-    const files = packed.files.map((f) => f.path).sort();
-    expect(files.filter((f) => !f.startsWith('dist/lib/'))).toEqual([
-      'CHANGELOG.md',
-      'LICENSE',
-      'README.md',
-      'package.json',
-    ]);
+  it('holds the built library (code, declarations, migrations), the docs pages, README, LICENSE, CHANGELOG and nothing else', () => {
+    const files = [...packed.files].sort();
+    // The guides and the reference, which the README links to; not the contributors' pages.
+    const pages = ['guide', 'reference'].flatMap((dir) =>
+      readdirSync(path.join(repo, 'docs', dir))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${dir}/${f}`),
+    );
+    expect(files.filter((f) => !f.startsWith('dist/lib/'))).toEqual(
+      ['CHANGELOG.md', 'LICENSE', 'README.md', ...pages, 'package.json'].sort(),
+    );
 
     const sources = (dir: string): string[] =>
       readdirSync(path.join(repo, dir), { withFileTypes: true }).flatMap((e) =>
@@ -225,6 +184,36 @@ describe('npm pack', () => {
     // Each entry point's targets (the `types`, `import` and `default` conditions).
     const targets = Object.values(manifest.exports).flatMap((t) => (typeof t === 'string' ? [t] : Object.values(t)));
     expect(targets.map((t) => t.replace(/^\.\//, '')).filter((t) => !files.includes(t))).toEqual([]);
+  });
+});
+
+describe('the README in the package (what the npm page shows)', () => {
+  /** Its links and images: `[text](target)` and `![alt](target)`, outside code. */
+  function links(markdown: string): string[] {
+    const prose = markdown.replace(/^```[\s\S]*?^```$/gm, '').replace(/`[^`\n]*`/g, '');
+    return [...prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]!);
+  }
+
+  /** A heading's anchor as GitHub and npm make it. */
+  const slug = (heading: string) =>
+    heading
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s-]/gu, '')
+      .replace(/\s/g, '-');
+
+  it('links only to files in the package, its own headings, or absolute URLs', () => {
+    const readme = readFileSync(path.join(consumer, 'node_modules', manifest.name, 'README.md'), 'utf8');
+    const found = links(readme);
+    expect(found.length).toBeGreaterThan(10);
+    const headings = [...readme.matchAll(/^#+ (.+)$/gm)].map((m) => slug(m[1]!));
+    const dead = found.filter((target) => {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) return false;
+      const [file, fragment] = target.split('#') as [string, string | undefined];
+      if (file === '') return !headings.includes(fragment!);
+      return !packed.files.includes(path.posix.normalize(file));
+    });
+    expect(dead).toEqual([]);
   });
 });
 
@@ -370,11 +359,11 @@ describe('installed with the optional peers too', () => {
     beforeAll(async () => {
       await link(consumer, docsPackages);
       const root = path.join(consumer, 'snippets');
-      const pages = docsPages(path.join(work, 'source/docs')).map((page) => ({
+      const pages = docsPages(path.join(packed.source, 'docs')).map((page) => ({
         page: `docs/${page}`,
-        markdown: readFileSync(path.join(work, 'source/docs', page), 'utf8'),
+        markdown: readFileSync(path.join(packed.source, 'docs', page), 'utf8'),
       }));
-      pages.push({ page: 'README.md', markdown: readFileSync(path.join(work, 'source/README.md'), 'utf8') });
+      pages.push({ page: 'README.md', markdown: readFileSync(path.join(packed.source, 'README.md'), 'utf8') });
       for (const { page, markdown } of pages) {
         // A page's files share a folder, so `./x.js` reaches the page's own x.ts.
         const dir = path.join(root, page.replace(/\.md$/, ''));

@@ -1,8 +1,9 @@
 // Lets child processes in tests run the TypeScript sources directly (with
 // decorator metadata, which Nest DI needs), resolving the package's own
-// name to lib/ the way Jest's moduleNameMapper does.
-import { readFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+// name to lib/ the way Jest's moduleNameMapper does. Synchronous hooks, for
+// `module.registerHooks()`: the asynchronous `module.register()` is deprecated
+// from Node 26 on, and its warning would reach the stderr tests read.
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import swc from '@swc/core';
 import { swcOptions } from './swc-options.mjs';
@@ -16,7 +17,7 @@ const aliases = {
   'nestjs-durable-jobs/dashboard': new URL('lib/dashboard/jobs-dashboard.module.ts', root).href,
 };
 
-export async function resolve(specifier, context, next) {
+export function resolve(specifier, context, next) {
   if (aliases[specifier]) return { url: aliases[specifier], shortCircuit: true };
   if (
     (specifier.startsWith('.') || specifier.startsWith('/')) &&
@@ -29,10 +30,9 @@ export async function resolve(specifier, context, next) {
   return next(specifier, context);
 }
 
-export async function load(url, context, next) {
+export function load(url, context, next) {
   if (!url.endsWith('.ts')) return next(url, context);
   const filename = fileURLToPath(url);
-  const source = await readFile(filename, 'utf8');
-  const { code } = await swc.transform(source, { ...swcOptions, filename });
+  const { code } = swc.transformSync(readFileSync(filename, 'utf8'), { ...swcOptions, filename });
   return { format: 'module', source: code, shortCircuit: true };
 }

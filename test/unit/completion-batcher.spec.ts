@@ -5,10 +5,12 @@ import type { ClaimRequest, ClaimResult } from '../../lib/storage/jobs/claim/cla
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../../lib/storage/workflows/workflow-storage.interface.js';
 import { CompletionBatcher, type ClaimOnOutcomeWrite } from '../../lib/worker/completion-batcher.js';
 import { ReadersWriterLock } from '../../lib/worker/readers-writer-lock.js';
-import { dropSchemas, sql, takeLeaseAway, uniqueSchema } from '../support/database.js';
+import pg from 'pg';
+import { databaseUrl, dropSchemas, sql, takeLeaseAway, uniqueSchema } from '../support/database.js';
 import { workerStorage, type WorkerStorage } from '../support/job-storage.js';
 import { flowProviders, Work } from '../support/flow.jobs.js';
 import { startJobsApp } from '../support/jobs-app.js';
+import { waitFor } from '../support/wait.js';
 
 /** The CompletionBatcher on the real storage of a schema of its own; no worker runs there. */
 const schema = uniqueSchema('batcher');
@@ -228,6 +230,63 @@ describe('CompletionBatcher', () => {
       { statement: 'finish', outcomes: 1 },
       { statement: 'finish', outcomes: 1 },
     ]);
+  });
+
+  it('writes a success that started in the place of another only after the write that counts it', async () => {
+    // W counted, S and R claimed ahead: S started in W's place, then R in S's. Written first, S's
+    // success would count R while W still held its slot: one job more counted than the limit of 2.
+    await enqueue('limited', 4);
+    const { jobs } = await storage.claims.claimControlled({ ...request('limited', 2), ahead: 2 });
+    expect(jobs.map((j) => Boolean(j.reserved))).toEqual([false, false, true, true]);
+    const [w, other, s, r] = jobs as [ClaimedJob, ClaimedJob, ClaimedJob, ClaimedJob];
+    const counted = async () =>
+      (
+        await sql<{ n: number }>(
+          `SELECT count(*)::int AS n FROM "${schema}".job WHERE queue = 'limited' AND state = 'active' AND NOT reserved`,
+        )
+      )[0]!.n;
+    // Another session holds W's row: W's write waits for it in the database, in flight.
+    const holder = new pg.Client({ connectionString: databaseUrl() });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM "${schema}".job WHERE id = $1 FOR UPDATE`, [w.id]);
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [
+        { pid: number },
+      ];
+      const shared = batcher();
+      const results = [shared.add({ ...succeeded(w), successor: s.id })];
+      await waitFor('the write of W to wait for its row', async () => {
+        const [row] = await sql<{ n: number }>(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+          [pid],
+        );
+        return row!.n > 0;
+      });
+      results.push(shared.add({ ...succeeded(s), successor: r.id }));
+      await nextTurn();
+      await nextTurn();
+      expect(writes).toEqual([{ statement: 'finish', outcomes: 1 }]);
+      expect(await counted()).toBe(2);
+      await holder.query('COMMIT');
+      expect(await Promise.all(results)).toEqual([true, true]);
+    } finally {
+      await holder.end();
+    }
+    expect(writes).toEqual([
+      { statement: 'finish', outcomes: 1 },
+      { statement: 'finish', outcomes: 1 },
+    ]);
+    expect(await counted()).toBe(2);
+    expect(await states([w, other, s, r])).toEqual([
+      { state: 'succeeded', worker_id: WORKER },
+      { state: 'active', worker_id: WORKER },
+      { state: 'succeeded', worker_id: WORKER },
+      { state: 'active', worker_id: WORKER },
+    ]);
+    // Leave the queue's slots free for the next test.
+    expect(await batcher().add(succeeded(other))).toBe(true);
+    expect(await batcher().add(succeeded(r))).toBe(true);
   });
 
   it('retries a write that failed, answering its claim with null first: nothing was claimed', async () => {

@@ -1,5 +1,6 @@
 import type { EntityManager, DataSource } from 'typeorm';
 import { StorageFailure } from '../../model/index.js';
+import { managerDataSource } from '../../model/entity-manager.js';
 import type { StorageTx, TxScope } from '../storage-tx.interface.js';
 import { pgPoolOf } from './pg-driver.js';
 import { poolerRefusal } from './pooler-errors.js';
@@ -205,13 +206,13 @@ class ManagerExecutor implements SqlExecutor {
     if (runner?.isReleased) return Promise.reject(transactionEnded());
     // Inside the caller's transaction already: join it rather than nest.
     if (runner?.isTransactionActive) return fn(this);
-    return new PoolExecutor(this.manager.dataSource, this.limits).transaction(fn);
+    return new PoolExecutor(managerDataSource(this.manager), this.limits).transaction(fn);
   }
 
   async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
     const runner = this.manager.queryRunner;
     // A manager outside any transaction (dataSource.manager) has nothing to join: use the pool.
-    if (!runner) return new PoolExecutor(this.manager.dataSource, this.limits).query<T>(text, values, name);
+    if (!runner) return new PoolExecutor(managerDataSource(this.manager), this.limits).query<T>(text, values, name);
     if (runner.isReleased) throw transactionEnded();
     const client = (await runner.connect()) as PgQueryable;
     const res = await send(client, text, values, name, this.limits);
