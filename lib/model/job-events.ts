@@ -1,8 +1,11 @@
 import type { SerializedError } from './errors.js';
 import type { AttemptOutcome, ClaimedJob } from './records.js';
+import { notify, subscribe, type AttemptEnded, type AttemptStarted, type JobsEnqueued } from './job-observations.js';
 import { optionShape } from './option-keys.js';
 import { checkName, checkOptions, describeValue } from './validation.js';
 import { JobsError } from './errors.js';
+
+export type { AttemptEnded, AttemptStarted, EnqueuedJob, JobsEnqueued } from './job-observations.js';
 
 /** The keys a job event filter may have. */
 const JOB_EVENT_FILTER_SHAPE = optionShape<JobEventFilter>({ queue: true, name: true });
@@ -13,16 +16,6 @@ const JOB_EVENT_LISTENER_FILTER_SHAPE = optionShape<JobEventListenerFilter>({
   name: true,
   label: true,
 });
-
-/** One attempt that ended on this instance, with an outcome to record. */
-export interface AttemptEnded {
-  /** The job, as the worker claimed it. */
-  job: ClaimedJob;
-  /** How the attempt ended: `succeeded`, `retry`, `failed`, `cancelled` or `snoozed`. */
-  outcome: AttemptOutcome['kind'];
-  /** From the handler's start to its outcome, in ms. */
-  durationMs: number;
-}
 
 /** What an attempt that ran on this instance came to, as `@OnJobEvent` listeners see it. */
 export const JOB_EVENT_NAMES = ['succeeded', 'failed', 'retrying', 'cancelled', 'snoozed', 'stalled'] as const;
@@ -161,6 +154,8 @@ const EVENT_OF: { [K in AttemptEnd['kind']]: JobEventName } = {
  */
 export class JobEvents {
   private readonly attemptListeners: Array<(event: AttemptEnded) => void> = [];
+  private readonly startListeners: Array<(event: AttemptStarted) => void> = [];
+  private readonly enqueueListeners: Array<(event: JobsEnqueued) => void> = [];
   /** Replaced, never mutated, on (un)subscribe: a dispatch under way keeps the list it started with. */
   private byEvent = new Map<JobEventName, readonly Entry[]>();
   private jobListeners = 0;
@@ -175,13 +170,35 @@ export class JobEvents {
     return this.attemptListeners.length > 0 || this.jobListeners > 0;
   }
 
+  /** True while an `onAttemptStarted` observer is subscribed: only then does the worker report starts. */
+  get startsObserved(): boolean {
+    return this.startListeners.length > 0;
+  }
+
+  /** True while an `onEnqueued` observer is subscribed: only then do enqueues report the jobs they wrote. */
+  get enqueuesObserved(): boolean {
+    return this.enqueueListeners.length > 0;
+  }
+
   /** Returns the unsubscribe function. A listener that throws is ignored: it must not fail a job. */
   onAttemptEnded(listener: (event: AttemptEnded) => void): () => void {
-    this.attemptListeners.push(listener);
-    return () => {
-      const at = this.attemptListeners.indexOf(listener);
-      if (at >= 0) this.attemptListeners.splice(at, 1);
-    };
+    return subscribe(this.attemptListeners, listener);
+  }
+
+  /**
+   * Each attempt this instance's worker starts, with how long it waited to start. Returns the
+   * unsubscribe function. A listener that throws is ignored: it must not fail a job.
+   */
+  onAttemptStarted(listener: (event: AttemptStarted) => void): () => void {
+    return subscribe(this.startListeners, listener);
+  }
+
+  /**
+   * The jobs each call on this instance writes (enqueue, enqueueMany, chains, flows, batches).
+   * Returns the unsubscribe function. A listener that throws is ignored: the jobs are written.
+   */
+  onEnqueued(listener: (event: JobsEnqueued) => void): () => void {
+    return subscribe(this.enqueueListeners, listener);
   }
 
   /**
@@ -229,13 +246,17 @@ export class JobEvents {
    * calls it while `observed`. An observer that throws is ignored.
    */
   attemptEnded(event: AttemptEnded): void {
-    for (const listener of this.attemptListeners) {
-      try {
-        listener(event);
-      } catch {
-        // An observer's bug is the observer's; the job's outcome stands.
-      }
-    }
+    notify(this.attemptListeners, event);
+  }
+
+  /** Tells each `onAttemptStarted` observer of an attempt starting; the worker calls it while `startsObserved`. */
+  attemptStarted(event: AttemptStarted): void {
+    notify(this.startListeners, event);
+  }
+
+  /** Tells each `onEnqueued` observer of jobs a call wrote; the queue calls it while `enqueuesObserved`. */
+  enqueued(event: JobsEnqueued): void {
+    if (event.jobs.length) notify(this.enqueueListeners, event);
   }
 
   /**

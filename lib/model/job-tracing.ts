@@ -9,16 +9,26 @@ export interface SpanIds {
   spanId: string;
 }
 
+/** The job an enqueue is writing, as tracing names its publish. */
+export interface PublishedJob {
+  /** The new job's id. */
+  id: string;
+  /** Its name, as in `@Job(name)`. */
+  name: string;
+  /** Its queue. */
+  queue: string;
+}
+
 /**
- * Where tracing plugs in: the queue captures the caller's trace context into
- * each new job, and the worker runs each attempt inside a span that
- * continues it. The default does nothing; `tracing: true` installs the
- * OpenTelemetry one.
+ * Where tracing plugs in: the queue captures a trace context into each new
+ * job (the publish of the job, in the caller's trace), and the worker runs
+ * each attempt inside a span that continues it. The default does nothing;
+ * `tracing: true` installs the OpenTelemetry one.
  */
 export abstract class JobTracing {
   abstract readonly enabled: boolean;
-  /** The active trace context, to store with a new job; null when there is none. */
-  abstract capture(): TraceCarrier | null;
+  /** The trace context to store with the new job `job`; null when the caller is in no trace. */
+  abstract capture(job: PublishedJob): TraceCarrier | null;
   /**
    * Runs one attempt inside a span continuing the job's stored context, and
    * ends the span with the attempt's outcome (null: no outcome, the job was

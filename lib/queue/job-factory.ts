@@ -87,18 +87,20 @@ export class JobFactory {
     }
     const typeUnique = declared && options.unique === undefined ? this.registry.uniqueOf(name) : undefined;
     const unique = typeUnique ? declaredUnique(where, name, typeUnique, payload) : options.unique;
+    const id = uuidv7(now.getTime());
+    const queue = options.queue ?? defaults.queue;
     return {
       ...flowControl(where, options, unique, runAt, now),
-      id: uuidv7(now.getTime()),
+      id,
       name,
-      queue: options.queue ?? defaults.queue,
+      queue,
       payloadJson: this.payloadJson(name, payload, defaults.encrypted),
       state: 'queued',
       priority: options.priority ?? defaults.priority,
       runAt,
       maxAttempts: options.maxAttempts ?? defaults.maxAttempts,
       timeoutMs: options.timeout ?? defaults.timeout,
-      traceContext: this.tracing.enabled ? this.tracing.capture() : null,
+      traceContext: this.tracing.enabled ? this.tracing.capture({ id, name, queue }) : null,
     };
   }
 

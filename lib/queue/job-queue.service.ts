@@ -5,6 +5,7 @@ import {
   checkOptions,
   databaseCall,
   describeValue,
+  JobEvents,
   JobsError,
   JobsNotFoundError,
   optionShape,
@@ -85,6 +86,7 @@ export class JobQueue {
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     private readonly factory: JobFactory,
     private readonly writer: WorkflowWriter,
+    private readonly events: JobEvents,
   ) {
     this.reads = new JobReads(control, workflows);
   }
@@ -112,7 +114,9 @@ export class JobQueue {
     const row = this.factory.build(job, payload, rest, now, true);
     const duplicates = await databaseCall(`enqueue('${row.name}')`, () => this.storage.insertJobs([row], now, manager));
     const holder = duplicates.get(row.id);
-    return holder ? { id: holder, created: false } : { id: row.id, created: true };
+    if (holder) return { id: holder, created: false };
+    if (this.events.enqueuesObserved) this.events.enqueued({ jobs: [row], inTransaction: manager !== undefined });
+    return { id: row.id, created: true };
   }
 
   /** Many jobs at once: all are written or none. */
@@ -128,6 +132,8 @@ export class JobQueue {
     );
     const now = this.factory.clock.now();
     const ids: string[] = [];
+    // Kept for the enqueue observers (metrics) only: a big call's rows otherwise die with their chunk.
+    const written: NewJob[] | null = this.events.enqueuesObserved ? [] : null;
     const build = (from: number, to: number): NewJob[] => {
       const rows: NewJob[] = [];
       // By index, not map(): map() skips the holes of a sparse array, and a missing item must be refused.
@@ -143,6 +149,7 @@ export class JobQueue {
         rows.push(this.factory.build(item.job, item.payload, item.options ?? {}, now, true));
       }
       for (const r of rows) ids.push(r.id);
+      written?.push(...rows);
       return rows;
     };
     let duplicates: Map<string, string>;
@@ -155,6 +162,10 @@ export class JobQueue {
         for (let i = 0; i < items.length; i += ENQUEUE_CHUNK) yield build(i, i + ENQUEUE_CHUNK);
       };
       duplicates = await databaseCall('enqueueMany()', () => this.storage.insertJobChunks(chunks(), now, tx));
+    }
+    if (written) {
+      const jobs = duplicates.size ? written.filter((r) => !duplicates.has(r.id)) : written;
+      this.events.enqueued({ jobs, inTransaction: tx !== undefined });
     }
     return ids.map((id) => {
       const holder = duplicates.get(id);

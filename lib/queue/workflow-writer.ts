@@ -7,6 +7,7 @@ import {
   isTerminal,
   databaseCall,
   isUuid,
+  JobEvents,
   JobsError,
   triggerMet,
   uuidv7,
@@ -47,6 +48,7 @@ export class WorkflowWriter {
     private readonly factory: JobFactory,
     @Inject(WORKFLOW_STORAGE) private readonly storage: WorkflowStorage,
     @Inject(ENQUEUE_STORAGE) private readonly enqueue: EnqueueStorage,
+    private readonly events: JobEvents,
   ) {}
 
   /**
@@ -65,7 +67,8 @@ export class WorkflowWriter {
     const { manager, after, ...rest } = options;
     const row = this.factory.build(job, payload, rest, now, true);
     const parents = normalizeParents(row.name, after!);
-    return databaseCall(`enqueue('${row.name}')`, () =>
+    let wrote: NewJob | null = null;
+    const result = await databaseCall(`enqueue('${row.name}')`, () =>
       this.storage.transaction(async (tx) => {
         const jobIds = parents.flatMap((p) => ('job' in p ? [p.job] : []));
         const batchIds = parents.flatMap((p) => ('batch' in p ? [p.batch] : []));
@@ -111,9 +114,13 @@ export class WorkflowWriter {
           }
         }
         await this.storage.markParents(jobIds, tx);
+        wrote = graph.jobs[0]!;
         return { id: row.id, created: true };
       }, manager),
     );
+    // Told once the write committed (its own transaction), or was written in the caller's.
+    if (wrote) this.written([wrote], manager);
+    return result;
   }
 
   async dispatchFlow(nodes: FlowNode[], where: string, manager?: EntityManager): Promise<Record<string, string>> {
@@ -149,6 +156,7 @@ export class WorkflowWriter {
       n.after.map((e) => ({ childId: rows.get(n.key)!.id, parentJobId: rows.get(e.key)!.id, trigger: e.on })),
     );
     await databaseCall(`${where}.dispatch()`, () => this.storage.insertGraph({ jobs, dependencies }, now, manager));
+    this.written(jobs, manager);
     return Object.fromEntries([...rows].map(([key, row]) => [key, row.id]));
   }
 
@@ -190,7 +198,13 @@ export class WorkflowWriter {
         manager,
       ),
     );
+    this.written([...members, ...callbacks.map((c) => c.row)], manager);
     return { id: batchId };
+  }
+
+  /** Tells enqueue observers (metrics) of the jobs a call wrote. */
+  private written(jobs: readonly NewJob[], manager: EntityManager | undefined): void {
+    if (this.events.enqueuesObserved) this.events.enqueued({ jobs, inTransaction: manager !== undefined });
   }
 }
 

@@ -109,11 +109,13 @@ export class AttemptRunner {
         job.started = span
           ? { at: this.clock.now(), traceId: span.traceId, spanId: span.spanId }
           : this.untracedStart();
+        if (this.events.startsObserved) this.reportStart(job);
         return run.execute();
       };
       result = await this.tracing.trace(job, begin, (r) => r.outcome);
     } else {
       job.started = this.untracedStart();
+      if (this.events.startsObserved) this.reportStart(job);
       result = await run.execute();
     }
     // Before the outcome goes to the batcher: the last report must land while the job is still active.
@@ -147,6 +149,13 @@ export class AttemptRunner {
     const { name, message } = applied === false ? leaseLostError(job.id) : new WorkerShutdownError();
     const reason = applied === false ? 'lost-lease' : 'shutdown';
     this.events.jobEnded(job, { kind: 'stalled', reason, error: { name, message } }, durationMs);
+  }
+
+  /** Tells start observers (metrics) how long the attempt waited: from its due time to its handler's start. */
+  private reportStart(job: ClaimedJob): void {
+    const due = job.runAt;
+    const waitMs = due ? Math.max(0, job.started!.at.getTime() - due.getTime()) : null;
+    this.events.attemptStarted({ job, waitMs });
   }
 
   /**

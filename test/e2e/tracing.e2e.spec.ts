@@ -60,18 +60,33 @@ describe('tracing: true (OpenTelemetry)', () => {
     jobs = (await boot(true)).get(JobQueue);
   });
 
-  it("each attempt is a CONSUMER span in the enqueuing request's trace; the handler's spans are its children; a failed attempt is an error", async () => {
+  it("the enqueue is a PRODUCER span in the request's trace; each attempt a CONSUMER span under it and linked to it; the handler's spans are its children; a failed attempt is an error", async () => {
     const request = tracer.startSpan('POST /orders');
     const { id } = await context.with(trace.setSpan(context.active(), request), () =>
       jobs.enqueue(Traced, { failFirst: true }),
     );
     request.end();
-    // The job row carries the W3C context of the request that enqueued it.
-    expect((await storedContext(id))?.traceparent).toContain(request.spanContext().traceId);
     await waitFor('the job to succeed on its second attempt', async () => (await jobs.get(id))?.state === 'succeeded');
-    await waitFor('both attempts to end their spans', () => exporter.getFinishedSpans().length >= 5);
+    await waitFor('both attempts to end their spans', () => exporter.getFinishedSpans().length >= 6);
 
     const spans = exporter.getFinishedSpans();
+    const published = spans.filter((s) => s.name === 'traced publish');
+    expect(published).toHaveLength(1);
+    const producer = published[0]!;
+    expect(producer.kind).toBe(SpanKind.PRODUCER);
+    expect(producer.spanContext().traceId).toBe(request.spanContext().traceId);
+    expect(producer.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
+    expect(producer.attributes).toMatchObject({
+      'messaging.system': 'nestjs-durable-jobs',
+      'messaging.operation.type': 'send',
+      'messaging.destination.name': 'default',
+      'messaging.message.id': id,
+      'job.name': 'traced',
+    });
+    // The job row carries the W3C context of its publish span.
+    expect((await storedContext(id))?.traceparent).toBe(
+      `00-${producer.spanContext().traceId}-${producer.spanContext().spanId}-01`,
+    );
     const attempts = spans
       .filter((s) => s.name === 'traced process')
       .sort((a, b) => Number(a.attributes['job.attempt']) - Number(b.attributes['job.attempt']));
@@ -79,7 +94,8 @@ describe('tracing: true (OpenTelemetry)', () => {
     for (const span of attempts) {
       expect(span.kind).toBe(SpanKind.CONSUMER);
       expect(span.spanContext().traceId).toBe(request.spanContext().traceId);
-      expect(span.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
+      expect(span.parentSpanContext?.spanId).toBe(producer.spanContext().spanId);
+      expect(span.links.map((l) => l.context.spanId)).toEqual([producer.spanContext().spanId]);
       expect(span.attributes).toMatchObject({
         'messaging.system': 'nestjs-durable-jobs',
         'messaging.destination.name': 'default',
@@ -98,12 +114,45 @@ describe('tracing: true (OpenTelemetry)', () => {
     );
   });
 
-  it('a job enqueued outside any trace starts a trace of its own', async () => {
+  it('a job enqueued outside any trace publishes no span, stores no context, and starts a trace of its own', async () => {
     const { id } = await jobs.enqueue(Traced, { failFirst: false });
+    expect(await storedContext(id)).toBeNull();
     await waitFor('the job to succeed', async () => (await jobs.get(id))?.state === 'succeeded');
     await waitFor('its span to end', () => exporter.getFinishedSpans().some((s) => s.name === 'traced process'));
     const [span] = exporter.getFinishedSpans().filter((s) => s.name === 'traced process');
     expect(span!.parentSpanContext).toBeUndefined();
+    expect(span!.links).toEqual([]);
+    expect(exporter.getFinishedSpans().filter((s) => s.name === 'traced publish')).toEqual([]);
+  });
+
+  it('each job of an enqueueMany or a flow is published in a span of its own, all children of the caller', async () => {
+    const request = tracer.startSpan('POST /imports');
+    const results = await context.with(trace.setSpan(context.active(), request), async () => [
+      ...(await jobs.enqueueMany([
+        { job: Traced, payload: { failFirst: false } },
+        { job: Traced, payload: { failFirst: false } },
+      ])),
+      ...Object.values(
+        (await jobs.flow().add('a', Traced, { failFirst: false }).add('b', 'traced', { failFirst: false }).dispatch())
+          .ids,
+      ).map((id) => ({ id })),
+    ]);
+    request.end();
+    const published = exporter.getFinishedSpans().filter((s) => s.name === 'traced publish');
+    expect(published.map((s) => s.attributes['messaging.message.id']).sort()).toEqual(results.map((r) => r.id).sort());
+    for (const span of published) expect(span.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
+    for (const { id } of results) {
+      const stored = (await storedContext(id))?.traceparent;
+      const own = published.find((s) => s.attributes['messaging.message.id'] === id)!;
+      expect(stored).toContain(own.spanContext().spanId);
+    }
+    await waitFor('the four jobs to succeed', async () =>
+      (await Promise.all(results.map(async ({ id }) => (await jobs.get(id))?.state))).every((s) => s === 'succeeded'),
+    );
+    await waitFor(
+      'their attempts to end their spans',
+      () => exporter.getFinishedSpans().filter((s) => s.name === 'traced process').length === results.length,
+    );
   });
 });
 

@@ -1,4 +1,10 @@
-import { JobEvents, type AttemptEnded, type ClaimedJob } from '../../lib/model/index.js';
+import {
+  JobEvents,
+  type AttemptEnded,
+  type AttemptStarted,
+  type ClaimedJob,
+  type JobsEnqueued,
+} from '../../lib/model/index.js';
 
 const job: ClaimedJob = {
   id: '01a22d01-0000-7000-8000-000000000001',
@@ -62,6 +68,32 @@ describe('JobEvents', () => {
     expect(lines).toEqual([
       `Job event listener Audit.onRetry failed on 'retrying' of job send-receipt ${job.id} attempt 1: boom (the job's outcome stands)`,
     ]);
+  });
+
+  it('tells start and enqueue observers only while they listen, keeps the two apart, and survives one that throws', () => {
+    const events = new JobEvents();
+    expect([events.startsObserved, events.enqueuesObserved, events.observed]).toEqual([false, false, false]);
+    const starts: AttemptStarted[] = [];
+    const enqueues: JobsEnqueued[] = [];
+    events.onAttemptStarted(() => {
+      throw new Error('a broken observer');
+    });
+    const offStarts = events.onAttemptStarted((e) => void starts.push(e));
+    const offEnqueues = events.onEnqueued((e) => void enqueues.push(e));
+    // Start and enqueue observers do not make the worker time attempts for the ended-attempt listeners.
+    expect([events.startsObserved, events.enqueuesObserved, events.observed]).toEqual([true, true, false]);
+    events.attemptStarted({ job, waitMs: 12 });
+    const written = { id: job.id, name: job.name, queue: job.queue, runAt: new Date(0), state: 'queued' as const };
+    events.enqueued({ jobs: [written], inTransaction: false });
+    // A call that wrote nothing (every unique key held) is no event.
+    events.enqueued({ jobs: [], inTransaction: false });
+    expect(starts).toEqual([{ job, waitMs: 12 }]);
+    expect(enqueues).toEqual([{ jobs: [written], inTransaction: false }]);
+    offStarts();
+    offEnqueues();
+    expect(events.enqueuesObserved).toBe(false);
+    events.attemptStarted({ job, waitMs: 1 });
+    expect(starts).toHaveLength(1);
   });
 
   it('refuses a listener that is not a function', () => {

@@ -34,9 +34,9 @@ const dueInGroup = (
                  AND j.name = ANY(p_names) AND (j.deadline IS NULL OR j.deadline > p_now)`;
 const queueLog = rateLogWrite('jq', 'v_turn', 'v_claimed');
 const CLAIMED_COLUMNS = `u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts, u.timeout_ms, u.batch_id, u.trace_context,
-             u.deadline, NULL::float8`;
+             u.deadline, u.run_at, NULL::float8`;
 const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id,
-                  j.trace_context, j.deadline`;
+                  j.trace_context, j.deadline, j.run_at`;
 /** The plain claim of the queue's next jobs, counted or (claimAhead) claimed ahead, in claim order. */
 const limitedClaim = (limit: string, reserved: 'false' | 'true') => `RETURN QUERY
       WITH u AS (
@@ -46,7 +46,7 @@ const limitedClaim = (limit: string, reserved: 'false' | 'true') => `RETURN QUER
           table: ':SCHEMA.job',
           limit,
           reserved,
-          returning: `${RETURNED}, j.priority, j.run_at`,
+          returning: `${RETURNED}, j.priority`,
         })}
       )
       SELECT ${CLAIMED_COLUMNS}, ${reserved}
@@ -81,7 +81,7 @@ export const CLAIM_CONTROLLED = defineRoutine(
   p_queue text, p_names text[], p_limit int, p_now timestamptz, p_worker text, p_lease_ms float8, p_channel text,
   p_share boolean, p_ahead int)
 RETURNS TABLE (id uuid, name text, queue text, payload jsonb, attempt int, max_attempts int, timeout_ms int,
-               batch_id uuid, trace_context jsonb, deadline timestamptz, wait_ms float8, reserved boolean)
+               batch_id uuid, trace_context jsonb, deadline timestamptz, run_at timestamptz, wait_ms float8, reserved boolean)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 AS $fn$
@@ -356,7 +356,7 @@ BEGIN
 
   IF v_wait IS NOT NULL THEN
     RETURN QUERY SELECT NULL::uuid, NULL::text, NULL::text, NULL::jsonb, NULL::int, NULL::int, NULL::int,
-                        NULL::uuid, NULL::jsonb, NULL::timestamptz, v_wait, false;
+                        NULL::uuid, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, v_wait, false;
   END IF;
 END $fn$`,
 );
