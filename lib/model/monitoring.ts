@@ -104,6 +104,46 @@ export interface JobPage {
 export const CODE_QUEUES = Symbol('CODE_QUEUES');
 export type CodeQueues = () => readonly string[];
 
+/** One queue's due backlog, as `JobsMonitor.queueLag()` reads it. */
+export interface QueueLag {
+  /** The queue's name. */
+  queue: string;
+  /** Its queued jobs that are due now (run_at reached): what a worker of the queue would claim next. */
+  due: number;
+  /** The run_at of its oldest due job: now minus this is how long the queue's head has waited. */
+  oldestDueAt: Date | null;
+}
+
+/** This instance's worker, as its readiness check sees it (`JobsMonitor.localWorker()`). */
+export interface LocalWorkerStatus {
+  /** It should run here: `worker.enabled` and at least one registered handler. */
+  expected: boolean;
+  /** Started, and not stopping. */
+  running: boolean;
+  /** Its id (a `WorkerInfo.id`) while it runs; null otherwise. */
+  id: string | null;
+  /** When its row was last written (registration or heartbeat) on this instance's clock; null before. */
+  lastHeartbeat: Date | null;
+  /** Running, and its last heartbeat within its lease: alive as `JobsMonitor.workers()` judges workers. */
+  alive: boolean;
+}
+
+/** Reads this instance's worker status; provided by JobsModule. */
+export const LOCAL_WORKER_STATUS = Symbol('LOCAL_WORKER_STATUS');
+export type LocalWorkerStatusRead = () => Omit<LocalWorkerStatus, 'alive'>;
+
+/** Due jobs of one name that no live worker handles, as `JobsMonitor.unhandledJobs()` reads them. */
+export interface UnhandledJob {
+  /** The job name, as in `@Job(name)`. */
+  name: string;
+  /** The queue they wait in. */
+  queue: string;
+  /** How many of them are due now. */
+  due: number;
+  /** The run_at of the oldest of them: how long they have waited. */
+  oldestDueAt: Date;
+}
+
 /**
  * How far the monitoring replica (`monitoring.replica`) is behind the
  * primary, as `JobsMonitor.replicaLag()` measured it.

@@ -27,6 +27,11 @@ export interface ClaimedJob {
   /** The claimer's clock when the claim took it. */
   claimedAt?: Date;
   /**
+   * When this attempt became due: the job's run_at as the claim found it (its enqueue time for an
+   * immediate job, else its delay, retry backoff or snooze). Absent where a claim does not return it.
+   */
+  runAt?: Date;
+  /**
    * Claimed ahead for a limited queue, uncounted by its limit: it starts only in the place of a
    * job of the queue that succeeded here, whose write then counts it (FinishedAttempt.successor).
    */

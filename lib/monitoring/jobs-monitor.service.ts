@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import {
   checkName,
   checkOptions,
@@ -16,6 +16,11 @@ import {
   type JobCounts,
   type JobListFilter,
   type JobPage,
+  LOCAL_WORKER_STATUS,
+  type LocalWorkerStatus,
+  type LocalWorkerStatusRead,
+  type QueueLag,
+  type UnhandledJob,
   type ReplicaLag,
   type StateCounts,
   type WorkerInfo,
@@ -43,8 +48,15 @@ export interface WorkersOptions {
   fromPrimary?: boolean;
 }
 
+/** What `queueLag()` and `unhandledJobs()` take. */
+export interface MonitorReadOptions {
+  /** Read the primary even when `monitoring.replica` is set; default false. */
+  fromPrimary?: boolean;
+}
+
 const COUNTS_SHAPE = optionShape<CountsOptions>({ since: true, finished: true, fromPrimary: true });
 const WORKERS_SHAPE = optionShape<WorkersOptions>({ stoppedWithin: true, fromPrimary: true });
+const READ_SHAPE = optionShape<MonitorReadOptions>({ fromPrimary: true });
 
 const emptyCounts = (): StateCounts => ({
   waiting: 0,
@@ -72,7 +84,22 @@ export class JobsMonitor {
     @Inject(MONITORING_OPTIONS) private readonly options: MonitoringOptions,
     private readonly clock: Clock,
     private readonly cipher: JobCipher,
+    @Optional() @Inject(LOCAL_WORKER_STATUS) private readonly local?: LocalWorkerStatusRead,
   ) {}
+
+  /**
+   * This instance's worker: whether it should run here (`worker.enabled`
+   * and a registered handler), whether it runs, and when it last wrote its
+   * heartbeat row. What the readiness check (`JobsHealthIndicator.isHealthy`)
+   * judges this instance by; no database read.
+   */
+  localWorker(): LocalWorkerStatus {
+    const status = this.local?.() ?? { expected: false, running: false, id: null, lastHeartbeat: null };
+    const beat = status.lastHeartbeat;
+    const alive =
+      status.running && beat !== null && this.clock.now().getTime() - beat.getTime() <= this.options.staleAfter;
+    return { ...status, alive };
+  }
 
   /** This process's encryption: its key ids, the current one, and the key ids its worker met on jobs and lacks. */
   encryption(): EncryptionStatus {
@@ -187,6 +214,41 @@ export class JobsMonitor {
     );
     const jobs = rows.slice(0, limit);
     return { jobs, next: rows.length > limit ? jobs[jobs.length - 1]!.id : null };
+  }
+
+  /**
+   * Each queue's due backlog: how many queued jobs are due now and the
+   * run_at of the oldest one (how long the queue's head has waited). Only
+   * queues with due jobs are listed, by name. Cheap enough for every scrape:
+   * it reads the queued jobs' index, as `counts({ finished: false })` does.
+   */
+  async queueLag(options: MonitorReadOptions = {}): Promise<QueueLag[]> {
+    options = checkOptions('JobsMonitor.queueLag()', options, '{ fromPrimary: true }', READ_SHAPE) ?? {};
+    const storage = this.source('JobsMonitor.queueLag()', options.fromPrimary);
+    const now = this.clock.now();
+    return databaseCall('JobsMonitor.queueLag()', () => storage.queueLag(now));
+  }
+
+  /**
+   * Job names that have due jobs and no live worker to run them: no
+   * worker alive (as `workers()` judges it) both serves their queue and
+   * registers the name (a job type removed from the code, a service not
+   * deployed, a worker that serves other queues). Claims skip such jobs, so
+   * without this they wait silently. A live worker of a build that did not
+   * record its job names counts as handling every name of its queues.
+   * Waiting jobs are not due (they wait on parents). Cheap at any backlog:
+   * it looks at the first 100 due jobs of each queue in claim order (and
+   * the first 100 with a group or serial key), where such jobs stay, since
+   * claims pass over them; behind a larger backlog of jobs that run first,
+   * they show once it drains. `unhandledJobs.failAfter` fails them once
+   * due that long.
+   */
+  async unhandledJobs(options: MonitorReadOptions = {}): Promise<UnhandledJob[]> {
+    options = checkOptions('JobsMonitor.unhandledJobs()', options, '{ fromPrimary: true }', READ_SHAPE) ?? {};
+    const storage = this.source('JobsMonitor.unhandledJobs()', options.fromPrimary);
+    const now = this.clock.now();
+    const liveSince = new Date(now.getTime() - this.options.staleAfter);
+    return databaseCall('JobsMonitor.unhandledJobs()', () => storage.unhandledJobs(now, liveSince));
   }
 
   /**

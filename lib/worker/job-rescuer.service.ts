@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { UNHANDLED_JOBS_OPTIONS, type ResolvedUnhandledJobsOptions } from '../discovery/service-name.js';
 import { Clock } from '../model/index.js';
 import {
   MAINTENANCE_STORAGE,
@@ -28,12 +29,14 @@ export class JobRescuer {
     private readonly clock: Clock,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
     private readonly hooks: FailureHooks,
+    @Inject(UNHANDLED_JOBS_OPTIONS) private readonly unhandled: ResolvedUnhandledJobsOptions,
   ) {}
 
   /**
    * Rescues once now (a restart after a crash finds its own jobs), then
    * every half lease, at most every 15 s. Each pass also fails the jobs whose
-   * deadline passed before they started, and sweeps the onFailure hooks
+   * deadline passed before they started, with `unhandledJobs.failAfter` the
+   * jobs due that long that no live worker handles, and sweeps the onFailure hooks
    * waiting for an instance: the rescue's and the deadlines' own, and those
    * abandoned.
    */
@@ -71,7 +74,26 @@ export class JobRescuer {
     } catch (error) {
       this.logger.warn(`Failing jobs past their deadline failed: ${(error as Error).message}`);
     }
+    await this.failUnhandled();
     await this.hooks.sweep();
+  }
+
+  /** Live as JobsMonitor judges it: not stopped, and a heartbeat within this worker's lease. */
+  private async failUnhandled(): Promise<void> {
+    const failAfter = this.unhandled.failAfter;
+    if (failAfter === null) return;
+    try {
+      const now = this.clock.now();
+      const liveSince = new Date(now.getTime() - this.options.lease);
+      const failed = await this.storage.failUnhandled(now, liveSince, failAfter, RESCUE_BATCH);
+      if (failed > 0) {
+        this.logger.warn(
+          `${failed} job(s) failed for good: no live worker handles their job name, and they were due for longer than unhandledJobs.failAfter (${failAfter} ms)`,
+        );
+      }
+    } catch (error) {
+      this.logger.warn(`Failing jobs no live worker handles failed: ${(error as Error).message}`);
+    }
   }
 
   async stop(): Promise<void> {

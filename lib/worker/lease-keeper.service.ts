@@ -1,6 +1,8 @@
 import { hostname } from 'node:os';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Clock } from '../model/index.js';
+import { JobRegistry } from '../discovery/job-registry.js';
+import { JOBS_SERVICE } from '../discovery/service-name.js';
+import { Clock, type LocalWorkerStatusRead } from '../model/index.js';
 import {
   MAINTENANCE_STORAGE,
   type MaintenanceStorage,
@@ -45,6 +47,7 @@ export class LeaseKeeper {
   private holder: LeaseHolder | null = null;
   private timer: NodeJS.Timeout | null = null;
   private renewing: Promise<void> | null = null;
+  private lastHeartbeat: Date | null = null;
 
   constructor(
     @Inject(OUTCOME_STORAGE) private readonly storage: OutcomeStorage,
@@ -52,6 +55,8 @@ export class LeaseKeeper {
     private readonly clock: Clock,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
     private readonly hooks: FailureHooks,
+    private readonly jobs: JobRegistry,
+    @Inject(JOBS_SERVICE) private readonly service: string,
   ) {}
 
   /** Registers the worker's row and starts renewing. */
@@ -88,22 +93,38 @@ export class LeaseKeeper {
         const kept = await this.storage.renewFailureHooks(holder.id, hooks, now, this.options.lease);
         this.hooks.lost(hooks.filter((id) => !kept.has(id)));
       }
-      if (!(await this.registry.heartbeatWorker(holder.id, now, holder.runningCount()))) await this.register();
+      if (await this.registry.heartbeatWorker(holder.id, now, holder.runningCount())) this.lastHeartbeat = now;
+      else await this.register();
     } catch (error) {
       this.logger.error(`Renewing leases failed: ${(error as Error).message}`);
     }
   }
 
-  private register(): Promise<void> {
+  /** This instance's worker for its readiness check: whether it should run, runs, and last reached its row. */
+  status(): ReturnType<LocalWorkerStatusRead> {
+    return {
+      expected: this.options.enabled && this.jobs.names().length > 0,
+      running: this.holder !== null,
+      id: this.holder?.id ?? null,
+      lastHeartbeat: this.holder ? this.lastHeartbeat : null,
+    };
+  }
+
+  private async register(): Promise<void> {
     const holder = this.holder!;
-    return this.registry.registerWorker({
+    const now = this.clock.now();
+    await this.registry.registerWorker({
       id: holder.id,
       host: hostname(),
       pid: process.pid,
       queues: this.options.queues ?? [],
       concurrency: this.options.concurrency,
-      now: this.clock.now(),
+      now,
+      service: this.service,
+      // What its claims take: monitoring reports due jobs of other names that no live worker handles.
+      jobNames: this.jobs.names(),
     });
+    this.lastHeartbeat = now;
   }
 
   /**

@@ -69,7 +69,8 @@ beforeAll(async () => {
   }
   app = await startJobsApp(
     schema,
-    { worker: { pollInterval: 100 } },
+    // 'dash-elsewhere' is another service's job: this app enqueues it, and no worker here handles it.
+    { worker: { pollInterval: 100 }, externalJobs: { 'dash-elsewhere': { queue: 'dash-ops' } } },
     {
       imports: [
         JobsDashboardModule.register({
@@ -445,6 +446,29 @@ it('filters the jobs list by a part of the name', async () => {
   const names = await page.$$eval('tbody tr[data-id]', (rows) => rows.map((r) => r.textContent ?? ''));
   expect(names.length).toBe(1);
   expect(names[0]).toContain('dash-persistent');
+});
+
+it('warns of due jobs no live worker handles, with their name, queue, count and age, and drops the warning once they are gone', async () => {
+  const jobs = app.get(JobQueue);
+  const ids = [(await jobs.enqueue('dash-elsewhere', {})).id, (await jobs.enqueue('dash-elsewhere', {})).id];
+  await open('#/');
+  const row = page.locator('section.unhandled tr[data-unhandled-name="dash-elsewhere"]');
+  await row.waitFor();
+  expect(await page.textContent('section.unhandled h2')).toBe('Jobs no live worker handles');
+  expect(await row.locator('td').allTextContents()).toEqual([
+    'dash-elsewhere',
+    'dash-ops',
+    '2',
+    expect.stringMatching(/\(.+\)$/),
+  ]);
+  await row.locator('a').first().click();
+  await drawn('#/jobs?state=queued&name=dash-elsewhere&queue=dash-ops');
+  await page.waitForSelector('main tr[data-id]');
+  expect(await page.locator('main tr[data-id]').count()).toBe(2);
+  for (const id of ids) await jobs.cancel(id);
+  await open('#/');
+  await page.waitForSelector('section.cards');
+  expect(await page.locator('section.unhandled').count()).toBe(0);
 });
 
 it('ran without script errors or CSP violations', () => {

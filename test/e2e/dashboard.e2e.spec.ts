@@ -83,7 +83,14 @@ describe('JobsDashboardModule.register()', () => {
       '/api/jobs',
       '/api/queues',
     ];
-    for (const path of [...gets, '/api/batches', '/api/schedules', '/api/throughput', `/api/jobs/${UNKNOWN}`]) {
+    for (const path of [
+      ...gets,
+      '/api/batches',
+      '/api/schedules',
+      '/api/throughput',
+      '/api/unhandled',
+      `/api/jobs/${UNKNOWN}`,
+    ]) {
       expect([path, (await http.get(`/jobs-dashboard${path}`)).body.message]).toEqual([path, 'operators only']);
     }
     for (const path of [`/api/jobs/${UNKNOWN}/retry`, '/api/jobs/retry', '/api/queues/x/pause']) {
@@ -279,6 +286,9 @@ describe('the dashboard over HTTP', () => {
     expect(sum('dash-flow', 'succeeded')).toBeGreaterThanOrEqual(5);
     const schedules = (await http.get(api('/schedules')).expect(200)).body;
     expect(schedules).toEqual([expect.objectContaining({ name: seed.schedule, paused: false })]);
+    // Its worker handles every job name the app enqueues.
+    expect((await http.get(api('/unhandled')).expect(200)).body).toEqual([]);
+    await http.get(api('/unhandled?queue=x')).expect(400);
   });
 
   it('acts only through POST: retry, cancel, run now, delete, bulk, schedules and queues', async () => {

@@ -20,7 +20,7 @@ import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import { JobsHealthIndicator, type JobsHealthOptions } from 'nestjs-durable-jobs/health';
 import { json, runCli } from '../support/cli-process.js';
 import { uniqueSchema } from '../support/database.js';
-import { checkHealth } from '../support/health-check.js';
+import { checkHealth, checkSystemHealth } from '../support/health-check.js';
 import { startStandbyPair, type StandbyPair } from '../support/standby.js';
 import { sleep, waitFor } from '../support/wait.js';
 
@@ -229,7 +229,10 @@ describe('monitoring.replica: reads from a real hot standby', () => {
   it('the health check reads the primary: a due job the replica has not seen still strands its queue', async () => {
     await pause();
     await app.get(JobQueue).enqueue('nobody-serves', { n: 3 });
-    expect(await health({})).toMatchObject({ http: 503, details: { jobs: { status: 'down', stranded: ['nobody'] } } });
+    expect(await checkSystemHealth(app, {})).toMatchObject({
+      http: 503,
+      details: { 'jobs-system': { status: 'down', stranded: ['nobody'] } },
+    });
     await resume();
     await app.get(JobsAdmin).cancelAll({ queue: 'nobody' });
   }, 30_000);

@@ -265,6 +265,21 @@ export function operatorPositions(app: () => INestApplication): OptionsPosition[
       known: ['maxQueued', 'timeout', 'maxReplicaLag'],
       call: (o) => new JobsHealthIndicator({} as never, monitor()).isHealthy('jobs', o as never),
     },
+    {
+      where: 'JobsHealthIndicator.checkSystem()',
+      known: ['maxQueued', 'timeout', 'maxReplicaLag'],
+      call: (o) => new JobsHealthIndicator({} as never, monitor()).checkSystem('jobs-system', o as never),
+    },
+    {
+      where: 'JobsMonitor.queueLag()',
+      known: ['fromPrimary'],
+      call: (o) => monitor().queueLag(o as never),
+    },
+    {
+      where: 'JobsMonitor.unhandledJobs()',
+      known: ['fromPrimary'],
+      call: (o) => monitor().unhandledJobs(o as never),
+    },
   ];
 }
 

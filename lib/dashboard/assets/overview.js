@@ -24,12 +24,21 @@ async function loadThroughput() {
 export const overview = () => ({
   title: 'Overview',
   nav: 'overview',
-  load: () => Promise.all([api('/stats'), api('/queues'), api('/workers'), loadThroughput(), api('/encryption')]),
-  render: ([stats, queues, workers, throughput, encryption]) =>
+  load: () =>
+    Promise.all([
+      api('/stats'),
+      api('/queues'),
+      api('/workers'),
+      loadThroughput(),
+      api('/encryption'),
+      api('/unhandled'),
+    ]),
+  render: ([stats, queues, workers, throughput, encryption, unhandled]) =>
     h(
       'div',
       null,
       missingKeys(encryption),
+      unhandledJobs(unhandled),
       h(
         'section',
         { class: 'cards' },
@@ -64,6 +73,40 @@ function missingKeys(encryption) {
     h('strong', null, 'Missing encryption key: '),
     encryption.missingKeys.map((k) => "'" + k + "'").join(', '),
     '. This instance hands jobs sealed with it back for an instance that holds it; add the key to its encryption.keys.',
+  );
+}
+
+/**
+ * Due jobs whose name no live worker handles in their queue: claims pass over them, so they wait
+ * until a worker that registers the name is deployed (or they are cancelled).
+ * @param {{ name: string, queue: string, due: number, oldestDueAt: string }[]} unhandled
+ */
+function unhandledJobs(unhandled) {
+  if (!unhandled.length) return null;
+  return h(
+    'section',
+    { class: 'error-box unhandled', 'data-unhandled': String(unhandled.length) },
+    h('h2', null, 'Jobs no live worker handles'),
+    h(
+      'p',
+      { class: 'small' },
+      'No running worker registers these job names for their queue, so they wait. ',
+      'Deploy a worker whose app has the @Job and serves the queue, or cancel them.',
+    ),
+    table(
+      ['job name', 'queue', { attrs: { class: 'n' }, text: 'due' }, 'waiting since'],
+      unhandled.map((u) =>
+        h(
+          'tr',
+          { 'data-unhandled-name': u.name },
+          td(h('a', { href: '#/jobs?state=queued&name=' + enc(u.name) + '&queue=' + enc(u.queue) }, u.name), 'mono'),
+          td(h('a', { href: '#/jobs?queue=' + enc(u.queue) }, u.queue)),
+          td(num(u.due), 'n'),
+          td(time(u.oldestDueAt, true)),
+        ),
+      ),
+      '',
+    ),
   );
 }
 

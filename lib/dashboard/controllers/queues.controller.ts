@@ -36,6 +36,13 @@ export function queuesController(config: DashboardConfig) {
       return this.monitor.encryption();
     }
 
+    /** Job names with due jobs that no live worker handles in their queue: they wait until one is deployed. */
+    @Get('api/unhandled')
+    unhandled(@Query() query: Q) {
+      onlyKnown(query, []);
+      return this.monitor.unhandledJobs();
+    }
+
     /**
      * Where the dashboard reads (`monitoring.replica` or the primary) and,
      * for a replica, how far it is behind; actions always go to the primary.

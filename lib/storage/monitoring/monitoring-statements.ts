@@ -1,4 +1,5 @@
 import { quoteIdent } from '../connection/sql-identifiers.js';
+import { unhandledPairs } from './unhandled-jobs-sql.js';
 
 /**
  * What operators read. Each part of the counts is served by an index that
@@ -22,6 +23,22 @@ export function monitoringStatements(schema: string) {
       UNION ALL
       SELECT queue, state, count(*)::int FROM ${s}.job
        WHERE $2::uuid IS NOT NULL AND id >= $2::uuid AND state IN ('succeeded', 'failed', 'cancelled', 'skipped') GROUP BY 1, 2`,
+
+    // $1 now. The queued rows are read off the claim index (its predicate is state = 'queued'),
+    // the same rows the counts' queued part reads.
+    queueLag: `SELECT queue, count(*)::int AS due, min(run_at) AS oldest_due_at
+      FROM ${s}.job WHERE state = 'queued' AND run_at <= $1
+      GROUP BY queue ORDER BY queue`,
+
+    // $1 now, $2 the oldest heartbeat of a live worker.
+    unhandledPairs: `WITH RECURSIVE ${unhandledPairs(s, '$1', '$2')}
+    SELECT queue, name FROM up`,
+
+    // The due jobs of the names unhandledPairs found ($2 their queues, $3 their names), counted
+    // in full: only read while some job has no live worker to run it.
+    unhandledCounts: `SELECT queue, name, count(*)::int AS due, min(run_at) AS oldest_due_at
+      FROM ${s}.job WHERE state = 'queued' AND queue = ANY($2::text[]) AND name = ANY($3::text[]) AND run_at <= $1
+      GROUP BY queue, name`,
 
     // Running workers, and those stopped since $1.
     workers: `SELECT id, host, pid, queues, concurrency, active, started_at, last_heartbeat, stopped_at,

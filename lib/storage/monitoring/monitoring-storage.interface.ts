@@ -1,4 +1,4 @@
-import type { StateCounts, WorkerInfo } from '../../model/index.js';
+import type { QueueLag, StateCounts, UnhandledJob, WorkerInfo } from '../../model/index.js';
 
 /** One count of the `counts` statement: a queue, a state ('scheduled' for queued-for-later), a number. */
 export interface CountRow {
@@ -15,6 +15,13 @@ export interface MonitoringStorage {
   /** Finished states are not read when `finishedSince` is null. */
   counts(now: Date, finishedSince: Date | null): Promise<CountRow[]>;
   workers(stoppedSince: Date): Promise<WorkerRow[]>;
+  /** Per queue with due jobs: how many are due at `now`, and the oldest one's run_at. */
+  queueLag(now: Date): Promise<QueueLag[]>;
+  /**
+   * Job names with jobs due at `now` that no live worker (not stopped, its heartbeat at or after
+   * `liveSince`) handles in their queue, by queue and name.
+   */
+  unhandledJobs(now: Date, liveSince: Date): Promise<UnhandledJob[]>;
 }
 
 export const MONITORING_STORAGE = Symbol('MONITORING_STORAGE');

@@ -1,3 +1,4 @@
+import type { QueueLag, UnhandledJob } from '../../model/index.js';
 import { uuidv7Floor } from '../jobs/job-encoding.js';
 import type { CountRow, MonitoringStorage, WorkerRow } from './monitoring-storage.interface.js';
 import { monitoringStatements, type MonitoringStatements } from './monitoring-statements.js';
@@ -5,6 +6,8 @@ import { PoolExecutor } from '../connection/sql-executor.js';
 import type { StorageContext } from '../storage-context.js';
 
 type Row = Record<string, unknown>;
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export class PostgresMonitoringStorage implements MonitoringStorage {
   private readonly sql: MonitoringStatements;
@@ -17,6 +20,31 @@ export class PostgresMonitoringStorage implements MonitoringStorage {
 
   async counts(now: Date, finishedSince: Date | null): Promise<CountRow[]> {
     return this.pool.query<CountRow>(this.sql.counts, [now, finishedSince && uuidv7Floor(finishedSince)]);
+  }
+
+  async queueLag(now: Date): Promise<QueueLag[]> {
+    const rows = await this.pool.query<Row>(this.sql.queueLag, [now]);
+    return rows.map((r) => ({ queue: r.queue as string, due: r.due as number, oldestDueAt: r.oldest_due_at as Date }));
+  }
+
+  async unhandledJobs(now: Date, liveSince: Date): Promise<UnhandledJob[]> {
+    const pairs = await this.pool.query<{ queue: string; name: string }>(this.sql.unhandledPairs, [now, liveSince]);
+    if (!pairs.length) return [];
+    const found = new Set(pairs.map((p) => `${p.queue}\n${p.name}`));
+    const rows = await this.pool.query<Row>(this.sql.unhandledCounts, [
+      now,
+      [...new Set(pairs.map((p) => p.queue))],
+      [...new Set(pairs.map((p) => p.name))],
+    ]);
+    return rows
+      .filter((r) => found.has(`${r.queue as string}\n${r.name as string}`))
+      .map((r) => ({
+        name: r.name as string,
+        queue: r.queue as string,
+        due: r.due as number,
+        oldestDueAt: r.oldest_due_at as Date,
+      }))
+      .sort((a, b) => (a.queue === b.queue ? cmp(a.name, b.name) : cmp(a.queue, b.queue)));
   }
 
   async workers(stoppedSince: Date): Promise<WorkerRow[]> {

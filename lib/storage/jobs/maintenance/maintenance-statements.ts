@@ -3,10 +3,13 @@ import { quoteIdent } from '../../connection/sql-identifiers.js';
 import { notifySql } from '../../notifications/notification-topics.js';
 import { noLiveChildren, settleCte } from '../job-fragments.js';
 import { latestSchemaVersion } from '../../migrations/migration-files.js';
+import { noLiveHandler, unhandledPairs } from '../../monitoring/unhandled-jobs-sql.js';
 
 /** The error an interrupted attempt records: the one its worker's signal aborted with. */
 const LEASE_LOST = LeaseLostError.name;
 const DEADLINE_EXCEEDED = DeadlineExceededError.name;
+/** The error of a job failed because no live worker handles its name (`unhandledJobs.failAfter`). */
+export const UNHANDLED_JOB_ERROR = 'UnhandledJobError';
 
 /** The SQL of rescue, deadlines, retention and the worker registry, for one schema, built once. */
 export function maintenanceStatements(schema: string) {
@@ -28,6 +31,34 @@ export function maintenanceStatements(schema: string) {
       RETURNING j.id, j.batch_id, j.has_dependents
     ), ${settleCte(s, 'u', `'failed'`, '$1', '$3')}
     SELECT (SELECT count(*) FROM u)::int AS expired, (SELECT count(*) FROM settled)::int AS settled`,
+
+    // The (queue, name) pairs of due jobs that no live worker handles ($1 now, $2 the oldest
+    // heartbeat of a live worker): what failUnhandled looks at.
+    unhandledPairs: `WITH RECURSIVE ${unhandledPairs(s, '$1', '$2')}
+    SELECT queue, name FROM up`,
+
+    // Queued jobs of the queues $7 and names $8, due since before $3, that no live worker handles
+    // (checked again per job, under its lock), fail for good (unhandledJobs.failAfter, $6 ms). No
+    // onFailure is recorded: no live instance has the job's handler to run it. No attempt ran, so
+    // no history row is written.
+    failUnhandled: `WITH x AS (
+      SELECT j.id FROM ${s}.job j
+       WHERE j.state = 'queued' AND j.queue = ANY($7::text[]) AND j.name = ANY($8::text[]) AND j.run_at <= $3
+         AND ${noLiveHandler(s, 'j.queue', 'j.name', '$2')}
+       ORDER BY j.run_at LIMIT $4
+       FOR UPDATE SKIP LOCKED
+    ), u AS (
+      UPDATE ${s}.job j
+         SET state = 'failed', completed_at = $1,
+             last_error = jsonb_build_object('name', '${UNHANDLED_JOB_ERROR}',
+               'message', format('Job "%s" (%s) failed for good: no live worker handles job name "%s" in queue "%s", '
+                 || 'and it was due for longer than unhandledJobs.failAfter (%s ms). Potential fix: deploy a worker '
+                 || 'whose app registers @Job(''%s'') and serves queue "%s", then retry the job; or cancel such jobs.',
+                 j.name, j.id, j.name, j.queue, $6::int, j.name, j.queue))
+        FROM x WHERE j.id = x.id AND j.state = 'queued'
+      RETURNING j.id, j.batch_id, j.has_dependents
+    ), ${settleCte(s, 'u', `'failed'`, '$1', '$5')}
+    SELECT (SELECT count(*) FROM u)::int AS failed, (SELECT count(*) FROM settled)::int AS settled`,
 
     // A rescued job keeps its run_at: it was due before the jobs queued since,
     // so it goes back to the front of its queue rather than behind a backlog.
@@ -72,10 +103,11 @@ export function maintenanceStatements(schema: string) {
            (SELECT count(*) FROM n)::int AS notified, (SELECT count(*) FROM settled)::int AS settled`,
 
     registerWorker: `INSERT INTO ${s}.worker (id, host, pid, queues, concurrency, started_at, last_heartbeat, schema_version,
-                                             connections_open, connections_max)
-      VALUES ($1, $2, $3, $4, $5, $6, $6, ${latestSchemaVersion()}, $7, $8)
+                                             connections_open, connections_max, service, job_names)
+      VALUES ($1, $2, $3, $4, $5, $6, $6, ${latestSchemaVersion()}, $7, $8, $9, $10)
       ON CONFLICT (id) DO UPDATE SET last_heartbeat = EXCLUDED.last_heartbeat, stopped_at = NULL,
                                      schema_version = EXCLUDED.schema_version,
+                                     service = EXCLUDED.service, job_names = EXCLUDED.job_names,
                                      connections_open = EXCLUDED.connections_open, connections_max = EXCLUDED.connections_max`,
 
     // No row: retention removed it (a clock that jumped); the worker registers again.

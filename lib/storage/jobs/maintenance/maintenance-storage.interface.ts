@@ -8,6 +8,10 @@ export interface WorkerRegistration {
   queues: readonly string[];
   concurrency: number;
   now: Date;
+  /** The service its app is (JobsModule's `service`). */
+  service: string;
+  /** The job names it has handlers for: what its claims take. */
+  jobNames: readonly string[];
 }
 
 /** What a rescue pass did. */
@@ -37,6 +41,12 @@ export interface MaintenanceStorage {
   rescueExpired(now: Date, limit: number): Promise<RescueResult>;
   /** Fails up to `limit` queued or waiting jobs whose deadline passed; returns how many. */
   expireDeadlines(now: Date, limit: number): Promise<number>;
+  /**
+   * Fails up to `limit` queued jobs that have been due for `failAfter` ms and that no live worker
+   * (not stopped, its heartbeat at or after `liveSince`) handles, settling their batches and
+   * dependents; returns how many.
+   */
+  failUnhandled(now: Date, liveSince: Date, failAfter: number, limit: number): Promise<number>;
   /**
    * Deletes up to `limit` jobs in `states` that ended before `before`, of ids
    * above `after` (null: from the first); returns how many, and the highest id

@@ -53,6 +53,22 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
     return row?.expired ?? 0;
   }
 
+  async failUnhandled(now: Date, liveSince: Date, failAfter: number, limit: number): Promise<number> {
+    const pairs = await this.run<{ queue: string; name: string }>('unhandledPairs', [now, liveSince]);
+    if (!pairs.length) return 0;
+    const [row] = await this.run<{ failed: number }>('failUnhandled', [
+      now,
+      liveSince,
+      new Date(now.getTime() - failAfter),
+      limit,
+      this.channel,
+      failAfter,
+      [...new Set(pairs.map((p) => p.queue))],
+      [...new Set(pairs.map((p) => p.name))],
+    ]);
+    return row?.failed ?? 0;
+  }
+
   async prune(states: readonly string[], before: Date, limit: number, after: string | null): Promise<PruneChunk> {
     const rows = await this.run<{ id: string }>('prune', [
       uuidv7Floor(before),
@@ -76,7 +92,18 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
 
   async registerWorker(w: WorkerRegistration): Promise<void> {
     const { open, max } = this.connections();
-    await this.run('registerWorker', [w.id, w.host, w.pid, w.queues, w.concurrency, w.now, open, max]);
+    await this.run('registerWorker', [
+      w.id,
+      w.host,
+      w.pid,
+      w.queues,
+      w.concurrency,
+      w.now,
+      open,
+      max,
+      w.service,
+      w.jobNames,
+    ]);
   }
 
   async heartbeatWorker(id: string, now: Date, active: number): Promise<boolean> {

@@ -76,12 +76,12 @@ export function outcomeStatements(schema: string) {
     )
     SELECT true AS done, id, NULL::text AS name, NULL::text AS queue, NULL::jsonb AS payload, NULL::int AS attempt,
            NULL::int AS "maxAttempts", NULL::int AS "timeoutMs", NULL::uuid AS "batchId", NULL::jsonb AS "traceContext",
-           NULL::timestamptz AS deadline, NULL::float8 AS "waitMs", NULL::boolean AS reserved, NULL::uuid[] AS "parentIds",
+           NULL::timestamptz AS deadline, NULL::timestamptz AS "runAt", NULL::float8 AS "waitMs", NULL::boolean AS reserved, NULL::uuid[] AS "parentIds",
            NULL::uuid AS "parentBatchId"
       FROM u
     UNION ALL
     SELECT false, c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.timeout_ms, c.batch_id, c.trace_context,
-           c.deadline, c.wait_ms, c.reserved, p.parent_ids, p.parent_batch_id
+           c.deadline, c.run_at, c.wait_ms, c.reserved, p.parent_ids, p.parent_batch_id
       FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10, $4, $12, $13) c
       ${lineageJoin(s, 'c')}`,
 
