@@ -8,6 +8,8 @@ import {
   databaseCall,
   JobsError,
   scheduleDefinitionHash,
+  SERVICE_CHECK_IN_MS,
+  SERVICE_INSTANCE_ALIVE_MS,
   type QueueOptions,
   type RateLimit,
   type ScheduleDefinition,
@@ -31,11 +33,6 @@ interface Declared {
   keys: Readonly<Record<string, RateLimit>>;
 }
 
-/** How often an instance says it is alive and looks whether its build should take over. */
-export const CHECK_IN_INTERVAL_MS = 10_000;
-/** An instance silent this long is gone: an older build may take its service's declarations back. */
-export const INSTANCE_ALIVE_MS = 3 * CHECK_IN_INTERVAL_MS;
-
 /**
  * Keeps the service's code declarations (its @Cron schedules, its queue, job and keyed limits)
  * in the database. They belong to the service (JobsModule's `service`): a start writes and
@@ -45,7 +42,7 @@ export const INSTANCE_ALIVE_MS = 3 * CHECK_IN_INTERVAL_MS;
  * rolling deploy the new pods' first start takes over, and an old pod that restarts meanwhile
  * writes nothing. An older build takes over only once no instance of the build in force is alive
  * (a rollback, once the newer pods are gone), which every instance looks at every
- * CHECK_IN_INTERVAL_MS.
+ * SERVICE_CHECK_IN_MS.
  */
 @Injectable()
 export class DeclarationsKeeper {
@@ -81,7 +78,7 @@ export class DeclarationsKeeper {
     if (silent) return;
     this.build = buildOf(declared);
     await this.checkIn(true);
-    this.timer = setInterval(() => void this.periodicCheckIn(), CHECK_IN_INTERVAL_MS);
+    this.timer = setInterval(() => void this.periodicCheckIn(), SERVICE_CHECK_IN_MS);
     this.timer.unref();
   }
 
@@ -114,7 +111,7 @@ export class DeclarationsKeeper {
         build,
         instanceId: this.instanceId,
         now,
-        aliveSince: new Date(now.getTime() - INSTANCE_ALIVE_MS),
+        aliveSince: new Date(now.getTime() - SERVICE_INSTANCE_ALIVE_MS),
       }),
     );
     if (!result.owns) {

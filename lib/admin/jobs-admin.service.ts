@@ -42,6 +42,8 @@ import {
   type ScheduleControl,
   type ScheduleInfo,
   type Throughput,
+  type ForgottenService,
+  type ServiceInfo,
 } from '../model/index.js';
 import { JobReads, type BatchMembersOptions } from '../queue/job-reads.js';
 import { GET_JOB_SHAPE, type GetJobOptions } from '../queue/queue-options.js';
@@ -50,6 +52,8 @@ import { listQueues } from '../queue/queue-list.js';
 import { ADMIN_STORAGE, type AdminStorage } from '../storage/admin/admin-storage.interface.js';
 import { MONITORING_READS, type MonitoringReads } from '../storage/monitoring/monitoring-reads.interface.js';
 import type { BatchGraph, BatchMember } from '../storage/workflows/workflow-storage.interface.js';
+import { SERVICE_STORAGE, type ServiceStorage } from '../storage/services/service-storage.interface.js';
+import { forgetService, listServices } from './service-admin.js';
 import { checkCursor, checkFilter, checkLimit, checkStates } from './admin-checks.js';
 import { BULK_CHUNK, BulkActions } from './bulk-actions.js';
 import { deletedOrThrow, movedOrThrow } from './job-action-errors.js';
@@ -94,6 +98,7 @@ export class JobsAdmin {
     private readonly queues: JobQueues,
     private readonly cipher: JobCipher,
     @Inject(CODE_QUEUES) private readonly codeQueues: CodeQueues,
+    @Inject(SERVICE_STORAGE) private readonly services_: ServiceStorage,
   ) {
     this.bulk = new BulkActions(storage, clock);
     this.byId = new JobReads(reads.jobs, reads.batches, 'JobsAdmin.');
@@ -301,6 +306,24 @@ export class JobsAdmin {
       this.reads.admin.throughput(window.since, window.until, window.createdSince, queue),
     );
     return denseThroughput(window, rows);
+  }
+
+  /**
+   * The services sharing the schema (JobsModule's `service`): the build whose declarations are
+   * in force, every build seen with its live instances, and how many schedules and limits each owns.
+   */
+  services(): Promise<ServiceInfo[]> {
+    return listServices(this.services_, this.clock);
+  }
+
+  /**
+   * Releases what a retired or renamed service declared: its schedules and limits lose their
+   * owner, so the next service that starts takes those it declares and removes the others, and
+   * its records go. An unknown name throws a JobsNotFoundError; a service with live instances is
+   * refused (it would write its declarations again).
+   */
+  forgetService(service: string): Promise<ForgottenService> {
+    return forgetService(this.services_, this.clock, service);
   }
 
   /** Every schedule with its next and last run. */

@@ -10,6 +10,7 @@ import { overviewCommands } from './overview.command.js';
 import { purgeCommand } from './purge.command.js';
 import { reencryptCommand } from './reencrypt.command.js';
 import { scheduleCommands } from './schedules.command.js';
+import { servicesCommand } from './services.command.js';
 
 const BIN = 'nestjs-durable-jobs';
 
@@ -19,6 +20,7 @@ const COMMANDS: readonly CliCommand[] = [
   purgeCommand,
   reencryptCommand,
   ...scheduleCommands,
+  servicesCommand,
   migrateCommand,
 ];
 

@@ -7,13 +7,14 @@ import { table, time } from './cli-output.js';
 function schedulesText(schedules: readonly ScheduleInfo[]): string {
   if (schedules.length === 0) return 'no schedules';
   return table(
-    ['NAME', 'JOB', 'CRON', 'TIME ZONE', 'SOURCE', 'PAUSED', 'NEXT RUN', 'LAST RUN', 'LAST STATE'],
+    ['NAME', 'JOB', 'CRON', 'TIME ZONE', 'SOURCE', 'SERVICE', 'PAUSED', 'NEXT RUN', 'LAST RUN', 'LAST STATE'],
     schedules.map((s) => [
       s.name,
       s.jobName,
       s.cron,
       s.timeZone,
       s.source,
+      s.service ?? '-',
       s.paused ? 'yes' : 'no',
       time(s.nextRunAt),
       time(s.lastRunAt),
@@ -53,6 +54,7 @@ function queuesText(queues: readonly QueueInfo[]): string {
   for (const q of queues) {
     rows.push([
       q.name,
+      q.service ?? '-',
       q.paused ? 'yes' : 'no',
       limitText(q.concurrency, String),
       limitText(q.rateLimit, rate),
@@ -63,17 +65,30 @@ function queuesText(queues: readonly QueueInfo[]): string {
     ]);
     // A job name's own limits, under its queue.
     for (const j of q.jobs) {
-      rows.push([`  ${j.name}`, '', limitText(j.concurrency, String), limitText(j.rateLimit, rate), '', '', '', '']);
+      rows.push([
+        `  ${j.name}`,
+        j.service ?? '-',
+        '',
+        limitText(j.concurrency, String),
+        limitText(j.rateLimit, rate),
+        '',
+        '',
+        '',
+        '',
+      ]);
     }
     // Its groups' limits: the default for each group, then the groups' own.
     if (q.groups.concurrency !== null) {
-      rows.push(['  each group', '', `${q.groups.concurrency} (code)`, '', '', '', '', '']);
+      rows.push(['  each group', '', '', `${q.groups.concurrency} (code)`, '', '', '', '', '']);
     }
     for (const g of q.groups.overrides) {
-      rows.push([`  group ${g.group}`, '', `${g.concurrency} (runtime)`, '', '', '', '', '']);
+      rows.push([`  group ${g.group}`, '', '', `${g.concurrency} (runtime)`, '', '', '', '', '']);
     }
   }
-  return table(['QUEUE', 'PAUSED', 'CONCURRENCY', 'RATE LIMIT', 'ACTIVE', 'QUEUED', 'SCHEDULED', 'WAITING'], rows);
+  return table(
+    ['QUEUE', 'SERVICE', 'PAUSED', 'CONCURRENCY', 'RATE LIMIT', 'ACTIVE', 'QUEUED', 'SCHEDULED', 'WAITING'],
+    rows,
+  );
 }
 
 async function pauseOrResume(parsed: ParsedCommand, io: CliIo, pause: boolean): Promise<void> {

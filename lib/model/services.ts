@@ -1,3 +1,8 @@
+/** How often an app instance says it is alive and looks whether its build should take over its service's declarations. */
+export const SERVICE_CHECK_IN_MS = 10_000;
+/** An instance silent this long is gone: an older build may then take its service's declarations back. */
+export const SERVICE_INSTANCE_ALIVE_MS = 3 * SERVICE_CHECK_IN_MS;
+
 /** One build of a service: what one version of its code declares, identified by a digest of it. */
 export interface ServiceBuildInfo {
   /** The digest of the build's declarations (schedules and limits). */

@@ -19,11 +19,7 @@ import {
   type RateLimitInfo,
 } from '../model/index.js';
 import { MONITORING_STORAGE, type MonitoringStorage } from '../storage/monitoring/monitoring-storage.interface.js';
-import {
-  QUEUE_STORAGE,
-  type QueueConfig,
-  type QueueStorage,
-} from '../storage/queues/queue-storage.interface.js';
+import { QUEUE_STORAGE, type QueueConfig, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
 import { listQueues } from './queue-list.js';
 import { RATE_LIMIT_DECLARATIONS } from './rate-limit-declarations.js';
 

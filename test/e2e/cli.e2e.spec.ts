@@ -210,9 +210,16 @@ describe('the CLI', () => {
   it('lists schedules (the code-defined ones kept), pauses and resumes them, runs one now; refuses to pause a queue', async () => {
     const listed = json<Array<{ name: string; source: string }>>(await cli('schedules', '--json'));
     // Each CLI call above booted JobsModule without this app's @Cron: the row is still there.
-    expect(listed).toMatchObject([{ name: 'cli-cron', source: 'code' }]);
+    expect(listed).toMatchObject([{ name: 'cli-cron', source: 'code', service: 'nestjs-durable-jobs' }]);
+    // The app's service, its build in force and its one live instance; a running service is not forgotten.
+    expect((await cli('services')).stdout).toMatch(
+      /^SERVICE +BUILD IN FORCE .*\nnestjs-durable-jobs +([0-9a-f]{12}) +\S+ +\1 \(1\) +1 +\d+ *\n$/,
+    );
+    const refused = await cli('services', 'forget', 'nestjs-durable-jobs');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/1 instance\(s\) of the service are running.*Potential fix: stop them first/);
     expect((await cli('schedules')).stdout).toMatch(
-      /^NAME +JOB +CRON .*\ncli-cron +cli-cron +0 0 1 1 \* +UTC +code +no /,
+      /^NAME +JOB +CRON .*SERVICE .*\ncli-cron +cli-cron +0 0 1 1 \* +UTC +code +\S+ +no /,
     );
     expect(await cli('pause', '--schedule', 'cli-cron')).toMatchObject({
       code: 0,
@@ -228,11 +235,13 @@ describe('the CLI', () => {
     expect(await cli('pause', '--queue', 'adm')).toMatchObject({ code: 0, stdout: 'paused queue adm\n' });
     const queues = json<Array<{ name: string; paused: boolean }>>(await cli('queues', '--json'));
     expect(queues.find((q) => q.name === 'adm')).toMatchObject({ paused: true });
-    expect((await cli('queues')).stdout).toMatch(/^QUEUE +PAUSED +CONCURRENCY +RATE LIMIT .*\n(.*\n)*adm +yes +- +- /);
+    expect((await cli('queues')).stdout).toMatch(
+      /^QUEUE +SERVICE +PAUSED +CONCURRENCY +RATE LIMIT .*\n(.*\n)*adm +\S+ +yes +- +- /,
+    );
     expect(await cli('resume', 'queue', 'adm')).toMatchObject({ code: 0, stdout: 'resumed queue adm\n' });
     // A group's own limit, under its queue.
     await app.get(JobQueues).setGroupLimits('adm', 'tenant-1', { concurrency: 2 });
-    expect((await cli('queues')).stdout).toMatch(/\nadm +no .*\n {2}group tenant-1 +2 \(runtime\)/);
+    expect((await cli('queues')).stdout).toMatch(/\nadm +\S+ +no .*\n {2}group tenant-1 +2 \(runtime\)/);
     const unknownQueue = await cli('pause', '--queue', 'no-such-queue');
     expect(unknownQueue).toMatchObject({ code: 1, stdout: '' });
     expect(unknownQueue.stderr).toMatch(/JobQueues.pause\(\): no queue "no-such-queue"/);

@@ -453,7 +453,12 @@ describe('limits declared in code and changed at run time', () => {
     // A job name's own limit, from @Job, is listed under its queue.
     expect((await find(third)).jobs).toEqual([]);
     expect((await third.get(JobQueues).list()).find((q) => q.name === 'named')!.jobs).toEqual([
-      { name: 'fc-named', concurrency: { value: 2, source: 'code' }, rateLimit: { value: null, source: 'code' } },
+      {
+        name: 'fc-named',
+        concurrency: { value: 2, source: 'code' },
+        rateLimit: { value: null, source: 'code' },
+        service: 'nestjs-durable-jobs',
+      },
     ]);
   });
 

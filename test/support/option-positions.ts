@@ -59,6 +59,8 @@ export const MODULE = [
   'interceptors',
   'externalJobs',
   'unregisteredJobs',
+  'unhandledJobs',
+  'service',
   'maxPayloadBytes',
   'maxResultBytes',
   'maxErrorBytes',
@@ -195,6 +197,12 @@ export const modulePositions: OptionsPosition[] = [
     known: JOB,
     base: () => ({ queue: 'emails' }),
     call: (o) => forRootWith('externalJobs', { ext: o }),
+  },
+  {
+    where: 'JobsModule.forRoot()',
+    path: 'unhandledJobs.',
+    known: ['failAfter'],
+    call: (o) => forRootWith('unhandledJobs', o),
   },
   {
     where: 'JobsModule.forRoot()',

@@ -45,7 +45,7 @@ export const schedules = () => ({
   load: () => api('/schedules'),
   render: (/** @type {any[]} */ list) =>
     table(
-      ['schedule', 'job', 'cron', 'source', 'state', 'next run', 'last run', 'last job', n('skipped'), ''],
+      ['schedule', 'job', 'cron', 'source', 'service', 'state', 'next run', 'last run', 'last job', n('skipped'), ''],
       [...list].sort((a, b) => a.name.localeCompare(b.name)).map(scheduleRow),
       'No schedules.',
     ),
@@ -61,6 +61,7 @@ function scheduleRow(sc) {
     td(sc.jobName),
     td([h('code', null, sc.cron), h('div', { class: 'muted small' }, sc.timeZone)]),
     td(sc.source),
+    td(sc.service ?? h('span', { class: 'muted' }, '—')),
     td(sc.paused ? pausedBadge() : running()),
     td(sc.paused ? h('span', { class: 'muted' }, 'paused') : time(sc.nextRunAt, true)),
     td(time(sc.lastRunAt, true)),
@@ -137,7 +138,7 @@ export const queues = () => ({
   load: () => api('/queues'),
   render: (/** @type {any[]} */ list) =>
     table(
-      ['queue', 'state', 'concurrency', 'rate limit', 'job limits', 'group limits', ...COUNTED.map(n), ''],
+      ['queue', 'service', 'state', 'concurrency', 'rate limit', 'job limits', 'group limits', ...COUNTED.map(n), ''],
       list.map(queueRow),
       'No queues known yet.',
     ),
@@ -149,6 +150,7 @@ function queueRow(q) {
     'tr',
     { 'data-queue': q.name },
     td(h('a', { href: '#/jobs?queue=' + enc(q.name) }, h('strong', null, q.name))),
+    td(q.service ?? h('span', { class: 'muted' }, '—')),
     td(q.paused ? pausedBadge() : running()),
     td(limitText(q.concurrency, false)),
     td(limitText(q.rateLimit, true)),
