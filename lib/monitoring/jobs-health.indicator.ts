@@ -50,8 +50,8 @@ const SYSTEM_SHAPE = optionShape<JobsSystemHealthOptions>({ maxQueued: true, tim
 type Lag = { ms: number | null; replayPaused: boolean } | { error: string };
 
 /**
- * @nestjs/terminus indicators (import it from 'nestjs-durable-jobs/health',
- * and TerminusModule in the health module), two of them:
+ * Two health indicators for `@nestjs/terminus` (import the class from
+ * 'nestjs-durable-jobs/health', and TerminusModule in the health module):
  *
  * - `isHealthy()`, this instance's readiness: `down` only when this
  *   instance cannot do its part, that is its database does not answer in

@@ -29,8 +29,11 @@ const optionalPeers = Object.keys(manifest.peerDependencies).filter((p) => manif
 const requiredPeers = Object.keys(manifest.peerDependencies).filter((p) => !optionalPeers.includes(p));
 /** Beyond the peers: what the README's quick start imports, and Node's types for tsc. */
 const appPackages = ['@nestjs/typeorm', '@types/node'];
-/** What the docs' snippets import besides: the testing page's test runner and Nest's testing module. */
-const docsPackages = ['@nestjs/testing', 'vitest'];
+/**
+ * What the docs' snippets import besides: the testing page's test runner and Nest's testing module,
+ * and the OpenTelemetry metrics SDK of the monitoring page.
+ */
+const docsPackages = ['@nestjs/testing', 'vitest', '@opentelemetry/sdk-metrics'];
 /** The README's files that must be among the compiled ones (each block starting with `// <file>.ts`). */
 const QUICK_START = ['app.module.ts', 'send-receipt.job.ts', 'orders.controller.ts'];
 /**
