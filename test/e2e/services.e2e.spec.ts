@@ -3,6 +3,7 @@
  * and limits its code declares, and a rolling deploy of one service keeps its newest release's.
  */
 import { AppProcess } from '../support/app-process.js';
+import { json, runCli } from '../support/cli-process.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { waitFor } from '../support/wait.js';
 
@@ -132,7 +133,7 @@ describe('two services on one schema', () => {
     await stop(billing);
   });
 
-  it("refuse a start that declares another service's schedule or queue limits differently, naming both services and the fix", async () => {
+  it("refuse a start that declares another service's schedule or queue limits differently, naming both services and the fix, until that service is stopped and forgotten", async () => {
     const schema = newSchema('svcrival');
     const api = await start(schema, 'api');
     const rival = new AppProcess(
@@ -155,7 +156,20 @@ describe('two services on one schema', () => {
       'job api/api-work concurrency 3 rate none (api)',
       'queue api concurrency 5 (api)',
     ]);
+    // While api runs, it cannot be forgotten: its instances would write their declarations again.
+    const refused = await runCli(['services', 'forget', 'api', '--schema', schema]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/1 instance\(s\) of the service are running.*Potential fix: stop them first/);
+    // api retired: forgetting it releases its declarations, which keep working until another service
+    // declares them; rival's start then takes them over with its own values.
     await stop(api);
+    const forgotten = await runCli(['services', 'forget', 'api', '--schema', schema, '--json']);
+    expect(json(forgotten)).toEqual({ known: true, schedules: 1, limits: 2 });
+    expect(await schedules(schema)).toEqual(['api-tick * * * * * * (null)']);
+    const rival2 = await start(schema, 'rival', { RIVAL_LIMITS: '1' });
+    expect(await schedules(schema)).toEqual(['api-tick */5 * * * * * (rival)']);
+    expect(await limits(schema)).toEqual(['queue api concurrency 9 (rival)']);
+    await stop(rival2);
   });
 });
 
