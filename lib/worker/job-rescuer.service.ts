@@ -57,11 +57,12 @@ export class JobRescuer {
   private async pass(): Promise<void> {
     if (!this.started) return;
     try {
-      const { rescued, failed } = await this.storage.rescueExpired(this.clock.now(), RESCUE_BATCH);
+      const { rescued, failed, cancelled } = await this.storage.rescueExpired(this.clock.now(), RESCUE_BATCH);
       if (rescued > 0) {
         this.logger.warn(
           `Recovered ${rescued} job(s) whose worker stopped renewing its lease` +
-            (failed ? `; ${failed} of them had no attempt left and failed for good` : ''),
+            (failed ? `; ${failed} of them had no attempt left and failed for good` : '') +
+            (cancelled ? `; ${cancelled} of them had been cancelled and ended cancelled` : ''),
         );
       }
     } catch (error) {

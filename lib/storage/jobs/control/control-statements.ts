@@ -1,4 +1,4 @@
-import { NOT_STARTED_STATES } from '../../../model/index.js';
+import { CANCELLABLE_STATES } from '../../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../../connection/sql-identifiers.js';
 import { notifySql } from '../../notifications/notification-topics.js';
 import { settleCte } from '../job-fragments.js';
@@ -8,16 +8,21 @@ import { ROUTINE_NAMES } from '../../routines/routine-catalog.js';
 export function controlStatements(schema: string) {
   const s = quoteIdent(schema);
   return {
-    cancelQueued: `WITH u AS (
-      UPDATE ${s}.job SET state = 'cancelled', completed_at = $2, cancel_requested = true
-       WHERE id = $1 AND state IN (${sqlLiterals(NOT_STARTED_STATES)}) RETURNING id, batch_id, has_dependents
-    ), ${settleCte(s, 'u', `'cancelled'`, '$2', '$3')}
-    SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
-
-    cancelActive: `WITH u AS (
-      UPDATE ${s}.job SET cancel_requested = true WHERE id = $1 AND state = 'active' RETURNING id
+    // One statement whatever the job's state: a job not started yet is cancelled now (its batch and
+    // dependents settle), a running one is flagged and its worker told. Under the row lock the state
+    // is the latest, so a job moving between queued and active cannot slip between two statements.
+    // The flag stays on the row: a rescue or a hand-back of that attempt ends the job cancelled.
+    cancel: `WITH u AS (
+      UPDATE ${s}.job
+         SET cancel_requested = true,
+             state = CASE WHEN state = 'active' THEN state ELSE 'cancelled' END,
+             completed_at = CASE WHEN state = 'active' THEN completed_at ELSE $2::timestamptz END
+       WHERE id = $1 AND state IN (${sqlLiterals(CANCELLABLE_STATES)})
+      RETURNING id, state, batch_id, has_dependents
+    ), ${settleCte(s, `(SELECT * FROM u WHERE state = 'cancelled')`, `'cancelled'`, '$2', '$3')}, n AS (
+      SELECT ${notifySql('cancel', '$3', 'u.id::text')} FROM u WHERE state = 'active'
     )
-    SELECT id, ${notifySql('cancel', '$2', 'id')} FROM u`,
+    SELECT id, state FROM u UNION ALL SELECT NULL, NULL FROM settled UNION ALL SELECT NULL, NULL FROM n`,
 
     // A retried job that settled a batch or parents reopens them (reopen_job). Its finished steps
     // stay, so the next attempt answers them from storage, unless $5 (resetSteps) clears them.

@@ -38,16 +38,11 @@ export class PostgresJobControlStorage implements JobControlStorage {
   }
 
   async cancel(id: string, now: Date): Promise<CancelResult> {
-    // Two tries: a job may move between "queued" and "active" under our feet.
-    for (let i = 0; i < 2; i++) {
-      if ((await this.run('cancelQueued', [id, now, this.channel])).some((r) => r.id)) return { outcome: 'cancelled' };
-      if ((await this.run('cancelActive', [id, this.channel])).length) return { outcome: 'requested' };
-      const [row] = await this.run('stateOf', [id]);
-      if (!row) return { outcome: 'not-found' };
-      const state = row.state as JobState;
-      if (state !== 'queued' && state !== 'waiting' && state !== 'active') return { outcome: 'finished', state };
-    }
-    return { outcome: 'requested' };
+    const written = (await this.run('cancel', [id, now, this.channel])).find((r) => r.id);
+    if (written) return { outcome: written.state === 'active' ? 'requested' : 'cancelled' };
+    const [row] = await this.run('stateOf', [id]);
+    if (!row) return { outcome: 'not-found' };
+    return { outcome: 'finished', state: row.state as JobState };
   }
 
   async retry(id: string, now: Date, resetSteps = false): Promise<RetryResult> {

@@ -1,4 +1,4 @@
-import { DeadlineExceededError, LeaseLostError } from '../../../model/index.js';
+import { DeadlineExceededError, JobCancelledError, LeaseLostError } from '../../../model/index.js';
 import { quoteIdent } from '../../connection/sql-identifiers.js';
 import { notifySql } from '../../notifications/notification-topics.js';
 import { noLiveChildren, settleCte } from '../job-fragments.js';
@@ -8,6 +8,8 @@ import { noLiveHandler, unhandledPairs } from '../../monitoring/unhandled-jobs-s
 /** The error an interrupted attempt records: the one its worker's signal aborted with. */
 const LEASE_LOST = LeaseLostError.name;
 const DEADLINE_EXCEEDED = DeadlineExceededError.name;
+/** The error of a job whose accepted cancel a rescue or a hand-back carries out. */
+const CANCELLED = JobCancelledError.name;
 /** The error of a job failed because no live worker handles its name (`unhandledJobs.failAfter`). */
 export const UNHANDLED_JOB_ERROR = 'UnhandledJobError';
 
@@ -65,8 +67,10 @@ export function maintenanceStatements(schema: string) {
     // One failed for good gets its onFailure hook recorded, for the sweep. A traced attempt's span
     // is on the row once a renewal wrote it (renewTraced), with its handler's start, which is
     // after this attempt's claim (started_at): the history row records them.
+    // A job whose cancel was accepted (cancel_requested) ends cancelled here: its worker died or
+    // stalled before acting on it, and running it again would undo the cancel.
     rescue: `WITH x AS (
-      SELECT id, worker_id,
+      SELECT id, worker_id, cancel_requested AS cancelled,
              CASE WHEN handler_started_at >= started_at THEN handler_started_at END AS handler_started_at,
              CASE WHEN handler_started_at >= started_at THEN trace_id END AS trace_id,
              CASE WHEN handler_started_at >= started_at THEN span_id END AS span_id
@@ -76,30 +80,38 @@ export function maintenanceStatements(schema: string) {
        FOR UPDATE SKIP LOCKED
     ), u AS (
       UPDATE ${s}.job j
-         SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'queued' END,
+         SET state = CASE WHEN x.cancelled THEN 'cancelled' WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'queued' END,
              lease_expires_at = NULL, worker_id = NULL, reserved = false,
-             completed_at = CASE WHEN j.attempt >= j.max_attempts THEN $1::timestamptz END,
-             failure_hook = CASE WHEN j.attempt >= j.max_attempts THEN 'pending' END,
-             last_error = CASE WHEN j.attempt >= j.max_attempts THEN jsonb_build_object(
-               'name', '${LEASE_LOST}',
-               'message', format('Attempt %s of %s was interrupted (worker %s stopped renewing its lease) and no attempts remain',
-                                 j.attempt, j.max_attempts, x.worker_id))
-             ELSE j.last_error END,
+             completed_at = CASE WHEN x.cancelled OR j.attempt >= j.max_attempts THEN $1::timestamptz END,
+             failure_hook = CASE WHEN NOT x.cancelled AND j.attempt >= j.max_attempts THEN 'pending' END,
+             last_error = CASE
+               WHEN x.cancelled THEN jsonb_build_object(
+                 'name', '${CANCELLED}',
+                 'message', format('Job %s was cancelled; its worker %s stopped renewing the lease (crashed or stalled) before it ended the attempt',
+                                   j.id, x.worker_id))
+               WHEN j.attempt >= j.max_attempts THEN jsonb_build_object(
+                 'name', '${LEASE_LOST}',
+                 'message', format('Attempt %s of %s was interrupted (worker %s stopped renewing its lease) and no attempts remain',
+                                   j.attempt, j.max_attempts, x.worker_id))
+               ELSE j.last_error END,
              trace_id = NULL, span_id = NULL, handler_started_at = NULL
         FROM x WHERE j.id = x.id
       RETURNING j.id, j.attempt, j.started_at, x.worker_id, j.state, j.queue, j.batch_id, j.has_dependents,
-                x.handler_started_at, x.trace_id, x.span_id
-    ), ${settleCte(s, `(SELECT * FROM u WHERE state = 'failed')`, 'state', '$1', '$3')}, ex AS (
+                x.handler_started_at, x.trace_id, x.span_id, j.last_error
+    ), ${settleCte(s, `(SELECT * FROM u WHERE state IN ('failed', 'cancelled'))`, 'state', '$1', '$3')}, ex AS (
       INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, claimed_at, started_at, ended_at, error, trace_id, span_id)
-      SELECT id, attempt, worker_id, 'interrupted', started_at, coalesce(handler_started_at, started_at), $1,
-             jsonb_build_object('name', '${LEASE_LOST}',
-                                'message', format('Worker %s stopped renewing the lease (crashed or stalled)', worker_id)),
+      SELECT id, attempt, worker_id, CASE WHEN state = 'cancelled' THEN 'cancelled' ELSE 'interrupted' END,
+             started_at, coalesce(handler_started_at, started_at), $1,
+             CASE WHEN state = 'cancelled' THEN last_error
+                  ELSE jsonb_build_object('name', '${LEASE_LOST}',
+                                          'message', format('Worker %s stopped renewing the lease (crashed or stalled)', worker_id)) END,
              trace_id, span_id
         FROM u
     ), n AS (
       SELECT ${notifySql('queue', '$3', 'queue')} FROM (SELECT DISTINCT queue FROM u WHERE state = 'queued') q
     )
     SELECT (SELECT count(*) FROM u)::int AS rescued, (SELECT count(*) FROM u WHERE state = 'failed')::int AS failed,
+           (SELECT count(*) FROM u WHERE state = 'cancelled')::int AS cancelled,
            (SELECT count(*) FROM n)::int AS notified, (SELECT count(*) FROM settled)::int AS settled`,
 
     registerWorker: `INSERT INTO ${s}.worker (id, host, pid, queues, concurrency, started_at, last_heartbeat, schema_version,

@@ -19,6 +19,8 @@ export interface RescueResult {
   rescued: number;
   /** Of those, failed for good (no attempt left): their onFailure hooks now wait for the sweep. */
   failed: number;
+  /** Of those, cancelled: a cancel had been accepted that their worker never carried out. */
+  cancelled: number;
 }
 
 /** What one retention chunk deleted. */

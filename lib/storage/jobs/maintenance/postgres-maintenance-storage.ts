@@ -45,7 +45,7 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
 
   async rescueExpired(now: Date, limit: number): Promise<RescueResult> {
     const [row] = await this.run<RescueResult>('rescue', [now, limit, this.channel]);
-    return { rescued: row?.rescued ?? 0, failed: row?.failed ?? 0 };
+    return { rescued: row?.rescued ?? 0, failed: row?.failed ?? 0, cancelled: row?.cancelled ?? 0 };
   }
 
   async expireDeadlines(now: Date, limit: number): Promise<number> {

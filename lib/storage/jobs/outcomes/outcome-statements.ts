@@ -1,3 +1,4 @@
+import { JobCancelledError } from '../../../model/index.js';
 import { quoteIdent } from '../../connection/sql-identifiers.js';
 import { notifySql } from '../../notifications/notification-topics.js';
 import { lineageJoin, LINEAGE_COLUMNS, settleCte } from '../job-fragments.js';
@@ -17,6 +18,9 @@ import { outcomeFence } from '../../routines/sql-fragments.js';
  * compared every active row with every value row: 50 ms for 500 outcomes on a
  * 20k-row table, measured. Without a join the worst plan is one linear scan.
  */
+/** The error of a job whose accepted cancel a hand-back carries out. */
+const CANCELLED = JobCancelledError.name;
+
 export function outcomeStatements(schema: string) {
   const s = quoteIdent(schema);
   /** This row's entry in the fail statement's JSON object ($5), and one field of it as text. */
@@ -24,6 +28,8 @@ export function outcomeStatements(schema: string) {
   const failed = (field: string) => `(${failure} ->> '${field}')`;
   /** One part of this row's `trace/span/handler start` in the traced renewal's JSON object ($6). */
   const held = (n: number) => `split_part($6::jsonb ->> (j.id::text), '/', ${n})`;
+  /** The fail statement's next state of row j: the attempt's, unless a retry or snooze meets an accepted cancel. */
+  const next = `(CASE WHEN j.cancel_requested AND ${failed('state')} = 'queued' THEN 'cancelled' ELSE ${failed('state')} END)`;
   /**
    * The success write ($1 ids, $2 worker, $3 now, $5 attempts, $6 results, `traces` each traced
    * attempt's `trace/span/handler start in epoch ms`, or null when the batch had none), fenced like
@@ -85,14 +91,21 @@ export function outcomeStatements(schema: string) {
       FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10, $4, $12, $13) c
       ${lineageJoin(s, 'c')}`,
 
-    // A failed attempt leaves a history row; the job row moves on in the same statement.
+    // A failed attempt leaves a history row; the job row moves on in the same statement. One that
+    // would go back to the queue (a retry, a snooze) while its cancel was accepted ends cancelled:
+    // the cancel arrived as the attempt was ending, and the worker had not acted on it.
     fail: `WITH u AS (
       UPDATE ${s}.job j
-         SET state = ${failed('state')}, run_at = coalesce((${failed('run_at')})::timestamptz, j.run_at),
+         SET state = ${next}, run_at = coalesce((${failed('run_at')})::timestamptz, j.run_at),
              max_attempts = j.max_attempts + CASE WHEN (${failed('extra')})::boolean THEN 1 ELSE 0 END,
-             last_error = ${failure} -> 'error', lease_expires_at = NULL,
-             worker_id = CASE WHEN ${failed('state')} = 'queued' THEN NULL ELSE j.worker_id END,
-             completed_at = CASE WHEN ${failed('state')} = 'queued' THEN NULL ELSE $3::timestamptz END,
+             last_error = CASE WHEN ${next} = 'cancelled' AND ${failed('state')} = 'queued' THEN jsonb_build_object(
+               'name', '${CANCELLED}',
+               'message', format('Job %s was cancelled as its attempt %s ended (%s); it is not run again',
+                                 j.id, j.attempt, ${failure} -> 'error' ->> 'message'))
+             ELSE ${failure} -> 'error' END,
+             lease_expires_at = NULL,
+             worker_id = CASE WHEN ${next} = 'queued' THEN NULL ELSE j.worker_id END,
+             completed_at = CASE WHEN ${next} = 'queued' THEN NULL ELSE $3::timestamptz END,
              failure_hook = CASE WHEN ${failed('state')} = 'failed' THEN ${failed('hook')} END,
              hook_worker_id = CASE WHEN ${failed('hook')} = 'running' THEN $2 END,
              hook_lease_expires_at = CASE WHEN ${failed('hook')} = 'running'
@@ -134,22 +147,35 @@ export function outcomeStatements(schema: string) {
     // job's attempt was real: it stays in the history as interrupted, and the
     // job gets one more attempt in return, so a deploy never uses its attempts up.
     // A traced one's span and handler start ($7, as renewTraced's $6) go on its history row.
+    // A job whose cancel was accepted (cancel_requested) ends cancelled instead of going back: the
+    // worker stopped before it acted on the cancel, and another would run the job again.
     handBack: `WITH u AS (
       UPDATE ${s}.job j
-         SET state = 'queued', run_at = $3, worker_id = NULL, lease_expires_at = NULL, reserved = false,
+         SET state = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+             completed_at = CASE WHEN j.cancel_requested THEN $3::timestamptz END,
+             last_error = CASE WHEN j.cancel_requested THEN jsonb_build_object(
+               'name', '${CANCELLED}',
+               'message', format('Job %s was cancelled; its worker %s shut down before it %s',
+                                 j.id, $2::text, CASE WHEN $4::jsonb IS NULL THEN 'started it' ELSE 'ended the attempt' END))
+             ELSE j.last_error END,
+             run_at = $3, worker_id = NULL, lease_expires_at = NULL, reserved = false,
              attempt = CASE WHEN $4::jsonb IS NULL THEN j.attempt - 1 ELSE j.attempt END,
-             max_attempts = CASE WHEN $4::jsonb IS NULL THEN j.max_attempts ELSE j.max_attempts + 1 END,
+             max_attempts = CASE WHEN $4::jsonb IS NULL OR j.cancel_requested THEN j.max_attempts ELSE j.max_attempts + 1 END,
              trace_id = NULL, span_id = NULL, handler_started_at = NULL
        WHERE ${outcomeFence('j', '$1', '$2', '($5::jsonb ->> (j.id::text))::int')}
-      RETURNING j.id, j.attempt, j.started_at, j.queue, $7::jsonb ->> (j.id::text) AS span
+      RETURNING j.id, j.attempt, j.started_at, j.queue, j.state, j.batch_id, j.has_dependents, j.last_error,
+                $7::jsonb ->> (j.id::text) AS span
     ), ex AS (
       INSERT INTO ${s}.job_execution (job_id, attempt, worker_id, state, claimed_at, started_at, ended_at, error, trace_id, span_id)
-      SELECT id, attempt, $2, 'interrupted', started_at,
-             coalesce(to_timestamp(nullif(split_part(span, '/', 3), '')::float8 / 1000), started_at), $3, $4::jsonb,
+      SELECT id, attempt, $2, CASE WHEN state = 'cancelled' THEN 'cancelled' ELSE 'interrupted' END, started_at,
+             coalesce(to_timestamp(nullif(split_part(span, '/', 3), '')::float8 / 1000), started_at), $3,
+             CASE WHEN state = 'cancelled' THEN last_error ELSE $4::jsonb END,
              nullif(split_part(span, '/', 1), ''), nullif(split_part(span, '/', 2), '')
         FROM u WHERE $4::jsonb IS NOT NULL
+    ), ${settleCte(s, `(SELECT * FROM u WHERE state = 'cancelled')`, `'cancelled'`, '$3', '$6')}, n AS (
+      SELECT ${notifySql('queue', '$6', 'queue')} FROM (SELECT DISTINCT queue FROM u WHERE state = 'queued') q
     )
-    SELECT ${notifySql('queue', '$6', 'queue')} FROM (SELECT DISTINCT queue FROM u) q`,
+    SELECT (SELECT count(*) FROM n)::int AS notified, (SELECT count(*) FROM settled)::int AS settled`,
 
     // The rescue wrote the interrupted row; the worker that lost the lease adds its span (see recordLostSpan).
     lostSpan: `UPDATE ${s}.job_execution SET trace_id = $4, span_id = $5
