@@ -39,6 +39,7 @@ class BudgetWork implements JobHandler<{ steps: number; stepMs: number }> {
 
 const apps: INestApplication[] = [];
 const schemas: string[] = [];
+const databases: string[] = [];
 let bouncer: PgBouncer | undefined;
 
 afterEach(async () => {
@@ -47,7 +48,21 @@ afterEach(async () => {
 afterAll(async () => {
   await bouncer?.stop();
   await dropSchemas(...schemas);
+  for (const name of databases) await sql(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
 });
+
+/**
+ * A database of the test's own, and its URL: the sessions counted on it are this instance's only,
+ * whatever else (another test run, a tool) holds library sessions on the same server.
+ */
+async function ownDatabase(prefix: string): Promise<{ name: string; url: string }> {
+  const name = uniqueSchema(prefix);
+  await sql(`CREATE DATABASE "${name}"`);
+  databases.push(name);
+  const url = new URL(databaseUrl());
+  url.pathname = `/${name}`;
+  return { name, url: url.toString() };
+}
 
 async function start(schema: string, options: JobsModuleOptions): Promise<INestApplication> {
   @Module({ providers: [BudgetWork] })
@@ -76,20 +91,21 @@ async function outcomes(schema: string) {
   return { executions: byState(executions), jobs: byState(jobs), attempts };
 }
 
-/** Sessions of the library's pools on this server now (each carries "nestjs-durable-jobs" in its name). */
-async function librarySessions(): Promise<number> {
+/** Sessions of the library's pools on `database` now (each carries "nestjs-durable-jobs" in its name). */
+async function librarySessions(database: string): Promise<number> {
   const [row] = await sql<{ n: number }>(
     `SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND application_name LIKE 'nestjs-durable-jobs%'`,
+      WHERE datname = $1 AND application_name LIKE 'nestjs-durable-jobs%'`,
+    [database],
   );
   return row!.n;
 }
 
 it('an instance never holds more connections than maxConnections, and reports them', async () => {
   const schema = uniqueSchema('budget_count');
-  schemas.push(schema);
+  const database = await ownDatabase('budget_db');
   const app = await start(schema, {
-    connection: databaseUrl(),
+    connection: database.url,
     maxConnections: 7,
     worker: { concurrency: 12, lease: 5_000 },
   });
@@ -98,7 +114,7 @@ it('an instance never holds more connections than maxConnections, and reports th
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
-      most = Math.max(most, await librarySessions());
+      most = Math.max(most, await librarySessions(database.name));
       await sleep(20);
     }
   })();
@@ -108,7 +124,11 @@ it('an instance never holds more connections than maxConnections, and reports th
       jobs.enqueueMany(Array.from({ length: 10 }, () => ({ job: BudgetWork, payload: { steps: 3, stepMs: 5 } }))),
     ),
   );
-  await waitFor('every job to succeed', async () => (await outcomes(schema)).jobs.succeeded === 40, 60_000);
+  await waitFor(
+    'every job to succeed',
+    async () => (await app.get(JobsMonitor).counts({ fromPrimary: true })).total.succeeded === 40,
+    60_000,
+  );
   sampling = false;
   await sampler;
   expect(most).toBeGreaterThan(0);
