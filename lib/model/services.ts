@@ -15,6 +15,7 @@ export interface ServiceBuildInfo {
 
 /** A service (JobsModule's `service`) that shares the schema, as `JobsAdmin.services()` returns it. */
 export interface ServiceInfo {
+  /** The service's name (JobsModule's `service`). */
   service: string;
   /** The build whose declarations are in force. */
   ownerBuild: string;
@@ -32,7 +33,8 @@ export interface ServiceInfo {
 export interface ForgottenService {
   /** Whether the service was known at all. */
   known: boolean;
-  /** Schedules and limits that lost their owner. */
+  /** Schedules that lost their owner. */
   schedules: number;
+  /** Queue, job and keyed limits that lost their owner. */
   limits: number;
 }
