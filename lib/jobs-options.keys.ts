@@ -109,6 +109,7 @@ const WORKER_SHAPE = optionShape<WorkerOptions>({
 const RETENTION_SHAPE = optionShape<RetentionOptions>({
   succeeded: true,
   failed: true,
+  cancelled: true,
   workers: true,
   interval: true,
   pause: true,

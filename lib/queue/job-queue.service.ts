@@ -1,4 +1,6 @@
 import { Inject, Injectable, type Type } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { JobRegistry } from '../discovery/job-registry.js';
 import {
   checkId,
   checkOptionKeys,
@@ -16,6 +18,8 @@ import {
   type JobInfo,
   type NewJob,
   type PayloadOf,
+  QUEUE_SETTINGS,
+  type QueueSettings,
 } from '../model/index.js';
 import { JOB_CONTROL_STORAGE, type JobControlStorage } from '../storage/jobs/control/job-control-storage.interface.js';
 import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
@@ -26,6 +30,7 @@ import {
   type WorkflowStorage,
 } from '../storage/workflows/workflow-storage.interface.js';
 import { ChainDraft, FlowDraft } from './flow-drafts.js';
+import { InlineRunner } from './inline-runner.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import {
   ENQUEUE_OPTIONS_SHAPE,
@@ -79,6 +84,7 @@ const ENQUEUE_ITEM_SHAPE = optionShape<EnqueueItem>({ job: true, payload: true, 
 @Injectable()
 export class JobQueue {
   private readonly reads: JobReads;
+  private readonly inline: InlineRunner;
 
   constructor(
     @Inject(ENQUEUE_STORAGE) private readonly storage: EnqueueStorage,
@@ -87,8 +93,12 @@ export class JobQueue {
     private readonly factory: JobFactory,
     private readonly writer: WorkflowWriter,
     private readonly events: JobEvents,
+    registry: JobRegistry,
+    moduleRef: ModuleRef,
+    @Inject(QUEUE_SETTINGS) settings: QueueSettings,
   ) {
     this.reads = new JobReads(control, workflows);
+    this.inline = new InlineRunner(registry, moduleRef, factory.clock, settings.maxPayloadBytes);
   }
 
   /**
@@ -117,6 +127,23 @@ export class JobQueue {
     if (holder) return { id: holder, created: false };
     if (this.events.enqueuesObserved) this.events.enqueued({ jobs: [row], inTransaction: manager !== undefined });
     return { id: row.id, created: true };
+  }
+
+  /**
+   * Runs the job's handler now, in this process, and resolves with what it returns or rejects with
+   * what it throws: one attempt (`ctx.attempt` 1 of 1), no retry, no queue, no job row, no
+   * `onFailure`, no job events. The payload is checked as `enqueue()` checks it (an unknown job, one
+   * another service runs, or a bad payload throws a JobsError) and the handler gets its JSON
+   * round trip, as from a worker; its interceptors and its `timeout` apply. `ctx.progress()` records
+   * nothing, and what needs a job row (`ctx.step()`, `sleep()`, `transaction()`, `continueWith()`,
+   * `addToBatch()`, `snooze()`) throws a JobsError. Nothing of it survives a crash: for tests, a
+   * CLI, a synchronous fallback, not for work that must happen.
+   */
+  async runInline<H extends JobHandler>(
+    job: Type<H> | string,
+    payload: PayloadOf<H>,
+  ): Promise<Awaited<ReturnType<H['run']>>> {
+    return (await this.inline.run(job, payload)) as Awaited<ReturnType<H['run']>>;
   }
 
   /** Many jobs at once: all are written or none. */

@@ -4,8 +4,16 @@ import { describeValue, INT4_MAX, JobsError } from '../model/index.js';
 export interface RetentionOptions {
   /** How long succeeded jobs stay queryable, in ms; default 7 days; false keeps them. */
   succeeded?: number | false;
-  /** How long failed, cancelled and skipped jobs (and settled batches) stay, in ms; default 30 days. */
+  /**
+   * How long failed and skipped jobs and settled batches stay, in ms; default 30 days; false keeps
+   * them. Cancelled jobs and batches too, unless `cancelled` is set.
+   */
   failed?: number | false;
+  /**
+   * How long cancelled jobs and cancelled batches stay, in ms; false keeps them. Left out, they
+   * follow `failed` (its value, or its default), as they did before this option existed.
+   */
+  cancelled?: number | false;
   /** How long the rows of stopped (or crashed) workers stay, in ms; default 7 days; false keeps them. */
   workers?: number | false;
   /** How often to prune, in ms; default 60 000. */
@@ -24,6 +32,7 @@ export interface RetentionOptions {
 export interface ResolvedRetentionOptions {
   succeeded: number | false;
   failed: number | false;
+  cancelled: number | false;
   workers: number | false;
   interval: number;
   pause: number;
@@ -47,7 +56,7 @@ function checkMs(field: string, value: unknown, min: number, example: string): n
   return value;
 }
 
-function checkKeep(field: string, value: unknown, fallback: number): number | false {
+function checkKeep(field: string, value: unknown, fallback: number | false): number | false {
   if (value === undefined) return fallback;
   if (value === false) return false;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > Number.MAX_SAFE_INTEGER) {
@@ -68,9 +77,11 @@ export function resolveRetentionOptions(o: RetentionOptions = {}): ResolvedReten
         `Potential fix: retention: { chunk: 2000 }.`,
     );
   }
+  const failed = checkKeep('failed', o.failed, 30 * DAY);
   return {
     succeeded: checkKeep('succeeded', o.succeeded, 7 * DAY),
-    failed: checkKeep('failed', o.failed, 30 * DAY),
+    failed,
+    cancelled: checkKeep('cancelled', o.cancelled, failed),
     workers: checkKeep('workers', o.workers, 7 * DAY),
     interval: checkMs('interval', o.interval ?? 60_000, 1, '60_000'),
     pause: checkMs('pause', o.pause ?? 20, 0, '20'),

@@ -56,19 +56,41 @@ export class RetentionService {
 
   private async pass(): Promise<void> {
     const now = this.clock.now().getTime();
-    const { succeeded, failed, workers } = this.options;
+    const { workers } = this.options;
     let deleted = 0;
     try {
-      if (succeeded !== false) deleted += await this.drain(['succeeded'], new Date(now - succeeded));
-      if (failed !== false && !this.stopping) {
-        deleted += await this.drain(['failed', 'cancelled', 'skipped'], new Date(now - failed));
-        if (!this.stopping) deleted += await this.drainBatches(new Date(now - failed));
+      for (const { states, keep } of this.jobRetentions()) {
+        if (this.stopping) break;
+        deleted += await this.drain(states, new Date(now - keep));
       }
+      if (!this.stopping) deleted += await this.drainBatches(now);
       if (deleted) this.logger.log(`Pruned ${deleted} finished job(s) and batch(es) past their retention`);
       if (workers !== false && !this.stopping) await this.storage.pruneWorkers(new Date(now - workers));
     } catch (error) {
       this.logger.warn(`Pruning finished jobs failed: ${(error as Error).message}`);
     }
+  }
+
+  /**
+   * The ended states to prune, grouped by how long they are kept: states kept alike (cancelled
+   * jobs follow failed ones by default) go in one walk of the key range, not in one each.
+   */
+  private jobRetentions(): Array<{ states: string[]; keep: number }> {
+    const { succeeded, failed, cancelled } = this.options;
+    const groups: Array<{ states: string[]; keep: number }> = [];
+    const kept: Array<[string, number | false]> = [
+      ['succeeded', succeeded],
+      ['failed', failed],
+      ['skipped', failed],
+      ['cancelled', cancelled],
+    ];
+    for (const [state, keep] of kept) {
+      if (keep === false) continue;
+      const same = groups.find((g) => g.keep === keep);
+      if (same) same.states.push(state);
+      else groups.push({ states: [state], keep });
+    }
+    return groups;
   }
 
   private async drain(states: string[], before: Date): Promise<number> {
@@ -87,12 +109,18 @@ export class RetentionService {
 
   /**
    * Settled batches go whole with their members, so their rounds are sized by
-   * member rows (about a chunk each), with the same rest between rounds.
+   * member rows (about a chunk each), with the same rest between rounds. A
+   * succeeded or failed batch is kept as long as failed jobs, a cancelled one
+   * as long as cancelled jobs.
    */
-  private async drainBatches(before: Date): Promise<number> {
-    const { chunk, pause } = this.options;
+  private async drainBatches(now: number): Promise<number> {
+    const { chunk, pause, failed, cancelled } = this.options;
+    const keeps = { succeeded: failed, failed, cancelled } as const;
     let total = 0;
     for (const state of ['succeeded', 'failed', 'cancelled'] as const) {
+      const keep = keeps[state];
+      if (keep === false) continue;
+      const before = new Date(now - keep);
       let after: string | null = null;
       for (;;) {
         const round = await this.storage.pruneBatches(state, before, after, chunk);

@@ -1,4 +1,5 @@
 import { ContextIdFactory, type ContextId } from '@nestjs/core';
+import { attemptInterceptors, interceptedRun, type AttemptInterceptor } from '../discovery/intercepted-run.js';
 import type { RegisteredJob } from '../discovery/job-registry.js';
 import {
   computeBackoff,
@@ -20,7 +21,6 @@ import {
 import { jobContext } from './attempt-context.js';
 import { AttemptSteps, SleepJob } from './attempt-steps.js';
 import { AttemptTransaction } from './attempt-transaction.js';
-import { attemptInterceptors, interceptedRun, type AttemptInterceptor } from './intercepted-run.js';
 import { loggableMessage, loggableStack } from './outcome-log.js';
 import { resultJson } from './result-json.js';
 import { leaseLostError, type RunResult } from './run-result.js';

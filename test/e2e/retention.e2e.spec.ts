@@ -25,7 +25,11 @@ async function boot(retention: RetentionOptions): Promise<RetentionService> {
 }
 
 /** A finished job as the worker leaves it, ended `ago` ms before now, with an id of its time. */
-async function finished(state: 'succeeded' | 'failed', ago: number, name: string): Promise<string> {
+async function finished(
+  state: 'succeeded' | 'failed' | 'cancelled' | 'skipped',
+  ago: number,
+  name: string,
+): Promise<string> {
   const at = new Date(Date.now() - ago);
   const id = uuidv7(at.getTime());
   await sql(
@@ -41,7 +45,7 @@ async function settledBatch(
   name: string,
   ago: number,
   members: number,
-  state: 'succeeded' | 'failed' | 'executing' = 'succeeded',
+  state: 'succeeded' | 'failed' | 'cancelled' | 'executing' = 'succeeded',
 ): Promise<string> {
   const at = new Date(Date.now() - ago);
   const id = uuidv7(at.getTime());
@@ -53,7 +57,7 @@ async function settledBatch(
     await sql(
       `INSERT INTO "${schema}".job (id, name, queue, state, run_at, attempt, created_at, started_at, completed_at, batch_id)
        VALUES ($1, $2, 'default', $3, $4, 1, $4, $4, $4, $5)`,
-      [uuidv7(at.getTime()), `${name}-member-${k}`, state === 'failed' ? 'failed' : 'succeeded', at, id],
+      [uuidv7(at.getTime()), `${name}-member-${k}`, state === 'executing' ? 'succeeded' : state, at, id],
     );
   }
   return id;
@@ -95,12 +99,29 @@ describe('retention options', () => {
       /retention\.succeeded must be a positive integer number of ms, or false to keep the rows, got 0/,
     );
     expect(() => resolveRetentionOptions({ failed: true as never })).toThrow(/retention\.failed must be/);
+    expect(() => resolveRetentionOptions({ cancelled: -5 })).toThrow(
+      new JobsError(
+        'JobsModule: retention.cancelled must be a positive integer number of ms, or false to keep the rows, got -5. ' +
+          'Potential fix: retention: { cancelled: 7 * 86_400_000 }.',
+      ),
+    );
+    expect(() => JobsModule.forRoot({ retention: { cancelled: '1d' as never } })).toThrow(
+      /^JobsModule: retention\.cancelled must be a positive integer number of ms, or false to keep the rows, got the string "1d"\./,
+    );
+  });
+
+  it('cancelled follows failed when left out: its value, its default, or false; set, it stands on its own', () => {
+    expect(resolveRetentionOptions({ failed: 5 * DAY })).toMatchObject({ failed: 5 * DAY, cancelled: 5 * DAY });
+    expect(resolveRetentionOptions({ failed: false })).toMatchObject({ failed: false, cancelled: false });
+    expect(resolveRetentionOptions({ failed: false, cancelled: DAY })).toMatchObject({ failed: false, cancelled: DAY });
+    expect(resolveRetentionOptions({ cancelled: false })).toMatchObject({ failed: 30 * DAY, cancelled: false });
   });
 
   it('fills in the defaults: 7 and 30 days, a minute, 20 ms of rest between chunks of 2000', () => {
     expect(resolveRetentionOptions(undefined)).toEqual({
       succeeded: 7 * DAY,
       failed: 30 * DAY,
+      cancelled: 30 * DAY,
       workers: 7 * DAY,
       interval: 60_000,
       pause: 20,
@@ -111,6 +132,62 @@ describe('retention options', () => {
       pause: 0,
       chunk: 1,
     });
+  });
+});
+
+describe('cancelled jobs by their own retention', () => {
+  it('prunes cancelled jobs and batches by retention.cancelled, failed and skipped ones by retention.failed', async () => {
+    const retention = await boot({ failed: 30 * DAY, cancelled: 2 * DAY, chunk: 2, pause: 0 });
+    await finished('failed', 40 * DAY, 'failed-40d');
+    await finished('cancelled', 40 * DAY - 1000, 'cancelled-40d');
+    await finished('failed', 10 * DAY, 'failed-10d');
+    await finished('cancelled', 10 * DAY - 1000, 'cancelled-10d');
+    await finished('skipped', 10 * DAY - 2000, 'skipped-10d');
+    await finished('cancelled', 10 * DAY - 3000, 'cancelled-10d-b');
+    await finished('cancelled', DAY, 'cancelled-1d');
+    await settledBatch('failed-batch-10d', 10 * DAY - 4000, 2, 'failed');
+    await settledBatch('cancelled-batch-10d', 10 * DAY - 5000, 2, 'cancelled');
+    await settledBatch('cancelled-batch-1d', DAY - 1000, 1, 'cancelled');
+    await retention.prune();
+    expect(await names()).toEqual([
+      'failed-10d',
+      'skipped-10d',
+      'failed-batch-10d-member-0',
+      'failed-batch-10d-member-1',
+      'cancelled-1d',
+      'cancelled-batch-1d-member-0',
+    ]);
+    expect(await batchNames()).toEqual(['failed-batch-10d', 'cancelled-batch-1d']);
+  });
+
+  it('keeps cancelled jobs longer than failed ones, or for good with false', async () => {
+    const longer = await boot({ failed: 2 * DAY, cancelled: 30 * DAY, pause: 0 });
+    await finished('failed', 10 * DAY, 'failed-10d');
+    await finished('cancelled', 10 * DAY - 1000, 'cancelled-10d');
+    await finished('cancelled', 40 * DAY, 'cancelled-40d');
+    await settledBatch('cancelled-batch-10d', 10 * DAY - 2000, 1, 'cancelled');
+    await longer.prune();
+    expect(await names()).toEqual(['cancelled-10d', 'cancelled-batch-10d-member-0']);
+
+    await sql(`DELETE FROM "${schema}".job_batch; DELETE FROM "${schema}".job`);
+    const forGood = await boot({ failed: 2 * DAY, cancelled: false, pause: 0 });
+    await finished('cancelled', 4_000 * DAY, 'cancelled-ages-ago');
+    await finished('failed', 10 * DAY, 'failed-10d');
+    await settledBatch('cancelled-batch-ages-ago', 4_000 * DAY - 1000, 1, 'cancelled');
+    await forGood.prune();
+    expect(await names()).toEqual(['cancelled-ages-ago', 'cancelled-batch-ages-ago-member-0']);
+    expect(await batchNames()).toEqual(['cancelled-batch-ages-ago']);
+  });
+
+  it('without retention.cancelled, cancelled jobs and batches go with the failed ones, as before', async () => {
+    const retention = await boot({ failed: 2 * DAY, pause: 0 });
+    await finished('cancelled', 10 * DAY, 'cancelled-10d');
+    await finished('failed', 10 * DAY - 1000, 'failed-10d');
+    await finished('cancelled', DAY, 'cancelled-1d');
+    await settledBatch('cancelled-batch-10d', 10 * DAY - 2000, 1, 'cancelled');
+    await retention.prune();
+    expect(await names()).toEqual(['cancelled-1d']);
+    expect(await batchNames()).toEqual([]);
   });
 });
 

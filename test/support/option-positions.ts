@@ -129,7 +129,7 @@ export const modulePositions: OptionsPosition[] = [
   {
     where: 'JobsModule.forRoot()',
     path: 'retention.',
-    known: ['succeeded', 'failed', 'workers', 'interval', 'pause', 'chunk'],
+    known: ['succeeded', 'failed', 'cancelled', 'workers', 'interval', 'pause', 'chunk'],
     call: (o) => forRootWith('retention', o),
   },
   {

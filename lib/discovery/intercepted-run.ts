@@ -1,5 +1,5 @@
 import type { ContextId, ModuleRef } from '@nestjs/core';
-import type { RegisteredInterceptor } from '../discovery/job-interceptors.js';
+import type { RegisteredInterceptor } from './job-interceptors.js';
 import { JobsError, type JobContext, type JobInterceptor, type JobInterceptorContext } from '../model/index.js';
 
 /** An interceptor of one attempt, with the name its errors give it. */
@@ -11,7 +11,8 @@ export interface AttemptInterceptor {
 /**
  * The attempt's interceptors, outermost first: static ones as the module
  * built them, scoped ones resolved in the attempt's own DI sub-tree (the
- * handler's, when it is scoped too).
+ * handler's, when it is scoped too). Here, beside the registry, rather than
+ * in worker/: JobQueue.runInline() runs a handler inside them too.
  */
 export async function attemptInterceptors(
   registered: readonly RegisteredInterceptor[],
