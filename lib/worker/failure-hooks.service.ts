@@ -118,17 +118,18 @@ export class FailureHooks {
           this.track(run, hookAttempt, () => Promise.resolve(), true);
           continue;
         }
-        // Its last run was cut short (its instance died, or the bound was lowered meanwhile).
-        const hook =
-          hookAttempt > attempts
-            ? () =>
-                Promise.reject(
-                  new JobsError(
-                    `onFailure of job "${job.name}" (${job.id}) has no run left: its ${attempts} run(s) are used up, the last one interrupted before it ended. Potential fix: make onFailure end within the worker's lease, or raise the job's onFailureRetries.attempts.`,
-                  ),
-                )
-            : () => run.runFailureHook(recorded);
-        this.track(run, Math.min(hookAttempt, attempts), hook);
+        // Its last run was cut short (its instance died, or the bound was lowered meanwhile): this
+        // claim runs nothing, so it is not counted, and the hook shows the runs it had.
+        const exhausted = hookAttempt > attempts;
+        const hook = exhausted
+          ? () =>
+              Promise.reject(
+                new JobsError(
+                  `onFailure of job "${job.name}" (${job.id}) has no run left: its ${attempts} run(s) are used up, the last one interrupted before it ended. Potential fix: make onFailure end within the worker's lease, or raise the job's onFailureRetries.attempts.`,
+                ),
+              )
+          : () => run.runFailureHook(recorded);
+        this.track(run, Math.min(hookAttempt, attempts), hook, exhausted);
       }
       if (claimed.length === SWEEP_BATCH) this.again = true;
     } while (this.again);
@@ -142,6 +143,7 @@ export class FailureHooks {
     while (this.running.size) await Promise.all([...this.running.values()].map((h) => h.done));
   }
 
+  /** `none`: the claim runs nothing (no onFailure, or no run left), and is not counted as a run. */
   private track(run: RunningJob, hookAttempt: number, hook: () => Promise<void>, none = false): void {
     const workerId = this.workerId!;
     const { job } = run;
@@ -150,7 +152,7 @@ export class FailureHooks {
     const done = hook()
       .then(
         (): FailureHookEnd => ({ state: 'done', error: null, none }),
-        (error: unknown) => this.threw(run, hookAttempt, error),
+        (error: unknown) => this.threw(run, hookAttempt, error, none),
       )
       .then(async (end) => {
         // Stopped from outside: stop() gives it back, or the instance that took its lease runs it.
@@ -168,7 +170,7 @@ export class FailureHooks {
   }
 
   /** What a run that threw leaves: a rerun after the backoff, or the hook failed for good. */
-  private threw(run: RunningJob, hookAttempt: number, thrown: unknown): FailureHookEnd | null {
+  private threw(run: RunningJob, hookAttempt: number, thrown: unknown, none: boolean): FailureHookEnd | null {
     if (run.stopped) return null;
     const { job } = run;
     const error = thrown instanceof Error ? thrown : new Error(String(thrown));
@@ -180,7 +182,7 @@ export class FailureHooks {
         `${what}; ${permanent ? 'a PermanentJobError is' : 'its runs are used up, it is'} not run again`,
         loggableStack(job, error),
       );
-      return { state: 'failed', error: serializeError(error) };
+      return { state: 'failed', error: serializeError(error), none };
     }
     const runAt = new Date(this.clock.now().getTime() + computeBackoff(backoff, hookAttempt, error));
     run.logger.warn(`${what}; it runs again at ${runAt.toISOString()}`);

@@ -146,7 +146,7 @@ export class JobWorker implements LeaseHolder {
 
   private startJob(job: ClaimedJob): void {
     if (job.unreadable?.missing) {
-      void this.handBackSealed(job, job.unreadable.keyId);
+      this.handBackSealed(job, job.unreadable.keyId);
       return;
     }
     const run = this.attempts.create(job);
@@ -233,8 +233,11 @@ export class JobWorker implements LeaseHolder {
       );
   }
 
-  /** A job sealed with a key this instance lacks: back to the queue, its attempt unspent, for an instance with the key. */
-  private async handBackSealed(job: ClaimedJob, keyId: string): Promise<void> {
+  /**
+   * A job sealed with a key this instance lacks: back to the queue, its attempt unspent, for an
+   * instance with the key. The claimer's hand-backs write it, so stop() waits for the write.
+   */
+  private handBackSealed(job: ClaimedJob, keyId: string): void {
     if (this.cipher.noteMissing(keyId)) {
       this.logger.warn(
         `Job ${job.name} ${job.id} is encrypted with key '${keyId}', which this instance's keyring lacks: such jobs are handed back unspent for an instance that has it. ` +
@@ -242,11 +245,7 @@ export class JobWorker implements LeaseHolder {
       );
     }
     const runAt = new Date(this.clock.now().getTime() + MISSING_KEY_WAIT_MS);
-    await this.outcomes
-      .handBack(this.id, [job], runAt, null)
-      .catch((e: Error) => this.logger.error(`Handing back job ${job.id} failed: ${e.message}`));
-    this.claimer.attemptEnded(job, false);
-    this.claimer.jobReleased(job);
+    this.claimer.handBackStarted(job, runAt, `encrypted with key '${keyId}', which this instance lacks`);
   }
 
   private cancelLocal(id: string): void {

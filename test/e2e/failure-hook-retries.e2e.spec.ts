@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { INestApplication } from '@nestjs/common';
-import { Job, JobQueue, JobsError, type FailureHookInfo } from 'nestjs-durable-jobs';
+import { DEFAULT_MAX_ERROR_BYTES, Job, JobQueue, JobsError, type FailureHookInfo } from 'nestjs-durable-jobs';
 import { readyWorkerId } from '../support/child-ready.js';
 import { dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import {
@@ -130,6 +130,20 @@ it('a hook that throws a PermanentJobError is not run again', async () => {
   expect(hook.lastError).toMatchObject({ name: 'PermanentJobError', message: 'hook run 1: the record is gone' });
 });
 
+it("a hook's error is stored within maxErrorBytes as a job's is: its message and its stack each cut", async () => {
+  // The app keeps the default bound; the hook's message (and so its stack) is well over it.
+  const { id } = await app
+    .get(JobQueue)
+    .enqueue(HookProbe, payload({ failTimes: 0, permanent: true, padBytes: 3 * DEFAULT_MAX_ERROR_BYTES }));
+  await waitForHook(id, 'failed');
+  const { message, stack } = (await hookOf(id))!.lastError!;
+  // Sizes first: a failure then says how far over the bound it is, not the whole text.
+  expect(Buffer.byteLength(message)).toBeLessThanOrEqual(DEFAULT_MAX_ERROR_BYTES);
+  expect(Buffer.byteLength(stack!)).toBeLessThanOrEqual(DEFAULT_MAX_ERROR_BYTES);
+  expect(message).toMatch(/^hook run 1: the record is gone x+… \[cut \d+ bytes\]$/);
+  expect(stack).toMatch(/^PermanentJobError: hook run 1: the record is gone x+… \[cut \d+ bytes\]$/);
+});
+
 it('the hook of a job whose last attempt timed out runs again after throwing, and ends done once', async () => {
   const { id } = await app.get(JobQueue).enqueue(TimeoutHookProbe, payload({ failTimes: 1 }));
   await waitForHook(id, 'done');
@@ -205,6 +219,44 @@ it('a worker killed while its hook waits for a rerun: another instance runs the 
     const executions = (await api.get(JobQueue).get(id))!.executions;
     expect(executions.map((e) => e.workerId)).toEqual([childId]);
     expect(await hookOf(id, api)).toMatchObject({ state: 'done', attempts: 3 });
+  } finally {
+    if (!exited) child.kill('SIGKILL');
+  }
+});
+
+it("a worker killed during a hook's last allowed run: no instance runs it again, and it ends failed after its allowed runs", async () => {
+  // Only the child works until it dies: the instances that work here stop; the API-only one stays.
+  for (const a of apps.splice(0)) {
+    if (a === api) apps.push(a);
+    else await a.close();
+  }
+  const child = spawnHookChild();
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  try {
+    await readyWorkerId(child, 'hook child');
+    // HookProbe allows 4 runs, 400 ms apart: the first three throw, the fourth hangs in the child.
+    const { id } = await api.get(JobQueue).enqueue(HookProbe, payload({ failTimes: 1_000, hangOnRun: 4 }));
+    await waitFor('the child to start the last run', async () => (await hookRuns(runs, id)).length === 4, 20_000);
+    expect(await hookOf(id, api)).toMatchObject({ state: 'running', attempts: 4 });
+    child.kill('SIGKILL');
+    await new Promise<void>((resolve) => (exited ? resolve() : child.once('exit', () => resolve())));
+
+    // Started once the child is dead: its sweep takes the hook when the dead run's lease runs out.
+    await start();
+    await waitForHook(id, 'failed', api);
+    expect((await hookRuns(runs, id)).map((r) => [r.run, r.instance])).toEqual([
+      [1, 'child'],
+      [2, 'child'],
+      [3, 'child'],
+      [4, 'child'],
+    ]);
+    // Its 4 runs: the sweep's claim that found none left ran nothing, and does not count as a run.
+    const hook = (await hookOf(id, api))!;
+    expect(hook).toMatchObject({ state: 'failed', attempts: 4, nextRunAt: null });
+    expect(hook.lastError?.message).toMatch(/has no run left: its 4 run\(s\) are used up, the last one interrupted/);
+    const [row] = await sql(`SELECT hook_worker_id, hook_lease_expires_at FROM "${schema}".job WHERE id = $1`, [id]);
+    expect(row).toEqual({ hook_worker_id: null, hook_lease_expires_at: null });
   } finally {
     if (!exited) child.kill('SIGKILL');
   }

@@ -5,6 +5,7 @@ import { Test } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
 import { chromium } from 'playwright-core';
 import {
+  BatchBuilder,
   Job,
   JobQueue,
   JobsAdmin,
@@ -134,6 +135,34 @@ describe('monitoring.replica: reads from a real hot standby', () => {
     await pair.caughtUp();
     expect(await admin.get(id)).toMatchObject({ id, state: 'succeeded' });
     expect((await http('GET', `api/jobs/${id}`)).body).toMatchObject({ id, state: 'succeeded' });
+  }, 60_000);
+
+  it("a batch's status, members and graph are read from the replica too", async () => {
+    await pause();
+    const queue = app.get(JobQueue);
+    const admin = app.get(JobsAdmin);
+    const batch = await app
+      .get(BatchBuilder)
+      .create('replica-batch')
+      .add(Noop, { n: 5 })
+      .add(Noop, { n: 6 })
+      .dispatch();
+    // The primary has it; the frozen replica does not, so each of JobsAdmin's batch reads went there.
+    expect(await queue.batchStatus(batch.id)).toMatchObject({ id: batch.id, total: 2 });
+    const members = (await queue.batchMembers(batch.id)).map((m) => m.id).sort();
+    expect(members).toHaveLength(2);
+    expect(await admin.batchStatus(batch.id)).toBeNull();
+    expect(await admin.batchMembers(batch.id)).toEqual([]);
+    expect(await admin.batchGraph(batch.id)).toBeNull();
+    await waitFor(
+      'the batch to run on the primary',
+      async () => (await queue.batchStatus(batch.id))?.state === 'succeeded',
+    );
+    await resume();
+    await pair.caughtUp();
+    expect(await admin.batchStatus(batch.id)).toMatchObject({ id: batch.id, state: 'succeeded', total: 2 });
+    expect((await admin.batchMembers(batch.id)).map((m) => m.id).sort()).toEqual(members);
+    expect((await admin.batchGraph(batch.id))?.nodes.map((n) => n.id).sort()).toEqual(members);
   }, 60_000);
 
   it('an action on a job seen on a lagging replica is checked on the primary and refused once the job moved on', async () => {

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { Job, JobQueue, JobsError, type JobHandler } from 'nestjs-durable-jobs';
+import { createJobsMigrations, Job, JobQueue, JobsError, type JobHandler } from 'nestjs-durable-jobs';
 import { migrationSql, schemaMigrations } from '../../lib/storage/migrations/migration-files.js';
 import { migrateSchema, type SchemaMigrationResult } from '../../lib/storage/migrations/schema-migrator.js';
 import { CLAIM_CONTROLLED } from '../../lib/storage/routines/claim-controlled.routine.js';
@@ -204,6 +204,36 @@ describe('breaking versions', () => {
     await expect(
       startJobsApp(schema, { worker: { enabled: false }, migrationsRun: false }, { providers: [] }),
     ).rejects.toThrow(refusal);
+  });
+
+  it('a breaking version the migrator applies is recorded as breaking, by the start and by the exported migrations', async () => {
+    const breaking = schemaMigrations()
+      .filter((m) => m.breaking !== null)
+      .map((m) => m.version);
+    expect(breaking).toEqual([11]);
+    const started = newSchema('rt_flag_start');
+    await migrate(started);
+    const exported = newSchema('rt_flag_typeorm');
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl(), migrations: createJobsMigrations(exported) });
+    await ds.initialize();
+    try {
+      await ds.runMigrations();
+      await ds.query(`DELETE FROM migrations WHERE name LIKE $1`, [`DurableJobs_${exported}_%`]);
+    } finally {
+      await ds.destroy();
+    }
+    for (const schema of [started, exported]) {
+      const rows = await sql<{ version: number }>(
+        `SELECT version FROM "${schema}".schema_version WHERE breaking ORDER BY version`,
+      );
+      expect({ schema, breaking: rows.map((r) => r.version) }).toEqual({ schema, breaking });
+    }
+    // What the flag is for: a build that does not know a breaking version refuses the schema. Moved
+    // past this build's versions, the row the migrator wrote (its flag untouched) is such a version.
+    await sql(`UPDATE "${started}".schema_version SET version = $1 WHERE version = 11`, [LATEST + 1]);
+    await expect(migrate(started)).rejects.toThrow(
+      new RegExp(`is at version ${LATEST + 1} of the job tables, a breaking version this build .* does not know`),
+    );
   });
 
   it('waits while a worker of an older build is alive, and is applied by the first start after it stopped', async () => {

@@ -6,15 +6,18 @@ import { JobsDashboardModule } from 'nestjs-durable-jobs/dashboard';
 import type { AttemptReport, ManualClock } from 'nestjs-durable-jobs/testing';
 import { readyWorkerId } from '../support/child-ready.js';
 import { dropSchemas, sql, takeLeaseAway, uniqueSchema } from '../support/database.js';
+import { workerStorage } from '../support/job-storage.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { KitLog } from '../support/kit.jobs.js';
 import {
   Checkout,
+  GatedStep,
   Member,
   Misuse,
   Napper,
   Renewal,
   STEP_RUNS,
+  StepGates,
   StepLog,
   ThreeSteps,
   VICTIM,
@@ -325,6 +328,8 @@ async function startInstance(schema: string, worker: Record<string, unknown>): P
       providers: [
         ThreeSteps,
         Napper,
+        GatedStep,
+        StepGates,
         { provide: STEP_RUNS, useValue: `"${schema}".step_run` },
         { provide: VICTIM, useValue: false },
       ],
@@ -408,6 +413,40 @@ describe('durable steps across instances', () => {
       child.kill('SIGKILL');
       await closeAll();
     }
+  });
+
+  it("a superseded attempt's step is not recorded: claimed again while that attempt is inside the step, the job ends with the new attempt's", async () => {
+    const schema = uniqueSchema('stepagain');
+    schemas.push(schema);
+    // A minute-long lease: it ends only when the test writes it off.
+    const app = await startInstance(schema, { lease: 60_000 });
+    const gates = app.get(StepGates);
+    const queue = app.get(JobQueue);
+    const firstInside = gates.reached('step#1');
+    const { id } = await queue.enqueue(GatedStep, {});
+    await firstInside;
+    // Its lease runs out (as after a stall of this worker) and the rescue puts it back; this
+    // worker, the only one, claims it again, and attempt 2 enters the step while attempt 1 is
+    // still inside it.
+    const secondInside = gates.reached('step#2');
+    await sql(`UPDATE "${schema}".job SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [id]);
+    await workerStorage(app).maintenance.rescueExpired(new Date(), 10);
+    await secondInside;
+    // Same worker, job active: only the attempt tells the earlier one's record from the new one's.
+    gates.open('step#1');
+    expect(await waitFor('attempt 1 to end its step', () => gates.ended.get(1))).toBe('LeaseLostError');
+    expect(stepsOf(await queue.get(id))).toEqual([]);
+    gates.open('step#2');
+    await waitFor('the job to succeed', async () => (await queue.get(id))?.state === 'succeeded');
+    expect(gates.ended.get(2)).toBe('recorded');
+    const job = await queue.get(id, { stepResults: true });
+    expect(job!.result).toEqual({ by: 2 });
+    expect(job!.steps.map((s) => [s.name, s.attempt, s.result])).toEqual([['made', 2, { by: 2 }]]);
+    expect(attemptsOf(job)).toEqual([
+      [1, 'interrupted'],
+      [2, 'succeeded'],
+    ]);
+    await closeAll();
   });
 
   it('a sleep of 2 s on one instance resumes on another', async () => {

@@ -31,6 +31,33 @@ class Picky implements JobHandler<{ userId?: unknown }> {
   run(): void {}
 }
 
+/**
+ * A key function with each of the other options: the function's key must come with them. The
+ * payload's `v` tells the enqueues of one key apart.
+ */
+type Keyed = { doc: string; v?: number };
+const docKey = (p: Keyed) => `doc-${p.doc}`;
+
+@Job('ud-fn-queued', { unique: { key: docKey, while: 'queued' } })
+class WhileQueued implements JobHandler<Keyed> {
+  run(): void {}
+}
+
+@Job('ud-fn-ttl', { unique: { key: docKey, ttl: 60_000 } })
+class WithTtl implements JobHandler<Keyed> {
+  run(): void {}
+}
+
+@Job('ud-fn-window', { unique: { key: docKey, for: 60_000 } })
+class PerWindow implements JobHandler<Keyed> {
+  run(): void {}
+}
+
+@Job('ud-fn-debounce', { unique: { key: docKey, while: 'queued', replace: true } })
+class Debounced implements JobHandler<Keyed> {
+  run(): void {}
+}
+
 const T0 = new Date('2026-12-01T09:00:00Z');
 const schemas: string[] = [];
 const apps: INestApplication[] = [];
@@ -45,7 +72,7 @@ async function instances(
     startJobsApp(
       schema,
       { worker: { enabled: false }, scheduler: { enabled: false }, ...options },
-      { providers: [Digest, Report, Picky] },
+      { providers: [Digest, Report, Picky, WhileQueued, WithTtl, PerWindow, Debounced] },
     );
   const a = await start();
   const b = await start();
@@ -167,6 +194,65 @@ describe('a unique key declared on the job type', () => {
     await expect(instances({ externalJobs: { e: { unique: { key: 'k', ttl: -1 } } } })).rejects.toThrow(
       `JobsModule's "externalJobs" entry 'e': "unique.ttl" must be an integer from 1 to`,
     );
+  });
+});
+
+describe('a key function declared with other unique options keeps them', () => {
+  /** What a worker that claimed the job and went silent leaves: the job running, its lease never ending. */
+  const stuckRunning = (schema: string, id: string, at: Date) =>
+    sql(
+      `UPDATE "${schema}".job SET state = 'active', attempt = 1, worker_id = 'ghost', started_at = $2,
+              lease_expires_at = 'infinity' WHERE id = $1`,
+      [id, at],
+    );
+
+  it("while: 'queued': a holder that runs no longer holds the key", async () => {
+    const [a, , schema] = await instances();
+    const jobs = a.get(JobQueue);
+    const first = await jobs.enqueue(WhileQueued, { doc: 'a', v: 1 });
+    expect(await jobs.enqueue(WhileQueued, { doc: 'a', v: 2 })).toEqual({ id: first.id, created: false });
+    await stuckRunning(schema, first.id, new Date());
+    // Held only while queued: the running holder lets a second job of the key in.
+    expect((await jobs.enqueue(WhileQueued, { doc: 'a', v: 3 })).created).toBe(true);
+  });
+
+  it('ttl: a holder stuck past the ttl gives the key up', async () => {
+    const clock = new ManualClock(T0);
+    const [a, , schema] = await instances({ clock });
+    const jobs = a.get(JobQueue);
+    const first = await jobs.enqueue(WithTtl, { doc: 'a', v: 1 });
+    await stuckRunning(schema, first.id, clock.now());
+    clock.advance(59_999);
+    expect(await jobs.enqueue(WithTtl, { doc: 'a', v: 2 })).toEqual({ id: first.id, created: false });
+    clock.advance(1);
+    const second = await jobs.enqueue(WithTtl, { doc: 'a', v: 3 });
+    expect(second.created).toBe(true);
+    expect((await jobs.get(second.id))!.payload).toEqual({ doc: 'a', v: 3 });
+  });
+
+  it('for: one job per key per window, whatever became of the holder', async () => {
+    // The windows are aligned to the clock: T0 starts one.
+    const clock = new ManualClock(T0);
+    const [a, , schema] = await instances({ clock });
+    const jobs = a.get(JobQueue);
+    const first = await jobs.enqueue(PerWindow, { doc: 'a', v: 1 });
+    // Held by its window, not by its state: a holder that already succeeded still holds it.
+    await sql(`UPDATE "${schema}".job SET state = 'succeeded', attempt = 1, completed_at = $2 WHERE id = $1`, [
+      first.id,
+      T0,
+    ]);
+    clock.advance(59_999);
+    expect(await jobs.enqueue(PerWindow, { doc: 'a', v: 2 })).toEqual({ id: first.id, created: false });
+    clock.advance(1);
+    expect((await jobs.enqueue(PerWindow, { doc: 'a', v: 3 })).created).toBe(true);
+  });
+
+  it("replace: a duplicate replaces the waiting holder's payload", async () => {
+    const [a] = await instances();
+    const jobs = a.get(JobQueue);
+    const first = await jobs.enqueue(Debounced, { doc: 'a', v: 1 });
+    expect(await jobs.enqueue(Debounced, { doc: 'a', v: 2 })).toEqual({ id: first.id, created: false });
+    expect((await jobs.get(first.id))!.payload).toEqual({ doc: 'a', v: 2 });
   });
 });
 

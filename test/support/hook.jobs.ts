@@ -9,6 +9,10 @@ export interface HookProbePayload {
   failTimes: number;
   /** The hook throws a PermanentJobError. */
   permanent?: boolean;
+  /** The hook's errors end with this many bytes more of message (and so of stack). */
+  padBytes?: number;
+  /** In the process whose HOOK_INSTANCE is 'child', the hook's run of this number never ends (a SIGKILL ends it). */
+  hangOnRun?: number;
 }
 
 /** The table HookProbe's hook records its runs in, across processes. */
@@ -45,8 +49,13 @@ export class HookProbe implements JobHandler<HookProbePayload> {
        SELECT $1, count(*) + 1, $2 FROM "${payload.schema}".hook_run WHERE job_id = $1 RETURNING run`,
       [ctx.jobId, process.env.HOOK_INSTANCE ?? 'test'],
     );
-    if (payload.permanent) throw new PermanentJobError(`hook run ${row!.run}: the record is gone`);
-    if (row!.run <= payload.failTimes) throw new Error(`hook run ${row!.run} broke`);
+    // Only a SIGKILL of the child ends this run: its lease is left to run out.
+    if (row!.run === payload.hangOnRun && process.env.HOOK_INSTANCE === 'child') {
+      await new Promise<never>(() => undefined);
+    }
+    const pad = payload.padBytes ? ` ${'x'.repeat(payload.padBytes)}` : '';
+    if (payload.permanent) throw new PermanentJobError(`hook run ${row!.run}: the record is gone${pad}`);
+    if (row!.run <= payload.failTimes) throw new Error(`hook run ${row!.run} broke${pad}`);
   }
 }
 

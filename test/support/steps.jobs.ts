@@ -213,3 +213,33 @@ export class Napper implements JobHandler<{ ms: number }> {
     await ctx.step('after', () => write('after'));
   }
 }
+
+/** What GatedStep's attempts did, and the gates its step waits at. */
+@Injectable()
+export class StepGates extends Gates {
+  /** Per attempt: 'recorded' once its ctx.step() returned, else the name of what it threw. */
+  readonly ended = new Map<number, string>();
+}
+
+/**
+ * One step, whose function waits at the gate `step#<attempt>` (so a test can hold two attempts
+ * inside it at once) and returns the attempt that ran it. For one job at a time.
+ */
+@Job('steps-gated', { maxAttempts: 3 })
+export class GatedStep implements JobHandler<Record<string, never>, { by: number }> {
+  constructor(private readonly gates: StepGates) {}
+
+  async run(_: Record<string, never>, ctx: JobContext): Promise<{ by: number }> {
+    try {
+      const made = await ctx.step('made', async () => {
+        await this.gates.wait(`step#${ctx.attempt}`);
+        return { by: ctx.attempt };
+      });
+      this.gates.ended.set(ctx.attempt, 'recorded');
+      return made;
+    } catch (error) {
+      this.gates.ended.set(ctx.attempt, (error as Error).name);
+      throw error;
+    }
+  }
+}

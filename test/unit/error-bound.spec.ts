@@ -24,10 +24,14 @@ describe('boundText', () => {
   });
 
   it('cuts the name, the message and the stack of an error each on its own, keeping other fields', () => {
-    const error = boundError({ name: 'E', message: 'm'.repeat(5000), stack: 's'.repeat(300), code: 7 } as never, 400);
+    // Message and stack both over the bound, by different amounts: each is cut, and counts its own cut.
+    const error = boundError({ name: 'E', message: 'm'.repeat(5000), stack: 's'.repeat(3000), code: 7 } as never, 400);
     expect(error.name).toBe('E');
     expect(bytes(error.message)).toBeLessThanOrEqual(400);
+    expect(error.message).toMatch(/^m+… \[cut \d+ bytes\]$/);
     expect(bytes(error.stack!)).toBeLessThanOrEqual(400);
+    expect(error.stack).toMatch(/^s+… \[cut \d+ bytes\]$/);
+    expect(Number(/cut (\d+)/.exec(error.stack!)![1]) + error.stack!.indexOf('…')).toBe(3000);
     expect((error as unknown as { code: number }).code).toBe(7);
     expect(boundError({ name: 'E', message: 'short' }, 400)).toEqual({ name: 'E', message: 'short' });
   });

@@ -143,6 +143,16 @@ export class Claimer implements ClaimOnOutcomeWrite {
   }
 
   /**
+   * A job handed to runAttempt that cannot start here after all (sealed with a key this instance
+   * lacks): its slot is free at once, and it goes back unspent, claimable again from `runAt`, with
+   * the hand-backs a stopping worker waits for.
+   */
+  handBackStarted(job: ClaimedJob, runAt: Date, which: string): void {
+    this.attemptEnded(job, false);
+    this.handBacks.unspent([job], which, runAt);
+  }
+
+  /**
    * The job's outcome is written, or will not be here: a controlled job's
    * slot is free in the database, so look again now, not at the poll.
    */

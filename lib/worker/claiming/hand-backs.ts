@@ -13,9 +13,10 @@ interface HandBackDeps {
 /**
  * Claimed jobs a worker gives back without starting them, their attempt
  * unspent, for any worker's claim to take again: rate-limited ones that
- * missed their start, jobs claimed ahead in a queue that changed since, and,
- * at shutdown, every one it still holds. The last of those waits for the
- * others under way, so a stopped worker leaves none of its writes behind.
+ * missed their start, jobs claimed ahead in a queue that changed since, jobs
+ * sealed with a key the instance lacks, and, at shutdown, every one it still
+ * holds. The last of those waits for the others under way, so a stopped
+ * worker leaves none of its writes behind.
  */
 export class HandBacks {
   private readonly underWay = new Set<Promise<void>>();
@@ -26,11 +27,14 @@ export class HandBacks {
     private readonly released: (job: ClaimedJob) => void,
   ) {}
 
-  /** Gives `jobs` back; `which` says what they are, in the log line of a failed write. */
-  unspent(jobs: readonly ClaimedJob[], which: string): void {
+  /**
+   * Gives `jobs` back, claimable again from `runAt` (now by default); `which` says what they are, in
+   * the log line of a failed write.
+   */
+  unspent(jobs: readonly ClaimedJob[], which: string, runAt?: Date): void {
     const { outcomes, workerId, clock, logger } = this.deps;
     const done = outcomes
-      .handBack(workerId, jobs, clock.now(), null)
+      .handBack(workerId, jobs, runAt ?? clock.now(), null)
       .catch((e: Error) => logger.error(`Handing back ${jobs.length} job(s) ${which}: ${e.message}`))
       .finally(() => {
         this.underWay.delete(done);

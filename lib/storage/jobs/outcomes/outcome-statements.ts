@@ -213,7 +213,7 @@ export function outcomeStatements(schema: string) {
     RETURNING id`,
 
     // A run's end ($3 'done', 'pending' with its rerun's time $4, or 'failed'); $5 the error it threw,
-    // kept over the last one's when null; $6 true when there was no hook to run, its claim uncounted.
+    // kept over the last one's when null; $6 true when the claim ran nothing (no hook, or no run left), uncounted.
     settleHook: `UPDATE ${s}.job
        SET failure_hook = $3, hook_run_at = $4, hook_error = coalesce($5::jsonb, hook_error),
            hook_attempt = CASE WHEN $6::boolean THEN hook_attempt - 1 ELSE hook_attempt END,

@@ -29,13 +29,15 @@ export interface FailedJob extends ClaimedJob {
 /**
  * How a hook's run ended: it returned (`done`), it threw and runs again at
  * `runAt` (`pending`), or it threw for the last time (`failed`). `error` is
- * what it threw; null keeps the error recorded before. `none`: the handler
- * has no onFailure (a job the rescue failed), so no run is recorded.
+ * what it threw; null keeps the error recorded before. `none`: the claim
+ * ran nothing, so it is not counted as a run: the handler has no onFailure
+ * (a job the rescue failed, `done`), or the hook's runs were used up before
+ * it (its last run was cut short, `failed`).
  */
 export type FailureHookEnd =
   | { state: 'done'; error: null; none?: boolean }
   | { state: 'pending'; runAt: Date; error: SerializedError }
-  | { state: 'failed'; error: SerializedError | null };
+  | { state: 'failed'; error: SerializedError | null; none?: boolean };
 
 /**
  * What a worker writes about the jobs it holds: outcomes, leases, progress,

@@ -199,7 +199,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       ? JSON.stringify(sealErrorFor(this.cipher, job, boundError(end.error, this.maxErrorBytes)))
       : null;
     const runAt = end.state === 'pending' ? end.runAt : null;
-    await this.run('settleHook', [job.id, workerId, end.state, runAt, error, end.state === 'done' && !!end.none]);
+    await this.run('settleHook', [job.id, workerId, end.state, runAt, error, end.state !== 'pending' && !!end.none]);
   }
 
   async giveBackFailureHooks(workerId: string, ids: readonly string[]): Promise<void> {
