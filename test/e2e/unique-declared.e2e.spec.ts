@@ -80,8 +80,12 @@ async function instances(
   return [a, b, schema];
 }
 
+// Each test's apps close with it: behind a session pooler, apps left open hold its sessions, and the
+// later tests' connections would wait for one.
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
+});
 afterAll(async () => {
-  for (const app of apps) await app.close().catch(() => undefined);
   await dropSchemas(...schemas);
 });
 
