@@ -20,9 +20,16 @@ const apps: INestApplication[] = [];
 const children = new Set<AppProcess>();
 let kit: TestingApp | undefined;
 
-afterAll(async () => {
+// Each test's instances and child end with it: behind a session pooler every open instance keeps
+// its server connections, and a file's worth of them would exhaust the pool.
+afterEach(async () => {
   for (const child of children) child.killGroup();
-  for (const app of apps) await app.close().catch(() => undefined);
+  await Promise.all([...children].map((child) => child.exited));
+  children.clear();
+  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
+});
+
+afterAll(async () => {
   await kit?.app.close();
   await dropSchemas(...schemas);
 });

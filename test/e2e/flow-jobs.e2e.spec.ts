@@ -374,7 +374,12 @@ describe('deadlines and snooze', () => {
       name: 'DeadlineExceededError',
       message: expect.stringMatching(/its next attempt would come after its deadline .*attempt 1 failed: broken/),
     });
-    await waitFor('the snooze to be recorded', async () => (await jobs.get(snoozing.id))?.state === 'queued');
+    // Its first state is queued too: wait for the snooze's own execution row, or the clock could move
+    // before the snooze is written and put its due time out of reach.
+    await waitFor('the snooze to be recorded', async () => {
+      const job = await jobs.get(snoozing.id);
+      return job?.state === 'queued' && job.executions.some((e) => e.state === 'snoozed');
+    });
     clock.advance(5_000);
     await waitFor('the snoozed job to run', async () => (await jobs.get(snoozing.id))?.state === 'succeeded');
     const snoozed = (await jobs.get(snoozing.id))!;
