@@ -1,7 +1,9 @@
 import { Injectable, Logger, type Type } from '@nestjs/common';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import {
+  checkDeclaredKeys,
   checkJobUnique,
+  type DeclaredKeyField,
   JobsError,
   resolveJobOptions,
   type JobDefaults,
@@ -45,6 +47,8 @@ export class JobRegistry {
   private readonly external = new Map<string, ResolvedJobOptions | null>();
   /** The unique options external jobs declare, for this app's enqueues of them. */
   private readonly externalUnique = new Map<string, JobUniqueOptions>();
+  /** The serial keys and groups external jobs declare, for this app's enqueues of them. */
+  private readonly externalKeys = new Map<string, Pick<JobOptions, DeclaredKeyField>>();
   private defaults: JobDefaults = {};
 
   configure(defaults: JobDefaults, externalJobs: ExternalJobs): void {
@@ -63,7 +67,11 @@ export class JobRegistry {
           );
         }
         checkJobUnique(where, options.unique);
+        checkDeclaredKeys(where, options);
         if (options.unique) this.externalUnique.set(name, options.unique);
+        if (options.serialKey !== undefined || options.group !== undefined) {
+          this.externalKeys.set(name, { serialKey: options.serialKey, group: options.group });
+        }
       }
     }
   }
@@ -116,6 +124,13 @@ export class JobRegistry {
   /** The unique options the job type declares (`@Job` or `externalJobs`), if any. */
   uniqueOf(name: string): JobUniqueOptions | undefined {
     return this.byName.get(name)?.declared.unique ?? this.externalUnique.get(name);
+  }
+
+  /** The serial key and group the job type declares (`@Job` or `externalJobs`); fields left out when none. */
+  keysOf(name: string): Pick<JobOptions, DeclaredKeyField> {
+    const declared = this.byName.get(name)?.declared;
+    if (declared) return { serialKey: declared.serialKey, group: declared.group };
+    return this.externalKeys.get(name) ?? {};
   }
 
   names(): string[] {

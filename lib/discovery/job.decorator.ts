@@ -1,6 +1,7 @@
 import { Injectable, type Type } from '@nestjs/common';
 import {
   checkInteger,
+  checkDeclaredKeys,
   checkLimits,
   checkName,
   checkJobUnique,
@@ -43,6 +44,7 @@ export function Job(name: string, options: JobOptions = {}): ClassDecorator {
     checkOptions(named, options, "@Job('send-receipt', { queue: 'emails' })", JOB_OPTIONS_SHAPE);
     validateJobOptions(named, options);
     checkJobUnique(named, options.unique);
+    checkDeclaredKeys(named, options);
     checkInterceptorClasses(named, options.interceptors);
     Reflect.defineMetadata(JOB_METADATA, { name, options } satisfies JobMetadata, cls);
     DECORATED_JOB_CLASSES.add(cls);

@@ -20,6 +20,7 @@ export * from './queue-settings.js';
 export * from './admin.js';
 export * from './job-steps.js';
 export * from './unique-keys.js';
+export * from './declared-keys.js';
 export * from './job-cipher.js';
 export * from './error-bound.js';
 export * from './execution-history.js';

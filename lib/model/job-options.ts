@@ -1,4 +1,5 @@
 import { DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+import type { DeclaredKey } from './declared-keys.js';
 import type { UniqueOptions } from './job-context.js';
 import type { JobInterceptorClass } from './job-interceptor.js';
 import type { RateLimit } from './queue-settings.js';
@@ -34,6 +35,21 @@ export interface JobOptions {
    * call sites need not pass one; a call's own `unique` replaces it.
    */
   unique?: JobUniqueOptions;
+  /**
+   * The serial key of every job of this type (jobs that share one run one
+   * at a time, in order, across instances): a string, or a function of the
+   * payload, such as `(p) => \`account-${p.accountId}\``. Every enqueue takes
+   * it, batch members, chain and flow steps and continuations included; a
+   * call that passes its own `serialKey` or `group` replaces it.
+   */
+  serialKey?: DeclaredKey;
+  /**
+   * The group of every job of this type (fair share and the per-group limit
+   * of its queue): a string, or a function of the payload, such as
+   * `(p) => \`tenant-${p.tenantId}\``. Every enqueue takes it; a call that
+   * passes its own `group` or `serialKey` replaces it.
+   */
+  group?: DeclaredKey;
   /**
    * Interceptors around each attempt of this job, outermost first, inside
    * the module's own (`JobsModule.forRoot({ interceptors })`).

@@ -60,6 +60,8 @@ export const JOB_OPTIONS_SHAPE = optionShape<JobOptions>({
   concurrency: true,
   rateLimit: RATE_LIMIT_SHAPE,
   unique: JOB_UNIQUE_SHAPE,
+  serialKey: true,
+  group: true,
   interceptors: true,
   encrypted: true,
   onFailureRetries: FAILURE_HOOK_RETRIES_SHAPE,

@@ -20,6 +20,10 @@ export interface ScheduledJobOptions {
   priority: number;
   maxAttempts: number;
   timeoutMs: number | null;
+  /** The serial key the job type declares, for the schedule's payload; absent when none. */
+  serialKey?: string;
+  /** The group the job type declares, for the schedule's payload; absent when none. */
+  groupKey?: string;
 }
 
 /** A validated schedule, ready to be stored. */

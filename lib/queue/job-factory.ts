@@ -2,6 +2,7 @@ import { Inject, Injectable, type Type } from '@nestjs/common';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { validateJobOptions } from '../discovery/job.decorator.js';
 import {
+  applyDeclaredKey,
   checkDate,
   checkOptions,
   checkKey,
@@ -90,7 +91,7 @@ export class JobFactory {
     const id = uuidv7(now.getTime());
     const queue = options.queue ?? defaults.queue;
     return {
-      ...flowControl(where, options, unique, runAt, now),
+      ...flowControl(where, this.withDeclaredKeys(where, name, options, payload), unique, runAt, now),
       id,
       name,
       queue,
@@ -102,6 +103,19 @@ export class JobFactory {
       timeoutMs: options.timeout ?? defaults.timeout,
       traceContext: this.tracing.enabled ? this.tracing.capture({ id, name, queue }) : null,
     };
+  }
+
+  /**
+   * The call's options with the serial key or group its job type declares,
+   * unless the call passes either: its own then replaces the declared one.
+   */
+  private withDeclaredKeys(where: string, name: string, options: StepOptions, payload: unknown): StepOptions {
+    if (options.serialKey !== undefined || options.group !== undefined) return options;
+    const { serialKey, group } = this.registry.keysOf(name);
+    if (serialKey !== undefined)
+      return { ...options, serialKey: applyDeclaredKey(where, name, 'serialKey', serialKey, payload) };
+    if (group !== undefined) return { ...options, group: applyDeclaredKey(where, name, 'group', group, payload) };
+    return options;
   }
 
   /** Knows the name of every job this app may start, or says why not. */

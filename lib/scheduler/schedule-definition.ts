@@ -12,7 +12,7 @@ import {
   type ScheduleDefinition,
   type ScheduledJobOptions,
 } from '../model/index.js';
-import { serializePayload } from '../model/index.js';
+import { applyDeclaredKey, serializePayload } from '../model/index.js';
 import { canonicalTimeZone, CronSchedule, fixedOffsetZone, isUtcOffset } from './cron-expression.js';
 
 interface ScheduleInput {
@@ -92,10 +92,28 @@ export function defineSchedule(
   };
 }
 
-/** The options a job of this name runs with, as JobQueue would enqueue it. */
-export function scheduledJobOptions(registry: JobRegistry, jobName: string): ScheduledJobOptions {
+/**
+ * The options a job of this name runs with, as JobQueue would enqueue it:
+ * the serial key or group its type declares is the one of the schedule's
+ * payload, fixed like the payload.
+ */
+export function scheduledJobOptions(
+  registry: JobRegistry,
+  where: string,
+  jobName: string,
+  payload: unknown,
+): ScheduledJobOptions {
   const o = registry.optionsOf(jobName);
-  return { queue: o.queue, priority: o.priority, maxAttempts: o.maxAttempts, timeoutMs: o.timeout };
+  const options: ScheduledJobOptions = {
+    queue: o.queue,
+    priority: o.priority,
+    maxAttempts: o.maxAttempts,
+    timeoutMs: o.timeout,
+  };
+  const { serialKey, group } = registry.keysOf(jobName);
+  if (serialKey !== undefined) options.serialKey = applyDeclaredKey(where, jobName, 'serialKey', serialKey, payload);
+  if (group !== undefined) options.groupKey = applyDeclaredKey(where, jobName, 'group', group, payload);
+  return options;
 }
 
 /** A UTC offset given as a time zone (see isUtcOffset for why it is refused): the zone to name instead. */

@@ -104,7 +104,12 @@ export class ScheduleRunner {
           jobName: s.jobName,
           cron: s.metadata.expression,
         },
-        scheduledJobOptions(this.registry, s.jobName),
+        scheduledJobOptions(
+          this.registry,
+          `@Cron('${s.metadata.expression}') on ${s.className}`,
+          s.jobName,
+          s.metadata.options.payload,
+        ),
         this.queueSettings.maxPayloadBytes,
         now,
       ),

@@ -33,6 +33,8 @@ export const JOB = [
   'concurrency',
   'rateLimit',
   'unique',
+  'serialKey',
+  'group',
   'interceptors',
   'encrypted',
   'onFailureRetries',

@@ -16,10 +16,28 @@ const KEEP_NEXT_RUN = `CASE WHEN r.cron = EXCLUDED.cron AND r.time_zone = EXCLUD
 /** A tick's job options, from the schedule row `r`'s stored options (defaults where they are left out). */
 const TICK_JOB = {
   queue: (r: string) => `coalesce(${r}.options->>'queue', ${sqlLiterals([JOB_DEFAULTS.queue])})`,
+  serialKey: (r: string) => `${r}.options->>'serialKey'`,
+  groupKey: (r: string) => `${r}.options->>'groupKey'`,
   priority: (r: string) => `coalesce((${r}.options->>'priority')::int, ${JOB_DEFAULTS.priority})`,
   maxAttempts: (r: string) => `coalesce((${r}.options->>'maxAttempts')::int, ${JOB_DEFAULTS.maxAttempts})`,
   timeoutMs: (r: string) => `(${r}.options->>'timeoutMs')::int`,
 };
+
+/**
+ * The CTE `flagged`: the queue of a tick's job with a serial key or group,
+ * marked as holding them (as an enqueue marks it: see enqueue's
+ * flagQueues), so only the controlled claim serves it from then on. The
+ * rows it returns are the queues newly marked, to announce.
+ */
+const flagQueue = (s: string, inserted: string, now: string) => `flagged AS (
+      INSERT INTO ${s}.job_queue AS jq (name, has_groups, has_serial, updated_at)
+      SELECT i.queue, bool_or(i.group_key IS NOT NULL), bool_or(i.serial_key IS NOT NULL), ${now}
+        FROM ${inserted} i WHERE i.group_key IS NOT NULL OR i.serial_key IS NOT NULL GROUP BY i.queue
+      ON CONFLICT (name) DO UPDATE SET has_groups = jq.has_groups OR EXCLUDED.has_groups,
+                                       has_serial = jq.has_serial OR EXCLUDED.has_serial, updated_at = EXCLUDED.updated_at
+       WHERE (EXCLUDED.has_groups AND NOT jq.has_groups) OR (EXCLUDED.has_serial AND NOT jq.has_serial)
+      RETURNING jq.name
+    )`;
 
 const SCHEDULE_COLUMNS = `r.name, r.job_name, r.cron, r.time_zone, r.payload, r.source, r.service, r.catch_up, r.overlap, r.paused,
   r.next_run_at, r.last_run_at, r.last_job_id, r.skipped_count, r.last_skipped_at, r.updated_at`;
@@ -165,10 +183,10 @@ export function scheduleStatements(schema: string) {
        WHERE r.name = $1 AND r.next_run_at = $2 AND NOT r.paused
       RETURNING r.name, r.job_name, r.payload, r.options
     ), ins AS (
-      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, unique_key,
-                            unique_while, created_at, completed_at, last_error)
+      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, serial_key,
+                            group_key, unique_key, unique_while, created_at, completed_at, last_error)
       SELECT p.id, w.job_name, ${TICK_JOB.queue('w')}, w.payload, p.state, ${TICK_JOB.priority('w')}, p.tick,
-             ${TICK_JOB.maxAttempts('w')}, ${TICK_JOB.timeoutMs('w')},
+             ${TICK_JOB.maxAttempts('w')}, ${TICK_JOB.timeoutMs('w')}, ${TICK_JOB.serialKey('w')}, ${TICK_JOB.groupKey('w')},
              'schedule:' || w.name || ':' || to_char(p.tick AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
              'queued-or-active', $6,
              CASE WHEN p.state = 'skipped' THEN $6::timestamptz END,
@@ -177,14 +195,16 @@ export function scheduleStatements(schema: string) {
                'message', format('Schedule "%s" skipped this tick: its previous run was still queued or active (overlap: skip)', w.name))
              END
         FROM won w CROSS JOIN plan p
-      RETURNING id, state, queue
-    ), n AS (
+      RETURNING id, state, queue, serial_key, group_key
+    ), ${flagQueue(s, 'ins', '$6')}, n AS (
       SELECT ${notifySql('queue', '$7', 'queue')} FROM (SELECT DISTINCT queue FROM ins WHERE state = 'queued') q
+    ), fn AS (
+      SELECT ${notifySql('queues', '$7', 'name')} FROM flagged
     )
     SELECT (SELECT count(*) FROM won)::int AS won,
            (SELECT count(*) FROM ins WHERE state = 'queued')::int AS queued,
            (SELECT count(*) FROM ins WHERE state = 'skipped')::int AS skipped,
-           (SELECT count(*) FROM n)::int AS notified`,
+           (SELECT count(*) FROM n)::int + (SELECT count(*) FROM fn)::int AS notified`,
 
     lockSchedule: `SELECT name FROM ${sched} WHERE name = $1 FOR UPDATE`,
 
@@ -202,18 +222,21 @@ export function scheduleStatements(schema: string) {
       SELECT j.id, j.state FROM r JOIN ${s}.job j ON j.id = r.last_job_id
        WHERE r.overlap = 'skip' AND j.state IN (${sqlLiterals(LIVE_JOB_STATES)})
     ), ins AS (
-      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, created_at)
+      INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, serial_key,
+                            group_key, created_at)
       SELECT $2, r.job_name, ${TICK_JOB.queue('r')}, r.payload, 'queued', ${TICK_JOB.priority('r')}, $3,
-             ${TICK_JOB.maxAttempts('r')}, ${TICK_JOB.timeoutMs('r')}, $3
+             ${TICK_JOB.maxAttempts('r')}, ${TICK_JOB.timeoutMs('r')}, ${TICK_JOB.serialKey('r')}, ${TICK_JOB.groupKey('r')}, $3
         FROM r WHERE NOT EXISTS (SELECT 1 FROM busy)
-      RETURNING id, queue
+      RETURNING id, queue, serial_key, group_key
+    ), ${flagQueue(s, 'ins', '$3')}, fn AS (
+      SELECT ${notifySql('queues', '$4', 'name')} FROM flagged
     ), u AS (
       UPDATE ${sched} w SET last_run_at = $3, last_job_id = ins.id FROM ins WHERE w.name = $1 RETURNING w.name
     ), n AS (
       SELECT ${notifySql('queue', '$4', 'ins.queue')} FROM ins
     )
     SELECT (SELECT queue FROM ins) AS queue, (SELECT id FROM busy) AS busy_id, (SELECT state FROM busy) AS busy_state,
-           (SELECT count(*) FROM u)::int AS updated, (SELECT count(*) FROM n)::int AS notified`,
+           (SELECT count(*) FROM u)::int AS updated, (SELECT count(*) FROM n)::int + (SELECT count(*) FROM fn)::int AS notified`,
   };
 }
 
