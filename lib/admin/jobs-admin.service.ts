@@ -2,7 +2,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import {
   BATCH_STATES,
   CODE_QUEUES,
-  checkDate,
   checkId,
   checkInteger,
   checkName,
@@ -10,14 +9,12 @@ import {
   BATCH_LIST_FILTER_SHAPE,
   JOB_SEARCH_SHAPE,
   optionShape,
-  PURGE_OPTIONS_SHAPE,
   Clock,
   JobCipher,
   databaseCall,
   JOB_LIST_STATES,
   toDatabaseError,
   JobsError,
-  INT4_MAX,
   SCHEDULE_CONTROL,
   type BatchInfo,
   type BatchListFilter,
@@ -57,7 +54,8 @@ import { forgetService, listServices } from './service-admin.js';
 import { checkCursor, checkFilter, checkLimit, checkStates } from './admin-checks.js';
 import { BULK_CHUNK, BulkActions } from './bulk-actions.js';
 import { deletedOrThrow, movedOrThrow } from './job-action-errors.js';
-import { PurgeRun } from './purge-run.js';
+import { checkPurgeOptions, PurgeRun } from './purge-run.js';
+import { reencryptAll } from './reencrypt-run.js';
 import { denseThroughput, throughputWindow } from './throughput.js';
 
 /** The most children a job's detail lists. */
@@ -215,27 +213,10 @@ export class JobsAdmin {
    */
   async purge(options: PurgeOptions): Promise<PurgeResult> {
     const where = 'JobsAdmin.purge()';
-    const o = checkOptions(
-      where,
-      options,
-      '{ succeededBefore: new Date(Date.now() - 7 * 86_400_000) }',
-      PURGE_OPTIONS_SHAPE,
-    );
-    const cutoffs = { succeeded: o?.succeededBefore, failed: o?.failedBefore, cancelled: o?.cancelledBefore };
-    const skipped = o?.skippedBefore;
-    const example = 'new Date(Date.now() - 7 * 86_400_000)';
-    for (const [state, value] of [...Object.entries(cutoffs), ['skipped', skipped] as const]) {
-      if (value !== undefined) checkDate(where, `${state}Before`, value, example);
-    }
-    if (Object.values(cutoffs).every((v) => v === undefined) && skipped === undefined) {
-      throw new JobsError(
-        `${where}: no cutoff given, so nothing would be purged. Potential fix: purge({ succeededBefore: ${example} }); failedBefore, cancelledBefore and skippedBefore work alike.`,
-      );
-    }
-    const pause = checkInteger(where, 'pause', o?.pause ?? 0, 0, INT4_MAX, 20);
+    const { cutoffs, pause } = checkPurgeOptions(where, options);
     const run = new PurgeRun(this.storage, BULK_CHUNK, pause);
     try {
-      return await run.run({ ...cutoffs, skipped: o?.skippedBefore });
+      return await run.run(cutoffs);
     } catch (error) {
       const { jobs, batches } = run.progress;
       const deleted = Object.values(jobs).reduce((a, b) => a + b, 0);
@@ -252,27 +233,8 @@ export class JobsAdmin {
    * over, so run it again until `values` is 0. Values under a key this
    * process lacks are counted in `unreadable` and left as they are.
    */
-  async reencrypt(): Promise<ReencryptResult> {
-    const where = 'JobsAdmin.reencrypt()';
-    const current = this.cipher.current;
-    if (current === null) {
-      throw new JobsError(
-        `${where}: JobsModule has no "encryption" keys, so there is no current key to re-seal with. ` +
-          `Potential fix: JobsModule.forRoot({ encryption: { keys: { new: newKey, old: oldKey }, current: 'new' } }).`,
-      );
-    }
-    const schedules = await databaseCall(where, () => this.storage.reencryptSchedules());
-    const result: ReencryptResult = { current, jobs: 0, rounds: 1, ...schedules };
-    let after: string | null = null;
-    do {
-      const round = await databaseCall(where, () => this.storage.reencryptChunk(after, BULK_CHUNK));
-      result.rounds++;
-      result.jobs += round.jobs;
-      result.values += round.values;
-      result.unreadable += round.unreadable;
-      after = round.jobs < BULK_CHUNK ? null : round.last;
-    } while (after !== null);
-    return result;
+  reencrypt(): Promise<ReencryptResult> {
+    return reencryptAll(this.storage, this.cipher, BULK_CHUNK);
   }
 
   /** Batches newest first, with their counts; members through `search({ batchId })` or `JobQueue.batchMembers()`. */

@@ -1,7 +1,42 @@
-import type { PurgeResult } from '../model/index.js';
+import {
+  checkDate,
+  checkInteger,
+  checkOptions,
+  INT4_MAX,
+  JobsError,
+  PURGE_OPTIONS_SHAPE,
+  type PurgeOptions,
+  type PurgeResult,
+} from '../model/index.js';
 import type { AdminStorage } from '../storage/admin/admin-storage.interface.js';
 
 type Cutoffs = Partial<Record<'succeeded' | 'failed' | 'cancelled' | 'skipped', Date>>;
+
+/** `purge()`'s options, checked: at least one cutoff, each a date, and the rest between rounds. */
+export function checkPurgeOptions(where: string, options: PurgeOptions): { cutoffs: Cutoffs; pause: number } {
+  const o = checkOptions(
+    where,
+    options,
+    '{ succeededBefore: new Date(Date.now() - 7 * 86_400_000) }',
+    PURGE_OPTIONS_SHAPE,
+  );
+  const cutoffs: Cutoffs = {
+    succeeded: o?.succeededBefore,
+    failed: o?.failedBefore,
+    cancelled: o?.cancelledBefore,
+    skipped: o?.skippedBefore,
+  };
+  const example = 'new Date(Date.now() - 7 * 86_400_000)';
+  for (const [state, value] of Object.entries(cutoffs)) {
+    if (value !== undefined) checkDate(where, `${state}Before`, value, example);
+  }
+  if (Object.values(cutoffs).every((v) => v === undefined)) {
+    throw new JobsError(
+      `${where}: no cutoff given, so nothing would be purged. Potential fix: purge({ succeededBefore: ${example} }); failedBefore, cancelledBefore and skippedBefore work alike.`,
+    );
+  }
+  return { cutoffs, pause: checkInteger(where, 'pause', o?.pause ?? 0, 0, INT4_MAX, 20) };
+}
 
 /**
  * One purge: for each state with a cutoff, its jobs round by round in id
