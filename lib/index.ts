@@ -25,7 +25,7 @@ export { BatchBuilder, BatchDraft } from './queue/batch-builder.service.js';
 export { ChainDraft, FlowDraft, type FlowEdge, type FlowStepOptions } from './queue/flow-drafts.js';
 export type { StepOptions } from './queue/workflow-writer.js';
 export type { BatchMember, BatchGraph } from './storage/workflows/workflow-storage.interface.js';
-export type { WorkerOptions } from './worker/worker-options.js';
+export type { WorkerOptions, WorkerQueueOptions } from './worker/worker-options.js';
 export { RetentionService } from './worker/retention.service.js';
 export type { RetentionOptions } from './worker/retention-options.js';
 export { JobsMonitor } from './monitoring/jobs-monitor.service.js';
@@ -87,6 +87,9 @@ export {
   type BackoffFunction,
   type JobHandler,
   type JobContext,
+  type JobContextData,
+  type JobContextSource,
+  MAX_CONTEXT_BYTES,
   type JobLogger,
   type PayloadOf,
   type JobInfo,

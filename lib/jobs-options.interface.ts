@@ -1,7 +1,14 @@
 import type { ModuleMetadata, Type, InjectionToken, OptionalFactoryDependency } from '@nestjs/common';
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import type { ExternalJobs, JobDefaults } from './discovery/job-registry.js';
-import type { Clock, EncryptionOptions, JobInterceptorClass, QueueOptions, RateLimit } from './model/index.js';
+import type {
+  Clock,
+  EncryptionOptions,
+  JobContextSource,
+  JobInterceptorClass,
+  QueueOptions,
+  RateLimit,
+} from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
 import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
 import type { DatabaseTimeouts } from './storage/connection/timeouts.js';
@@ -117,6 +124,14 @@ export interface JobsModuleOptions {
   service?: string;
   /** Largest accepted payload, in bytes of JSON; default 256 KiB. */
   maxPayloadBytes?: number;
+  /**
+   * The context (`ctx.context`) of a job whose enqueue gives none, read at
+   * the call: `() => ({ tenantId: cls.get('tenantId') })` captures the
+   * request's tenant. Inside a handler, the running job's context comes
+   * first. A plain object of JSON values of at most 8 KiB, or undefined
+   * for none; default none.
+   */
+  contextFrom?: JobContextSource;
   /**
    * Largest result a job or a step (ctx.step) may return, in bytes of JSON;
    * default 256 KiB. A larger one fails the attempt for good, naming the step.

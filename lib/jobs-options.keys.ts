@@ -21,7 +21,7 @@ import type { SchedulerOptions } from './scheduler/scheduler-options.js';
 import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
 import { TIMEOUTS_SHAPE } from './storage/connection/timeouts.js';
 import type { RetentionOptions } from './worker/retention-options.js';
-import type { WorkerOptions } from './worker/worker-options.js';
+import type { WorkerOptions, WorkerQueueOptions } from './worker/worker-options.js';
 
 /**
  * The known keys of JobsModule's options and of every options object in
@@ -94,10 +94,13 @@ const EMBEDDED_SHAPE = optionShape<EmbeddedPostgresOptions>({
   logger: true,
 });
 
+/** An array of names holds no options; an object's keys are queue names, each value of this shape. */
+const WORKER_QUEUE_SHAPE = optionShape<WorkerQueueOptions>({ concurrency: true });
+
 const WORKER_SHAPE = optionShape<WorkerOptions>({
   enabled: true,
   concurrency: true,
-  queues: true,
+  queues: recordOf(WORKER_QUEUE_SHAPE),
   pollInterval: true,
   lease: true,
   shutdownGrace: true,
@@ -154,6 +157,7 @@ export const MODULE_FIELDS = {
   unhandledJobs: UNHANDLED_JOBS_SHAPE,
   service: true,
   maxPayloadBytes: true,
+  contextFrom: true,
   maxResultBytes: true,
   maxErrorBytes: true,
   monitoring: MONITORING_SHAPE,

@@ -26,6 +26,7 @@ import {
 import { ASYNC_SHAPE, MODULE_SHAPE, ROOT_SHAPE } from './jobs-options.keys.js';
 import {
   checkMaxErrorBytes,
+  checkContextFrom,
   checkOptions,
   Clock,
   CODE_QUEUES,
@@ -163,6 +164,7 @@ function coreProviders(): Provider[] {
       useFactory: (o: JobsModuleOptions): QueueSettings => ({
         maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         maxResultBytes: o.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
+        contextFrom: checkContextFrom(o.contextFrom),
       }),
     },
     {

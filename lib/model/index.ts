@@ -5,6 +5,7 @@ export * from './clock.js';
 export * from './records.js';
 export { isUuid, uuidv7 } from './uuid.js';
 export * from './job-context.js';
+export * from './job-context-data.js';
 export * from './job-interceptor.js';
 export * from './schedule.js';
 export * from './payload.js';

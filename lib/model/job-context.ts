@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import type { JobContextData } from './job-context-data.js';
 import type { DependencyOn } from './job-state.js';
 import type { JobStepOptions } from './job-steps.js';
 import type { UniqueWhile } from './records.js';
@@ -40,6 +41,12 @@ export interface JobContext {
    * job whose ctx.continueWith() started it; empty for a job enqueued on its own.
    */
   readonly parentIds: readonly string[];
+  /**
+   * The job's context: the small JSON object its enqueue gave (`{ context }`), or JobsModule's
+   * `contextFrom` read at the enqueue, or the context of the job that started it. Frozen; `{}` when
+   * the job has none. An interceptor restores a tenant or a user from it.
+   */
+  readonly context: JobContextData;
   /** Aborted on timeout, cancellation, lost lease and shutdown; pass it to I/O. */
   readonly signal: AbortSignal;
   /** A Nest Logger whose context is `Job <name>`. */
@@ -146,6 +153,13 @@ export interface StepOptions {
   unique?: UniqueOptions;
   /** Past this, the job does not start or retry: it fails with a DeadlineExceededError. */
   deadline?: Date;
+  /**
+   * The job's context, read by its handler as `ctx.context`: a plain object of JSON values of at most
+   * 8 KiB (MAX_CONTEXT_BYTES), sealed with the payload when the job is encrypted. Left out, the job
+   * takes the context of the job whose handler enqueues it (or of the workflow step before it), else
+   * JobsModule's `contextFrom`; `null` gives it none. A context given here replaces the inherited one.
+   */
+  context?: Record<string, unknown> | null;
 }
 
 /** A unique key for a job: while a job holds it, another enqueue of the key returns that job instead. */

@@ -55,15 +55,39 @@ export const BATCH_STATES = ['executing', 'succeeded', 'failed', 'cancelled'] as
 export type BatchState = (typeof BATCH_STATES)[number];
 
 /** How a job waiting on a parent (a job or a batch) wants it to end: the `on` of `after`, `then/catch/finally`. */
-const DEPENDENCY_TRIGGERS = ['success', 'failure', 'always'] as const;
-/** The outcome of a parent that lets a dependent run: `success`, `failure` (failed for good) or `always`. */
+export const DEPENDENCY_TRIGGERS = ['success', 'failure', 'any-failure', 'always'] as const;
+/**
+ * The outcome of a parent that lets a dependent run: `success`; `failure`
+ * (this parent failed for good: on several parents, every one of them);
+ * `any-failure` (at least one of the parents waited on so failed); `always`.
+ */
 export type DependencyOn = (typeof DEPENDENCY_TRIGGERS)[number];
 
-/** Whether a parent that ended in `outcome` lets a child waiting with `on` run. */
+/** The triggers as a message lists them: 'success', 'failure', 'any-failure' or 'always'. */
+export const DEPENDENCY_TRIGGER_LIST = `${DEPENDENCY_TRIGGERS.slice(0, -1)
+  .map((t) => `'${t}'`)
+  .join(', ')} or '${DEPENDENCY_TRIGGERS[DEPENDENCY_TRIGGERS.length - 1]}'`;
+
+/** Whether a parent that ended in `outcome` meets its edge's trigger `on` by itself. */
 export function triggerMet(on: DependencyOn, outcome: string): boolean {
   if (on === 'always') return true;
   if (on === 'success') return outcome === 'succeeded';
   return outcome === 'failed';
+}
+
+/**
+ * Whether a child whose parents all settled runs: every `success`,
+ * `failure` and `always` edge is met by its own parent, and, when it has
+ * `any-failure` edges, at least one of their parents failed. The SQL of
+ * release_children says the same.
+ */
+export function dependenciesMet(edges: ReadonlyArray<{ on: DependencyOn; outcome: string }>): boolean {
+  const anyFailure = edges.filter((e) => e.on === 'any-failure');
+  const each = edges.filter((e) => e.on !== 'any-failure');
+  return (
+    each.every((e) => triggerMet(e.on, e.outcome)) &&
+    (anyFailure.length === 0 || anyFailure.some((e) => e.outcome === 'failed'))
+  );
 }
 
 export function isDependencyTrigger(value: unknown): value is DependencyOn {

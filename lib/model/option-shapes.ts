@@ -86,6 +86,8 @@ export const STEP_FIELDS = {
   serialKey: true,
   unique: UNIQUE_SHAPE,
   deadline: true,
+  // A value: its keys are the app's own, checked as JSON, never against a shape.
+  context: true,
 } as const satisfies Record<keyof StepOptions, OptionField>;
 
 export const JOB_LIST_FILTER_SHAPE = optionShape<JobListFilter>({

@@ -1,4 +1,5 @@
 import { JobsError } from './errors.js';
+import type { JobContextSource } from './job-context-data.js';
 
 /** Deeper than this is a data structure gone wrong, not a job's input (and JSON itself recurses). */
 const MAX_PAYLOAD_DEPTH = 64;
@@ -10,22 +11,14 @@ const MAX_PAYLOAD_DEPTH = 64;
  * PostgreSQL's jsonb refuses (NUL, lone surrogates). Returns the JSON text.
  */
 export function serializePayload(jobName: string, payload: unknown, maxBytes: number): string {
-  const refuse = (path: string, reason: string) =>
-    new JobsError(
-      `Job "${jobName}": the payload is not JSON-serialisable at ${path} (${reason}). ` +
-        `Potential fix: pass plain data (objects, arrays, strings, finite numbers, booleans, null); send ids instead of class instances and convert BigInt/Date to strings.`,
-    );
-  const walk = { opaque: false };
-  const problem = findUnserialisable(payload, walk);
-  if (problem) throw refuse(problem.path, problem.reason);
-  let json: string | undefined;
-  try {
-    json = payload === undefined ? 'null' : JSON.stringify(payload);
-  } catch (error) {
-    // Only a toJSON() can get here: the scan refused everything else that throws.
-    throw refuse('$', `JSON.stringify threw: ${(error as Error)?.message ?? String(error)}`);
-  }
-  if (json === undefined) throw refuse('$', 'its toJSON() returned nothing');
+  const json = serializeJsonValue(
+    payload,
+    (path, reason) =>
+      new JobsError(
+        `Job "${jobName}": the payload is not JSON-serialisable at ${path} (${reason}). ` +
+          `Potential fix: pass plain data (objects, arrays, strings, finite numbers, booleans, null); send ids instead of class instances and convert BigInt/Date to strings.`,
+      ),
+  );
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > maxBytes) {
     throw new JobsError(
@@ -33,6 +26,25 @@ export function serializePayload(jobName: string, payload: unknown, maxBytes: nu
         `Potential fix: store the data elsewhere (a table, object storage) and pass its id, or raise JobsModule's "maxPayloadBytes".`,
     );
   }
+  return json;
+}
+
+/**
+ * A value's JSON text, refused as serializePayload refuses a payload: `refuse` makes the error
+ * for the path of what JSON would change and why. Undefined at the root is `null`.
+ */
+export function serializeJsonValue(value: unknown, refuse: (path: string, reason: string) => Error): string {
+  const walk = { opaque: false };
+  const problem = findUnserialisable(value, walk);
+  if (problem) throw refuse(problem.path, problem.reason);
+  let json: string | undefined;
+  try {
+    json = value === undefined ? 'null' : JSON.stringify(value);
+  } catch (error) {
+    // Only a toJSON() can get here: the scan refused everything else that throws.
+    throw refuse('$', `JSON.stringify threw: ${(error as Error)?.message ?? String(error)}`);
+  }
+  if (json === undefined) throw refuse('$', 'its toJSON() returned nothing');
   // What toJSON() returned was not walked: walk the data it became. (Searching the JSON text
   // for an escaped NUL instead also refused a plain string holding a backslash and "u0000".)
   if (walk.opaque) {
@@ -214,6 +226,8 @@ export interface QueueSettings {
   maxPayloadBytes: number;
   /** Largest job or step result, in bytes of JSON. */
   maxResultBytes: number;
+  /** JobsModule's `contextFrom`: the context of an enqueue that gives none, outside a handler. */
+  contextFrom?: JobContextSource;
 }
 
 export const QUEUE_SETTINGS = Symbol('QUEUE_SETTINGS');

@@ -18,6 +18,8 @@ export interface ClaimedJob {
   parentBatchId?: string | null;
   /** The trace context captured at enqueue (only where tracing is on and a trace was active). */
   traceContext?: Record<string, string> | null;
+  /** Its context (`ctx.context`), opened when sealed; null or absent when it has none. */
+  context?: Record<string, unknown> | null;
   /** Past this, the job does not start or retry: it fails with a DeadlineExceededError. */
   deadline?: Date | null;
   /** Its payload was sealed: what the attempt writes (result, errors, steps, progress) is sealed too. */
@@ -112,6 +114,8 @@ export interface NewJob {
   deadline?: Date | null;
   remainingDependencies?: number;
   traceContext?: Record<string, string> | null;
+  /** Its context's JSON (see serializeContext), sealed for an encrypted job; null for none. */
+  contextJson?: string | null;
 }
 
 /** While a unique key is held: its job queued (or waiting), or also running, or until it succeeded. */
@@ -194,6 +198,11 @@ export interface JobSummary {
 export interface JobInfo extends JobSummary {
   /** The payload it was enqueued with; a placeholder for an encrypted one this process cannot open. */
   payload: unknown;
+  /**
+   * Its context (`ctx.context`), as stored: `{}` when it has none; a placeholder string for an
+   * encrypted one this process cannot open.
+   */
+  context: Readonly<Record<string, unknown>> | string;
   /** The message of the latest `ctx.progress()` report; null when that report had none, or none was made. */
   progressMessage: string | null;
   /** What the handler returned, as stored JSON (null for undefined); null until the job succeeded. */

@@ -4,6 +4,7 @@ import {
   checkOptions,
   describeValue,
   isDependencyTrigger,
+  DEPENDENCY_TRIGGERS,
   JobsError,
   optionShape,
   STEP_FIELDS,
@@ -75,7 +76,7 @@ export class FlowDraft {
         typeof e === 'string' ? { key: e, on: 'success' as const } : e && { key: e.key, on: e.on ?? 'success' };
       if (!edge || typeof edge.key !== 'string' || !isDependencyTrigger(edge.on)) {
         throw new JobsError(
-          `flow().add('${key}'): each "after" entry is a step key or { key, on: 'success' | 'failure' | 'always' }, got ${describeValue(e)} at index ${i}. Potential fix: { after: ['resize', { key: 'scan', on: 'always' }] }.`,
+          `flow().add('${key}'): each "after" entry is a step key or { key, on: ${DEPENDENCY_TRIGGERS.map((t) => `'${t}'`).join(' | ')} }, got ${describeValue(e)} at index ${i}. Potential fix: { after: ['resize', { key: 'scan', on: 'always' }] }.`,
         );
       }
       edges.push(edge);

@@ -1,8 +1,10 @@
 import {
   describeValue,
   JobsError,
+  NO_CONTEXT,
   stepKey,
   type JobContext,
+  type JobContextData,
   type JobLogger,
   type StepOptions,
 } from '../model/index.js';
@@ -19,6 +21,8 @@ export interface InlineRun {
   readonly logger: JobLogger;
   /** Aborted when the job type's `timeout` passes. */
   readonly signal: AbortSignal;
+  /** The context an enqueue here would give the job (see defaultContext); none when absent. */
+  readonly context?: JobContextData;
 }
 
 /** The parents of a job that has none: shared, and frozen so that no handler can add to it. */
@@ -46,6 +50,7 @@ export function inlineContext(run: InlineRun): JobContext {
     maxAttempts: 1,
     batchId: null,
     parentIds: NO_PARENTS,
+    context: run.context ?? NO_CONTEXT,
     signal: run.signal,
     logger: run.logger,
     stepKey: (name) => stepKey(run.jobId, name),

@@ -4,14 +4,20 @@ import { attemptInterceptors, interceptedRun } from '../discovery/intercepted-ru
 import type { JobRegistry, RegisteredJob } from '../discovery/job-registry.js';
 import {
   describeValue,
+  frozenContext,
   JobsError,
   JobTimeoutError,
+  NO_CONTEXT,
+  serializeContext,
   serializePayload,
   uuidv7,
   type Clock,
+  type JobContextData,
+  type JobContextSource,
   type JobHandler,
 } from '../model/index.js';
 import { inlineContext } from './inline-context.js';
+import { defaultContext } from './job-context-capture.js';
 
 /**
  * `JobQueue.runInline()`: a registered handler run now, in this process, as
@@ -26,7 +32,14 @@ export class InlineRunner {
     private readonly moduleRef: ModuleRef,
     private readonly clock: Clock,
     private readonly maxPayloadBytes: number,
+    private readonly contextFrom?: JobContextSource,
   ) {}
+
+  /** The context an enqueue here would give the job, checked and copied as a worker's handler gets it. */
+  private contextOf(where: string): JobContextData {
+    const json = serializeContext(`${where} (the default context)`, defaultContext(where, this.contextFrom));
+    return json == null ? NO_CONTEXT : frozenContext(JSON.parse(json));
+  }
 
   async run(job: Type<JobHandler> | string, payload: unknown): Promise<unknown> {
     const where =
@@ -46,6 +59,7 @@ export class InlineRunner {
       where,
       logger: registered.logger,
       signal: controller.signal,
+      context: this.contextOf(where),
     });
     let contextId: ContextId | null = null;
     // A scoped handler or interceptor gets its own DI sub-tree, as on a worker: REQUEST is { job, payload }.

@@ -22,6 +22,7 @@ import {
   type NewJob,
 } from '../model/index.js';
 import { QUEUE_SETTINGS, serializePayload, type QueueSettings } from '../model/index.js';
+import { storedContext } from './job-context-capture.js';
 import { ENQUEUE_OPTIONS_SHAPE, type EnqueueOptions } from './queue-options.js';
 
 /** A job, named by its `@Job` class (payload type-checked) or by its name. */
@@ -102,6 +103,7 @@ export class JobFactory {
       maxAttempts: options.maxAttempts ?? defaults.maxAttempts,
       timeoutMs: options.timeout ?? defaults.timeout,
       traceContext: this.tracing.enabled ? this.tracing.capture({ id, name, queue }) : null,
+      contextJson: storedContext(where, options.context, this.settings.contextFrom, this.cipher, defaults.encrypted),
     };
   }
 

@@ -31,6 +31,7 @@ import {
 } from '../storage/workflows/workflow-storage.interface.js';
 import { ChainDraft, FlowDraft } from './flow-drafts.js';
 import { InlineRunner } from './inline-runner.js';
+import { defaultContext } from './job-context-capture.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import {
   ENQUEUE_OPTIONS_SHAPE,
@@ -85,6 +86,7 @@ const ENQUEUE_ITEM_SHAPE = optionShape<EnqueueItem>({ job: true, payload: true, 
 export class JobQueue {
   private readonly reads: JobReads;
   private readonly inline: InlineRunner;
+  private readonly contextFrom: QueueSettings['contextFrom'];
 
   constructor(
     @Inject(ENQUEUE_STORAGE) private readonly storage: EnqueueStorage,
@@ -98,7 +100,8 @@ export class JobQueue {
     @Inject(QUEUE_SETTINGS) settings: QueueSettings,
   ) {
     this.reads = new JobReads(control, workflows);
-    this.inline = new InlineRunner(registry, moduleRef, factory.clock, settings.maxPayloadBytes);
+    this.contextFrom = settings.contextFrom;
+    this.inline = new InlineRunner(registry, moduleRef, factory.clock, settings.maxPayloadBytes, settings.contextFrom);
   }
 
   /**
@@ -159,6 +162,8 @@ export class JobQueue {
     );
     const now = this.factory.clock.now();
     const ids: string[] = [];
+    // Read once for the call: items without a context of their own share it.
+    const fallback = defaultContext('enqueueMany()', this.contextFrom);
     // Kept for the enqueue observers (metrics) only: a big call's rows otherwise die with their chunk.
     const written: NewJob[] | null = this.events.enqueuesObserved ? [] : null;
     const build = (from: number, to: number): NewJob[] => {
@@ -173,7 +178,12 @@ export class JobQueue {
         }
         // An item's keys are checked like options: { job, payload, option: {...} } would drop its options.
         checkOptionKeys(`enqueueMany(): item ${i}`, item, ENQUEUE_ITEM_SHAPE);
-        rows.push(this.factory.build(item.job, item.payload, item.options ?? {}, now, true));
+        const options = item.options ?? {};
+        const withContext =
+          fallback !== undefined && isOptionsObject(options) && options.context === undefined
+            ? { ...options, context: fallback }
+            : options;
+        rows.push(this.factory.build(item.job, item.payload, withContext, now, true));
       }
       for (const r of rows) ids.push(r.id);
       written?.push(...rows);
@@ -329,4 +339,9 @@ export class JobQueue {
   resolveName(job: JobRef): string {
     return this.factory.resolveName(job);
   }
+}
+
+/** An item's options as checked later (JobFactory): only an object takes the call's default context. */
+function isOptionsObject(value: unknown): value is { context?: unknown } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -4,14 +4,18 @@ import {
   checkOptionKeys,
   describeValue,
   isDependencyTrigger,
+  dependenciesMet,
+  DEPENDENCY_TRIGGER_LIST,
   isTerminal,
   databaseCall,
   isUuid,
   JobEvents,
   JobsError,
+  QUEUE_SETTINGS,
   triggerMet,
   uuidv7,
   type NewJob,
+  type QueueSettings,
   type StepOptions,
 } from '../model/index.js';
 import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
@@ -21,7 +25,9 @@ import {
   type WorkflowStorage,
 } from '../storage/workflows/workflow-storage.interface.js';
 import { topologicalOrder } from './flow-graph.js';
+import { defaultContext } from './job-context-capture.js';
 import { JobFactory, type JobRef } from './job-factory.js';
+import { stepContexts } from './workflow-contexts.js';
 import { PARENT_REF_SHAPE, type DependencyOn, type EnqueueOptions, type ParentRef } from './queue-options.js';
 
 export type { StepOptions };
@@ -49,6 +55,7 @@ export class WorkflowWriter {
     @Inject(WORKFLOW_STORAGE) private readonly storage: WorkflowStorage,
     @Inject(ENQUEUE_STORAGE) private readonly enqueue: EnqueueStorage,
     private readonly events: JobEvents,
+    @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,
   ) {}
 
   /**
@@ -88,12 +95,16 @@ export class WorkflowWriter {
             if (!batch) throw unknownParent(row.name, 'batch', parent.batch);
             // A batch's failure edges close at its first failure, which may be past.
             outcome =
-              batch.state !== 'executing' ? batch.state : on === 'failure' && batch.failed > 0 ? 'failed' : null;
+              batch.state !== 'executing'
+                ? batch.state
+                : (on === 'failure' || on === 'any-failure') && batch.failed > 0
+                  ? 'failed'
+                  : null;
             deps.push({ childId: row.id, parentBatchId: parent.batch, trigger: on, parentOutcome: outcome });
           }
           if (outcome === null) remaining++;
         }
-        const ready = deps.every((d) => triggerMet(d.trigger, d.parentOutcome!));
+        const ready = dependenciesMet(deps.map((d) => ({ on: d.trigger, outcome: d.parentOutcome! })));
         const state = remaining > 0 ? 'waiting' : ready ? 'queued' : 'skipped';
         const graph = {
           jobs: [{ ...row, state: state as NewJob['state'], remainingDependencies: remaining }],
@@ -143,8 +154,9 @@ export class WorkflowWriter {
         }
       }
     }
-    topologicalOrder(new Map(nodes.map((n) => [n.key, n.after.map((e) => e.key)])), where);
-    const rows = new Map(nodes.map((n) => [n.key, this.factory.build(n.job, n.payload, n.options, now)]));
+    const order = topologicalOrder(new Map(nodes.map((n) => [n.key, n.after.map((e) => e.key)])), where);
+    const options = stepContexts(nodes, order, this.defaultContext(`${where}.dispatch()`), where);
+    const rows = new Map(nodes.map((n) => [n.key, this.factory.build(n.job, n.payload, options.get(n.key)!, now)]));
     const parentsWithChildren = new Set(nodes.flatMap((n) => n.after.map((e) => e.key)));
     const jobs = nodes.map((n) => ({
       ...rows.get(n.key)!,
@@ -163,13 +175,18 @@ export class WorkflowWriter {
   async dispatchBatch(plan: BatchPlan, manager?: EntityManager): Promise<{ id: string }> {
     const now = this.factory.clock.now();
     const batchId = uuidv7(now.getTime());
+    const fallback = this.defaultContext(`batch${plan.name ? ` "${plan.name}"` : ''}.dispatch()`);
+    const withContext = (options: StepOptions): StepOptions =>
+      options.context === undefined && fallback !== undefined
+        ? { ...options, context: fallback as StepOptions['context'] }
+        : options;
     const members = plan.members.map((m) => ({
-      ...this.factory.build(m.job, m.payload, m.options, now),
+      ...this.factory.build(m.job, m.payload, withContext(m.options), now),
       batchId,
     }));
     const empty = members.length === 0;
     const callbacks = plan.callbacks.map((c) => {
-      const row = this.factory.build(c.job, c.payload, c.options, now);
+      const row = this.factory.build(c.job, c.payload, withContext(c.options), now);
       // An empty batch has already succeeded: its callbacks are decided now.
       const state: NewJob['state'] = empty ? (triggerMet(c.on, 'succeeded') ? 'queued' : 'skipped') : 'waiting';
       return { row: { ...row, state, remainingDependencies: empty ? 0 : 1 }, on: c.on };
@@ -200,6 +217,11 @@ export class WorkflowWriter {
     );
     this.written([...members, ...callbacks.map((c) => c.row)], manager);
     return { id: batchId };
+  }
+
+  /** The context of the call's jobs that give none, read once for all of them (see defaultContext). */
+  private defaultContext(where: string): unknown {
+    return defaultContext(where, this.settings.contextFrom);
   }
 
   /** Tells enqueue observers (metrics) of the jobs a call wrote. */
@@ -256,7 +278,7 @@ function normalizeParents(jobName: string, after: unknown): ParentRef[] {
     const on = entry!.on;
     if (on !== undefined && !isDependencyTrigger(on)) {
       throw new JobsError(
-        `${where}: "on" of "after" entry ${i} must be 'success', 'failure' or 'always', got ${describeValue(on)}. Potential fix: { ${kind}: id, on: 'always' }.`,
+        `${where}: "on" of "after" entry ${i} must be ${DEPENDENCY_TRIGGER_LIST}, got ${describeValue(on)}. Potential fix: { ${kind}: id, on: 'always' }.`,
       );
     }
     // Ids come back from PostgreSQL in lower case, and the parents are looked up by them.

@@ -1,13 +1,16 @@
 import type { EntityManager } from 'typeorm';
 import {
   describeValue,
+  frozenContext,
   isDependencyTrigger,
+  DEPENDENCY_TRIGGER_LIST,
   JobsError,
   SnoozeJob,
   stepKey,
   type ClaimedJob,
   type Continuation,
   type JobContext,
+  type JobContextData,
   type JobLogger,
 } from '../model/index.js';
 import type { AttemptSteps } from './attempt-steps.js';
@@ -78,6 +81,10 @@ class AttemptContext implements JobContext {
 
   get signal(): AbortSignal {
     return this[HOST].signal();
+  }
+
+  get context(): JobContextData {
+    return frozenContext(this[HOST].job.context);
   }
 
   get step(): JobContext['step'] {
@@ -152,7 +159,10 @@ class AttemptContext implements JobContext {
           `ctx.addToBatch() in job "${job.name}" (${job.id}): this job is not a batch member. Potential fix: enqueue the job directly, or start it from batches.create().add(…).`,
         );
       }
-      const row = { ...deps.builder.build(ref, payload, { ...options }, deps.clock.now()), batchId: job.batchId };
+      const row = {
+        ...deps.builder.build(ref, payload, inheritContext(job, options), deps.clock.now()),
+        batchId: job.batchId,
+      };
       if (!(await deps.addToBatch(job.batchId, row))) {
         throw new JobsError(
           `ctx.addToBatch() in job "${job.name}": batch ${job.batchId} is no longer executing (cancelled?). Potential fix: check ctx.signal before adding work.`,
@@ -169,7 +179,7 @@ class AttemptContext implements JobContext {
       const { on = 'success', ...rest } = options;
       if (!isDependencyTrigger(on)) {
         throw new JobsError(
-          `ctx.continueWith() in job "${job.name}": "on" must be 'success', 'failure' or 'always', got ${describeValue(on)}. Potential fix: ctx.continueWith(Next, payload, { on: 'always' }).`,
+          `ctx.continueWith() in job "${job.name}": "on" must be ${DEPENDENCY_TRIGGER_LIST}, got ${describeValue(on)}. Potential fix: ctx.continueWith(Next, payload, { on: 'always' }).`,
         );
       }
       if (host.hasEnded) {
@@ -177,9 +187,15 @@ class AttemptContext implements JobContext {
           `ctx.continueWith() in job "${job.name}" (${job.id}): its last attempt ended when its worker stopped, so there is no outcome to continue from. Potential fix: enqueue the follow-up with JobQueue.enqueue() in onFailure.`,
         );
       }
-      host.stage({ ...deps.builder.build(ref, payload, { ...rest }, deps.clock.now()), on });
+      host.stage({ ...deps.builder.build(ref, payload, inheritContext(job, rest), deps.clock.now()), on });
     };
   }
+}
+
+/** A child's options: without a context of its own, it carries on its parent's. */
+function inheritContext(job: ClaimedJob, options: object): Record<string, unknown> {
+  const own = options as { context?: unknown };
+  return own.context === undefined && job.context ? { ...options, context: job.context } : { ...options };
 }
 
 /** Throws when `call` comes from onFailure: the attempt has ended, nothing can be recorded for it. */

@@ -5,10 +5,12 @@ import {
   computeBackoff,
   DeadlineExceededError,
   EncryptedValueError,
+  frozenContext,
   JobCancelledError,
   JobsError,
   JobTimeoutError,
   PermanentJobError,
+  runWithJobContext,
   serializeError,
   SnoozeJob,
   WorkerShutdownError,
@@ -225,15 +227,21 @@ export class RunningJob {
    */
   private waitFor(handler: JobHandler, ctx: JobContext, chain: AttemptInterceptor[] | null): unknown {
     if (this.abortReason) throw this.abortReason;
-    const { payload } = this.job;
-    const returned = (
-      chain ? interceptedRun(chain, ctx, payload, () => handler.run(payload, ctx)) : handler.run(payload, ctx)
-    ) as unknown;
+    const { context } = this.job;
+    // A job with a context runs in it, so that what its handler enqueues through JobQueue inherits it.
+    const returned = context
+      ? runWithJobContext(frozenContext(context), () => this.start(handler, ctx, chain))
+      : this.start(handler, ctx, chain);
     if (!isThenable(returned)) return returned;
     return new Promise((resolve, reject) => {
       this.rejectWait = reject;
       returned.then(resolve, reject);
     });
+  }
+
+  private start(handler: JobHandler, ctx: JobContext, chain: AttemptInterceptor[] | null): unknown {
+    const { payload } = this.job;
+    return chain ? interceptedRun(chain, ctx, payload, () => handler.run(payload, ctx)) : handler.run(payload, ctx);
   }
 
   /** True once this worker lost the job (or hook) or gave it back: its end is not its own to record. */
@@ -254,7 +262,9 @@ export class RunningJob {
     const error = this.failedWith ?? recorded ?? new Error(`Job ${this.job.id} failed`);
     const ctx = this.context();
     const handler = this.handler ?? this.registered.instance ?? (await this.resolveScoped(ctx));
-    await handler.onFailure?.(this.job.payload, error, ctx);
+    const { context } = this.job;
+    const hook = () => handler.onFailure?.(this.job.payload, error, ctx);
+    await (context ? runWithJobContext(frozenContext(context), hook) : hook());
   }
 
   private context(): JobContext {

@@ -708,7 +708,7 @@ describe('the leaks of these calls that issue 12 and these properties found', ()
     [
       'after with a null-prototype "on"',
       () => queue.enqueue(Echo, {}, { after: [{ job: uuid, on: nullProto() }] as never }),
-      /"on" of "after" entry 0 must be 'success', 'failure' or 'always', got an object/,
+      /"on" of "after" entry 0 must be 'success', 'failure', 'any-failure' or 'always', got an object/,
     ],
     [
       'after: []',

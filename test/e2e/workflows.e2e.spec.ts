@@ -404,7 +404,7 @@ describe('continuations and flows', () => {
     expect((await jobs.get(id))!.result).toEqual({
       name: 'JobsError',
       message: expect.stringMatching(
-        /^ctx\.continueWith\(\) in job "[^"]+": "on" must be 'success', 'failure' or 'always', got .*Potential fix/,
+        /^ctx\.continueWith\(\) in job "[^"]+": "on" must be 'success', 'failure', 'any-failure' or 'always', got .*Potential fix/,
       ),
     });
   });

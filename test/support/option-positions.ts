@@ -22,6 +22,7 @@ export const STEP = [
   'serialKey',
   'unique',
   'deadline',
+  'context',
 ];
 export const ENQUEUE = [...STEP, 'manager', 'after'];
 export const JOB = [
@@ -64,6 +65,7 @@ export const MODULE = [
   'unhandledJobs',
   'service',
   'maxPayloadBytes',
+  'contextFrom',
   'maxResultBytes',
   'maxErrorBytes',
   'monitoring',
@@ -127,6 +129,13 @@ export const modulePositions: OptionsPosition[] = [
     known: WORKER,
     base: () => ({ concurrency: 2 }),
     call: (o) => forRootWith('worker', o),
+  },
+  {
+    where: 'JobsModule.forRoot()',
+    path: 'worker.queues.video.',
+    known: ['concurrency'],
+    base: () => ({ concurrency: 1 }),
+    call: (o) => forRootWith('worker', { queues: { video: o } }),
   },
   {
     where: 'JobsModule.forRoot()',

@@ -91,6 +91,10 @@ export const job = (id) => ({
         h('h3', null, 'Payload'),
         details('payload:' + job.id, 'payload', h('pre', { class: 'json', id: 'payload' }, json(job.payload)), true),
       ),
+      // A job without a context has {}: nothing to show.
+      job.context !== null && typeof job.context === 'object' && Object.keys(job.context).length === 0
+        ? null
+        : h('section', null, h('h3', null, 'Context'), h('pre', { class: 'json', id: 'context' }, json(job.context))),
       job.state === 'succeeded' || job.result !== null
         ? h(
             'section',

@@ -10,15 +10,17 @@ import type { ReencryptChunkResult } from './admin-storage.interface.js';
  */
 export function reencryptStatements(s: string) {
   return {
-    jobs: `SELECT id, payload, result, last_error, progress_message FROM ${s}.job
+    jobs: `SELECT id, payload, result, last_error, progress_message, context FROM ${s}.job
       WHERE id > $1 AND jsonb_typeof(payload) = 'string' AND left(payload #>> '{}', 6) = '$enc1:'
       ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`,
     executions: `SELECT id::text AS id, error FROM ${s}.job_execution WHERE job_id = ANY($1::uuid[]) AND error IS NOT NULL`,
     steps: `SELECT job_id, name, result FROM ${s}.job_step WHERE job_id = ANY($1::uuid[]) AND jsonb_typeof(result) = 'string'`,
     updateJobs: `UPDATE ${s}.job j
          SET payload = COALESCE(v.payload, j.payload), result = COALESCE(v.result, j.result),
-             last_error = COALESCE(v.last_error, j.last_error), progress_message = COALESCE(v.progress, j.progress_message)
-        FROM unnest($1::uuid[], $2::jsonb[], $3::jsonb[], $4::jsonb[], $5::text[]) AS v(id, payload, result, last_error, progress)
+             last_error = COALESCE(v.last_error, j.last_error), progress_message = COALESCE(v.progress, j.progress_message),
+             context = COALESCE(v.context, j.context)
+        FROM unnest($1::uuid[], $2::jsonb[], $3::jsonb[], $4::jsonb[], $5::text[], $6::jsonb[])
+          AS v(id, payload, result, last_error, progress, context)
        WHERE j.id = v.id`,
     updateExecutions: `UPDATE ${s}.job_execution e SET error = v.error
         FROM unnest($1::bigint[], $2::jsonb[]) AS v(id, error) WHERE e.id = v.id`,
@@ -64,7 +66,7 @@ export async function reencryptChunk(
     tx.query<Row>(sql.steps, [ids]),
   ]);
 
-  const jobUpdates: Array<[string, string | null, string | null, string | null, string | null]> = [];
+  const jobUpdates: Array<[string, string | null, string | null, string | null, string | null, string | null]> = [];
   for (const j of jobs) {
     const error = resealError(j.last_error as SerializedError | null, reseal);
     const row = [
@@ -73,6 +75,7 @@ export async function reencryptChunk(
       reseal(j.result, true),
       error,
       typeof j.progress_message === 'string' ? reseal(j.progress_message, false) : null,
+      reseal(j.context, true),
     ] as const;
     if (row.slice(1).some((v) => v !== null)) jobUpdates.push([...row]);
   }
@@ -83,7 +86,7 @@ export async function reencryptChunk(
     .map((t) => [t.job_id as string, t.name as string, reseal(t.result, true)] as const)
     .filter(([, , value]) => value !== null);
 
-  if (jobUpdates.length) await tx.query(sql.updateJobs, columns(jobUpdates, 5));
+  if (jobUpdates.length) await tx.query(sql.updateJobs, columns(jobUpdates, 6));
   if (executionUpdates.length) await tx.query(sql.updateExecutions, columns(executionUpdates, 2));
   if (stepUpdates.length) await tx.query(sql.updateSteps, columns(stepUpdates, 3));
   return result;

@@ -3,7 +3,7 @@ import { sealErrorFor, sealValueFor } from './job-sealing.js';
 
 /**
  * The columns a new job is written with, in the order of the insert
- * statements' parameters $1..$18 (see jobColumnsSql), each with its array
+ * statements' parameters $1..$19 (see unnestNewJobs), each with its array
  * type for unnest().
  */
 const NEW_JOB_COLUMNS = [
@@ -25,6 +25,7 @@ const NEW_JOB_COLUMNS = [
   ['deadline', 'timestamptz'],
   ['unique_while', 'text'],
   ['unique_window', 'bigint'],
+  ['context', 'jsonb'],
 ] as const;
 
 /** `id, name, …` for an INSERT's column list. */
@@ -75,6 +76,7 @@ export function encodeNewJobColumns(jobs: readonly NewJob[]): string[] {
     plain((j) => (j.deadline ? j.deadline.toISOString() : null)),
     plain((j) => j.uniqueWhile),
     plain((j) => j.uniqueWindow),
+    quoted((j) => j.contextJson),
   ];
 }
 
@@ -102,12 +104,13 @@ export function encodeNewJobValues(j: NewJob): unknown[] {
     j.deadline ?? null,
     j.uniqueWhile ?? null,
     j.uniqueWindow ?? null,
+    j.contextJson ?? null,
   ];
 }
 
 /**
  * Jobs that share every column but id and payload (one job type, one set of
- * options: the usual bulk call), as two array literals and the shared values
+ * options, one context: the usual bulk call), as two array literals and the shared values
  * in the order of NEW_JOB_COLUMNS from the third on; null when they differ.
  * With `unique`, jobs that also each have their own unique key (held the
  * same way): the key's place holds a third array literal.
@@ -137,7 +140,8 @@ export function encodeUniformJobs(jobs: readonly NewJob[], unique = false): unkn
       (j.remainingDependencies ?? 0) !== (first.remainingDependencies ?? 0) ||
       j.traceContext != null ||
       (j.serialKey ?? null) !== (first.serialKey ?? null) ||
-      (j.deadline?.getTime() ?? null) !== deadline
+      (j.deadline?.getTime() ?? null) !== deadline ||
+      (j.contextJson ?? null) !== (first.contextJson ?? null)
     ) {
       return null;
     }
@@ -161,6 +165,7 @@ export function encodeUniformJobs(jobs: readonly NewJob[], unique = false): unkn
     first.deadline ?? null,
     unique ? (first.uniqueWhile ?? null) : null,
     unique ? (first.uniqueWindow ?? null) : null,
+    first.contextJson ?? null,
   ];
 }
 

@@ -65,6 +65,7 @@ export function jobInfoFromRows(
   return {
     ...jobSummaryFromRow(row, cipher),
     payload: cipher.revealValue(row.payload),
+    context: (cipher.revealValue(row.context ?? null) ?? {}) as JobInfo['context'],
     progressMessage: cipher.revealText((row.progress_message as string | null) ?? null),
     result: cipher.revealValue(row.result ?? null),
     cancelRequested: row.cancel_requested as boolean,

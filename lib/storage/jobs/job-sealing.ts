@@ -8,15 +8,16 @@ import {
 } from '../../model/index.js';
 
 /**
- * Claimed jobs as a worker takes them: a sealed payload opened, and the job
- * marked `encrypted`, so what its attempt writes is sealed too. A payload
+ * Claimed jobs as a worker takes them: a sealed payload (and context) opened, and the job
+ * marked `encrypted`, so what its attempt writes is sealed too. A payload or context
  * this process cannot open leaves the job `unreadable` (the worker gives it
  * back, or fails it when the value does not authenticate); the payload is
- * then its placeholder, never the sealed text.
+ * then its placeholder, never the sealed text, and the context is null.
  */
 export function openClaimed<T extends ClaimedJob & { error?: SerializedError }>(cipher: JobCipher, jobs: T[]): T[] {
   for (const job of jobs) {
     if (job.error) job.error = cipher.revealError(job.error);
+    if (isSealed(job.context)) openContext(cipher, job);
     if (!isSealed(job.payload)) continue;
     job.encrypted = true;
     try {
@@ -28,6 +29,17 @@ export function openClaimed<T extends ClaimedJob & { error?: SerializedError }>(
     }
   }
   return jobs;
+}
+
+function openContext(cipher: JobCipher, job: ClaimedJob): void {
+  const sealed = job.context as unknown as string;
+  job.encrypted = true;
+  try {
+    job.context = cipher.openValue(sealed, `The context of job "${job.name}" (${job.id})`) as Record<string, unknown>;
+  } catch (error) {
+    job.unreadable = { keyId: sealedKeyId(sealed) ?? '?', missing: !(error instanceof EncryptedValueError) };
+    job.context = null;
+  }
 }
 
 /** An attempt's value (result, step result) as stored: its JSON sealed when its job is encrypted. */

@@ -30,7 +30,7 @@ export const COUNT_OWN_AHEAD = `RETURN QUERY
           RETURNING j.id
         )
         SELECT u.id, NULL::text, NULL::text, NULL::jsonb, NULL::int, NULL::int, NULL::int, NULL::uuid, NULL::jsonb,
-               NULL::timestamptz, NULL::timestamptz, NULL::float8, NULL::boolean
+               NULL::timestamptz, NULL::timestamptz, NULL::float8, NULL::boolean, NULL::jsonb
           FROM u;`;
 
 /**

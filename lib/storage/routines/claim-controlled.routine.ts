@@ -36,7 +36,7 @@ const queueLog = rateLogWrite('jq', 'v_turn', 'v_claimed');
 const CLAIMED_COLUMNS = `u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts, u.timeout_ms, u.batch_id, u.trace_context,
              u.deadline, u.run_at, NULL::float8`;
 const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id,
-                  j.trace_context, j.deadline, j.run_at`;
+                  j.trace_context, j.deadline, j.run_at, j.context`;
 /** The plain claim of the queue's next jobs, counted or (claimAhead) claimed ahead, in claim order. */
 const limitedClaim = (limit: string, reserved: 'false' | 'true') => `RETURN QUERY
       WITH u AS (
@@ -49,7 +49,7 @@ const limitedClaim = (limit: string, reserved: 'false' | 'true') => `RETURN QUER
           returning: `${RETURNED}, j.priority`,
         })}
       )
-      SELECT ${CLAIMED_COLUMNS}, ${reserved}
+      SELECT ${CLAIMED_COLUMNS}, ${reserved}, u.context
         FROM u ORDER BY ${claimOrder('u')};`;
 
 /**
@@ -81,7 +81,8 @@ export const CLAIM_CONTROLLED = defineRoutine(
   p_queue text, p_names text[], p_limit int, p_now timestamptz, p_worker text, p_lease_ms float8, p_channel text,
   p_share boolean, p_ahead int)
 RETURNS TABLE (id uuid, name text, queue text, payload jsonb, attempt int, max_attempts int, timeout_ms int,
-               batch_id uuid, trace_context jsonb, deadline timestamptz, run_at timestamptz, wait_ms float8, reserved boolean)
+               batch_id uuid, trace_context jsonb, deadline timestamptz, run_at timestamptz, wait_ms float8, reserved boolean,
+               context jsonb)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 AS $fn$
@@ -240,7 +241,7 @@ BEGIN
            AND (v_seen IS DISTINCT FROM v_q.group_seen_at OR EXISTS (SELECT 1 FROM chosen c WHERE c.grp IS NOT NULL))
            AND jq.ctid = (SELECT k.ctid FROM :SCHEMA.job_queue k WHERE k.name = p_queue FOR UPDATE SKIP LOCKED)
       )
-      SELECT ${CLAIMED_COLUMNS}, false
+      SELECT ${CLAIMED_COLUMNS}, false, u.context
         FROM u JOIN chosen c ON c.id = u.id
        ORDER BY c.ord;
       RETURN;
@@ -326,7 +327,7 @@ BEGIN
        WHERE j.id = ANY(v_ids) AND j.state = 'queued'
       RETURNING ${RETURNED}
     )
-    SELECT ${CLAIMED_COLUMNS}, false
+    SELECT ${CLAIMED_COLUMNS}, false, u.context
       FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
      ORDER BY o.ord;
     GET DIAGNOSTICS v_claimed = ROW_COUNT;
@@ -356,7 +357,7 @@ BEGIN
 
   IF v_wait IS NOT NULL THEN
     RETURN QUERY SELECT NULL::uuid, NULL::text, NULL::text, NULL::jsonb, NULL::int, NULL::int, NULL::int,
-                        NULL::uuid, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, v_wait, false;
+                        NULL::uuid, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, v_wait, false, NULL::jsonb;
   END IF;
 END $fn$`,
 );

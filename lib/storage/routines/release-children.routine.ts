@@ -5,8 +5,10 @@ import { DEPENDENCY_NOT_MET_JSON } from './sql-fragments.js';
 /**
  * Counts settled parents off their children (`p_children`, one entry per
  * settled edge) and moves each child whose last parent settled: queued (its
- * queue woken) when every edge's trigger was met, else skipped. Returns the
- * children it skipped, which settle in turn.
+ * queue woken) when its triggers were met (each `success`, `failure` and
+ * `always` edge by its own parent; the `any-failure` edges, if any, by one
+ * failed parent among them: the model's dependenciesMet), else skipped.
+ * Returns the children it skipped, which settle in turn.
  */
 export const RELEASE_CHILDREN = defineRoutine(
   'release_children',
@@ -28,10 +30,14 @@ export const RELEASE_CHILDREN = defineRoutine(
          CONTINUE WHEN NOT FOUND OR x.remaining_dependencies > 0;
          IF NOT EXISTS (
            SELECT 1 FROM :SCHEMA.job_dependency d
-            WHERE d.child_id = x.id AND NOT (
+            WHERE d.child_id = x.id AND d.trigger <> 'any-failure' AND NOT (
               d.trigger = 'always'
               OR (d.trigger = 'success' AND d.parent_outcome = 'succeeded')
               OR (d.trigger = 'failure' AND d.parent_outcome = 'failed'))
+         ) AND (
+           NOT EXISTS (SELECT 1 FROM :SCHEMA.job_dependency d WHERE d.child_id = x.id AND d.trigger = 'any-failure')
+           OR EXISTS (SELECT 1 FROM :SCHEMA.job_dependency d
+                       WHERE d.child_id = x.id AND d.trigger = 'any-failure' AND d.parent_outcome = 'failed')
          ) THEN
            UPDATE :SCHEMA.job SET state = 'queued', run_at = greatest(run_at, p_now) WHERE id = x.id;
            PERFORM ${notifySql('queue', 'p_channel', 'x.queue')};

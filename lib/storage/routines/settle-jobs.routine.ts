@@ -49,7 +49,7 @@ export const SETTLE_JOBS = defineRoutine(
              -- The first failure: catch callbacks run now, not at the end.
              WITH d AS (
                UPDATE :SCHEMA.job_dependency SET parent_outcome = 'failed'
-                WHERE parent_batch_id = b.id AND trigger = 'failure' AND parent_outcome IS NULL
+                WHERE parent_batch_id = b.id AND trigger IN ('failure', 'any-failure') AND parent_outcome IS NULL
                RETURNING child_id
              ) SELECT children || coalesce(array_agg(child_id), '{}') INTO children FROM d;
              IF NOT coalesce((b.options ->> 'allowFailures')::boolean, false) THEN

@@ -148,6 +148,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       job.uniqueKey ?? null,
       job.uniqueWhile ?? null,
       job.uniqueWindow ?? null,
+      job.contextJson ?? null,
     ];
     try {
       const rows =

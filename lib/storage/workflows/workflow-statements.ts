@@ -11,7 +11,7 @@ export function workflowStatements(schema: string) {
   return {
     // A whole graph in one statement: batch rows, jobs and edges commit
     // together. Batches and edges are few and go as JSON; jobs go as one
-    // array per column ($6..$23: NEW_JOB_COLUMNS, then $24 has_dependents, $25 has_parents),
+    // array per column ($6..$24: NEW_JOB_COLUMNS, then $25 has_dependents, $26 has_parents),
     // like a bulk enqueue. $2: the queues that got work due now.
     insertGraph: `WITH b AS (
       INSERT INTO ${s}.job_batch (id, name, state, total, pending, succeeded, options, created_at, completed_at)
@@ -40,15 +40,15 @@ export function workflowStatements(schema: string) {
     lockParentBatches: `SELECT id, state, failed FROM ${s}.job_batch WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
     markParents: `UPDATE ${s}.job SET has_dependents = true WHERE id = ANY($1::uuid[]) AND NOT has_dependents`,
 
-    // One job ($5..$11) joins a running batch ($1), or nothing happens.
+    // One job ($5..$19) joins a running batch ($1), or nothing happens.
     addToBatch: `WITH b AS (
       UPDATE ${s}.job_batch SET total = total + 1, pending = pending + 1
        WHERE id = $1 AND state = 'executing' RETURNING id
     ), j AS (
       INSERT INTO ${s}.job (id, name, queue, payload, state, priority, run_at, max_attempts, timeout_ms, batch_id, created_at,
-                            group_key, serial_key, deadline, unique_key, unique_while, unique_window)
+                            group_key, serial_key, deadline, unique_key, unique_while, unique_window, context)
       SELECT $5::uuid, $6::text, $7::text, $8::jsonb, 'queued', $9::int, $10::timestamptz, $11::int, $12::int, b.id, $2,
-             $13::text, $14::text, $15::timestamptz, $16::text, $17::text, $18::bigint
+             $13::text, $14::text, $15::timestamptz, $16::text, $17::text, $18::bigint, $19::jsonb
         FROM b
       RETURNING id, queue
     )

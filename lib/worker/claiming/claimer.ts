@@ -7,10 +7,12 @@ import type { QueueStorage } from '../../storage/queues/queue-storage.interface.
 import type { ClaimOnOutcomeWrite } from '../completion-batcher.js';
 import type { ResolvedWorkerOptions } from '../worker-options.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
+import { ClaimRequests } from './claim-requests.js';
 import { ControlledLedger } from './controlled-ledger.js';
 import { HandBacks } from './hand-backs.js';
 import { HandlerTimes } from './handler-times.js';
 import { QueueSettings } from './queue-settings.js';
+import { QueueSlots } from './queue-slots.js';
 import { RateWake } from './rate-wake.js';
 import { ServedQueues } from './served-queues.js';
 import { StartDeadlines } from './start-deadlines.js';
@@ -54,6 +56,9 @@ export class Claimer implements ClaimOnOutcomeWrite {
   private readonly handBacks: HandBacks;
   private readonly concurrency: number;
   private readonly unstartedJobs = new UnstartedJobs();
+  /** This instance's own caps on queues (worker.queues.<name>.concurrency). */
+  private readonly slots: QueueSlots;
+  private readonly requests: ClaimRequests;
   private running = 0;
   private active = false;
   private passUnderWay = false;
@@ -73,6 +78,9 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.controlled = new ControlledLedger(this.settings, this.prefetch);
     this.deadlines = new StartDeadlines(deps.clock);
     this.handBacks = new HandBacks(deps, (job) => this.jobReleased(job));
+    this.slots = new QueueSlots(deps.options.queueSlots, (queue) => this.unstartedJobs.countOf(queue));
+    const { settings, prefetch, handlerTimes, slots } = this;
+    this.requests = new ClaimRequests({ ...deps, settings, prefetch, handlerTimes, slots });
   }
 
   /** Starts taking work: the queues of the registered handlers are served from now on. */
@@ -96,6 +104,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   /** A queue was told to have new work: serve it, and look. */
   queueNotified(queue: string): void {
     this.served.add(queue);
+    this.slots.freed(queue);
     this.workMayHaveArrived(queue);
   }
 
@@ -127,6 +136,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
     const next = this.unstartedJobs.nextAhead(job.queue);
     if (!next) return undefined;
     this.running++;
+    this.slots.started(next);
     this.handlerTimes.started(next);
     this.deps.runAttempt(next);
     return next;
@@ -135,6 +145,8 @@ export class Claimer implements ClaimOnOutcomeWrite {
   /** An attempt ended; `withOutcome`: its outcome is on its way to the database. */
   attemptEnded(job: ClaimedJob, withOutcome: boolean): void {
     this.running--;
+    this.slots.ended(job);
+    this.slots.freed(job.queue);
     this.prefetch.recordCompletion();
     this.handlerTimes.ended(job);
     if (!withOutcome) return;
@@ -157,6 +169,8 @@ export class Claimer implements ClaimOnOutcomeWrite {
    * slot is free in the database, so look again now, not at the poll.
    */
   jobReleased(job: ClaimedJob): void {
+    // A capped queue whose claim found no room in a limit while this outcome was unwritten: ask again.
+    this.slots.freed(job.queue);
     if (this.controlled.released(job)) this.workMayHaveArrived(job.queue);
     else this.topUp();
   }
@@ -170,6 +184,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
     const job = this.unstartedJobs.take((j) => j.id === id && (attempt === undefined || j.attempt === attempt));
     if (!job) return undefined;
     this.deadlines.forget(id);
+    this.slots.freed(job.queue);
     return { job, freesSlot: this.controlled.released(job) };
   }
 
@@ -204,12 +219,17 @@ export class Claimer implements ClaimOnOutcomeWrite {
   claimFor(attempts: readonly FinishedAttempt[]): ClaimRequest | null {
     if (!this.active) return null;
     const idle = Math.max(0, this.concurrency - this.local());
-    const queue = this.controlled.queueToClaimOnWrite(attempts, idle);
-    return queue === null ? null : this.request(queue, idle);
+    const queue = this.controlled.queueToClaimOnWrite(attempts, idle, (q) => this.slots.room(q));
+    if (queue === null) return null;
+    const request = this.requests.of(queue, idle);
+    this.slots.asking(request);
+    return request;
   }
 
   /** The answer of a claim on an outcome write; once stop() began its jobs stay unstarted, to be handed back. */
   claimAnswered(request: ClaimRequest, attempts: readonly FinishedAttempt[], result: ClaimResult | null): void {
+    // Its jobs join the unstarted ones below, in this same turn: the queue's room stays counted.
+    this.slots.answered(request);
     this.controlled.writeAnswered(request.queue, attempts, result?.jobs ?? null);
     if (!result) return;
     if (result.waitMs !== null) this.rateWake.in(result.waitMs);
@@ -220,17 +240,23 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.startUnstarted();
   }
 
-  /** Starts what slots allow, then claims when enough of the buffer is free, unless a pass is under way. */
+  /**
+   * Starts what slots allow, then claims when enough of the buffer is free, unless a pass is under
+   * way. Below a worthwhile batch, capped queues whose slot came free are still asked, alone: a
+   * capped queue is never claimed ahead beyond its cap, so its freed slot would idle until then.
+   */
   private topUp(): void {
     if (!this.active) return;
     this.startUnstarted();
-    if (this.passUnderWay || this.drained) return;
-    const free = this.capacity() - this.local();
-    // Wait for a worthwhile batch, unless every slot is idle.
-    if (free < this.minClaim() && !(this.running === 0 && this.unstartedJobs.length === 0)) return;
+    if (this.passUnderWay) return;
+    const free = this.requests.capacity() - this.local();
     if (free <= 0) return;
+    // A worthwhile batch, or every slot idle.
+    const batch =
+      !this.drained && (free >= this.requests.minClaim() || (this.running === 0 && this.unstartedJobs.length === 0));
+    if (!batch && !this.slots.anyFreed) return;
     this.passUnderWay = true;
-    void this.pass(free).finally(() => {
+    void this.pass(free, !batch).finally(() => {
       this.passUnderWay = false;
       this.topUp();
     });
@@ -246,6 +272,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
         continue;
       }
       this.running++;
+      this.slots.started(job);
       if (this.settings.limited(job.queue)) this.handlerTimes.started(job);
       this.deps.runAttempt(job);
     }
@@ -286,24 +313,6 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.deps.claimedAgain?.(jobs);
   }
 
-  private prefetchNow(): number {
-    return this.deps.options.prefetch ?? this.prefetch.value;
-  }
-
-  private capacity(): number {
-    return this.concurrency + this.prefetchNow();
-  }
-
-  /**
-   * Claim once most of the buffer is free: a claim costs PostgreSQL ~0.5 ms
-   * plus ~13 µs a job, so fewer, larger claims are cheaper (drain throughput
-   * +15% over claiming at half, measured pairwise). The last tenth of the
-   * buffer and the running jobs cover the claim's round trip.
-   */
-  private minClaim(): number {
-    return Math.max(1, Math.floor(this.prefetchNow() * 0.9));
-  }
-
   /** Jobs here or on their way: unstarted, running, or asked for by a claim on an outcome write. */
   private local(): number {
     return this.unstartedJobs.length + this.running + this.controlled.incoming;
@@ -315,24 +324,32 @@ export class Claimer implements ClaimOnOutcomeWrite {
    * the others; the failures are logged once per pass. A plain queue that
    * came back short is not asked again until its next notification or the
    * poll: with one busy queue and an idle one, every pass would otherwise
-   * pay a round trip for the idle one.
+   * pay a round trip for the idle one. A capped queue is asked for no more
+   * than its room here, and skipped without one. `freedOnly`: only capped
+   * queues whose slot came free are asked (and the pass proves no queue dry).
    */
-  private async pass(limit: number): Promise<void> {
+  private async pass(limit: number, freedOnly: boolean): Promise<void> {
     const signals = this.signals;
     let got = 0;
     const failed: string[] = [];
     let reason = '';
     for (const queue of this.served.order()) {
       if (!this.active) break;
+      if (!this.slots.asks(queue) && freedOnly) continue;
       if (this.settings.paused(queue) || this.dry.has(queue)) continue;
+      if (this.slots.room(queue) <= 0) continue;
       let jobs: ClaimedJob[];
-      const request = this.request(queue, limit - got);
+      const request = this.requests.of(queue, limit - got);
+      this.slots.asking(request);
       try {
         jobs = await this.claim(request);
       } catch (error) {
         failed.push(queue);
         reason = (error as Error).message;
         continue;
+      } finally {
+        // Its jobs join the unstarted ones below, in this same turn: the queue's room stays counted.
+        this.slots.answered(request);
       }
       if (!this.active) {
         await this.deps.outcomes.handBack(this.deps.workerId, jobs, this.deps.clock.now(), null).catch(() => undefined);
@@ -346,7 +363,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
       if (got >= limit) break;
     }
     if (failed.length) this.deps.logger.error(`Claiming jobs from queue(s) ${failed.join(', ')} failed: ${reason}`);
-    if (got < limit && signals === this.signals) this.drained = true;
+    if (!freedOnly && got < limit && signals === this.signals) this.drained = true;
   }
 
   private async claimControlled(request: ClaimRequest): Promise<ClaimedJob[]> {
@@ -361,20 +378,5 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.controlled.claimed(jobs);
     if (counted) this.unstartedJobs.counted(counted);
     return jobs;
-  }
-
-  private request(queue: string, limit: number): ClaimRequest {
-    const { workerId, registry, clock, options } = this.deps;
-    const request: ClaimRequest = {
-      workerId,
-      queue,
-      names: registry.names(),
-      limit,
-      now: clock.now(),
-      leaseMs: options.lease,
-    };
-    if (this.settings.limited(queue) && this.handlerTimes.runLong(queue)) request.share = true;
-    if (this.settings.limitedAsAWhole(queue)) request.ahead = this.concurrency;
-    return request;
   }
 }

@@ -93,11 +93,16 @@ export class ControlledLedger {
    * turn of a slot instead of a write and then a claim. Only when this write
    * carries every unwritten outcome of the queue here (otherwise a later
    * write frees more and claims then), and for no more than the `idle` slots
-   * here now; with no idle slot, where a job claimed ahead started in the
-   * place of one of these successes, for the next ones ahead only. Returns
-   * the queue to claim for, counted as asked for until writeAnswered.
+   * here now, nor the queue's `room` under this instance's cap; with no idle
+   * slot, where a job claimed ahead started in the place of one of these
+   * successes, for the next ones ahead only. Returns the queue to claim for,
+   * counted as asked for until writeAnswered.
    */
-  queueToClaimOnWrite(attempts: readonly FinishedAttempt[], idle: number): string | null {
+  queueToClaimOnWrite(
+    attempts: readonly FinishedAttempt[],
+    idle: number,
+    room: (queue: string) => number = () => Infinity,
+  ): string | null {
     const inWrite = new Map<string, number>();
     let followed: Set<string> | undefined;
     for (const { job, successor } of attempts) {
@@ -105,11 +110,12 @@ export class ControlledLedger {
       if (successor) (followed ??= new Set()).add(job.queue);
     }
     for (const [queue, n] of inWrite) {
-      if (idle <= 0 && !followed?.has(queue)) continue;
+      const free = room(queue);
+      if (free <= 0 || (idle <= 0 && !followed?.has(queue))) continue;
       const asked = this.claimsOnOutcomeWrites.has(queue);
       if (asked || !this.settings.limited(queue) || this.settings.paused(queue)) continue;
       if (n !== this.unwritten.get(queue)) continue;
-      this.claimsOnOutcomeWrites.set(queue, idle);
+      this.claimsOnOutcomeWrites.set(queue, Math.min(idle, free));
       return queue;
     }
     return null;

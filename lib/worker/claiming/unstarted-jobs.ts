@@ -22,6 +22,14 @@ export class UnstartedJobs {
     return this.ahead.length;
   }
 
+  /** The unstarted jobs of `queue`, those claimed ahead included. */
+  countOf(queue: string): number {
+    let n = 0;
+    for (const job of this.waiting) if (job.queue === queue) n++;
+    for (const job of this.ahead) if (job.queue === queue) n++;
+    return n;
+  }
+
   /** Every unstarted job, those claimed ahead included. */
   all(): readonly ClaimedJob[] {
     return this.ahead.length ? [...this.waiting, ...this.ahead] : this.waiting;

@@ -23,18 +23,19 @@ export function claimStatements(schema: string) {
         startedAt: '$2',
         leaseMs: '$6::float8',
         returning: `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.priority, j.run_at,
-                j.trace_context, j.deadline, j.has_parents`,
+                j.trace_context, j.deadline, j.has_parents, j.context`,
       })}
     )
     SELECT id, name, queue, payload, attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs",
-           batch_id AS "batchId", trace_context AS "traceContext", deadline, run_at AS "runAt", ${lineageIfParents(s, 'u')}
+           batch_id AS "batchId", trace_context AS "traceContext", deadline, run_at AS "runAt", context,
+           ${lineageIfParents(s, 'u')}
       FROM u ORDER BY priority DESC, run_at, id`,
 
     // A queue with limits, groups, serial keys or a pause: see the claim_controlled routine.
     // Rows with a null id carry only wait_ms: when a rate limit lets the next job start.
     claimControlled: `SELECT c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts AS "maxAttempts",
            c.timeout_ms AS "timeoutMs", c.batch_id AS "batchId", c.trace_context AS "traceContext", c.deadline,
-           c.run_at AS "runAt", c.wait_ms AS "waitMs", c.reserved, ${LINEAGE_COLUMNS}
+           c.run_at AS "runAt", c.wait_ms AS "waitMs", c.reserved, c.context, ${LINEAGE_COLUMNS}
       FROM ${s}.${ROUTINE_NAMES.claimControlled}($1, $3::text[], $4, $2, $5, $6, $7, $8, $9) c ${lineageJoin(s, 'c')}`,
 
     // A stopping worker's waits for limited queues' slots (see limit-shares): the others need not keep

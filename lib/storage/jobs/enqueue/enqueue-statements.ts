@@ -28,12 +28,12 @@ export function enqueueStatements(schema: string) {
   /**
    * How the unique inserts end: how many rows were written (the caller reads which only when some
    * were not: returning 10k ids cost ~8% of a 20k-job call). The queues with work due in the chunk
-   * ($21) are woken if any row was written: returning each row's queue, state and run time to find
+   * ($22) are woken if any row was written: returning each row's queue, state and run time to find
    * them cost ~7% of the statement.
    */
   const uniqueInsertEnd = `RETURNING id
     ), n AS (
-      SELECT ${notifySql('queue', '$20', 'q')} FROM unnest($21::text[]) q WHERE EXISTS (SELECT 1 FROM ins)
+      SELECT ${notifySql('queue', '$21', 'q')} FROM unnest($22::text[]) q WHERE EXISTS (SELECT 1 FROM ins)
     )
     SELECT (SELECT count(*)::int FROM ins) AS written, (SELECT count(*)::int FROM n) AS woken`;
   /**
@@ -63,36 +63,36 @@ export function enqueueStatements(schema: string) {
   const uniformUnique = (
     where = '',
   ) => `SELECT t.id, $3::text, $4::text, t.payload, $5::text, $6::int, $7::timestamptz, $8::int, $9::int, $10::uuid,
-             $11::text, t.key, $13::int, $14::jsonb, $15::text, $16::timestamptz, $17::text, $18::bigint, $19
+             $11::text, t.key, $13::int, $14::jsonb, $15::text, $16::timestamptz, $17::text, $18::bigint, $19::jsonb, $20
         FROM unnest($1::uuid[], $2::jsonb[], $12::text[]) AS t(id, payload, key) ${where}`;
   return {
-    // Columns as arrays ($1..$18, NEW_JOB_COLUMNS), then now, the channel
+    // Columns as arrays ($1..$19, NEW_JOB_COLUMNS), then now, the channel
     // and the queues that got work due now. The caller knows those queues
     // already; finding them with RETURNING kept every inserted row in a
     // tuplestore first (~7% of PostgreSQL's time on a 20k insert, measured).
     insert: `WITH ins AS (
       INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
-      SELECT t.*, $19 FROM ${unnestNewJobs(1)}
+      SELECT t.*, $20 FROM ${unnestNewJobs(1)}
     )
-    SELECT ${notifySql('queue', '$20', 'q')} FROM unnest($21::text[]) q`,
+    SELECT ${notifySql('queue', '$21', 'q')} FROM unnest($22::text[]) q`,
 
     // The common bulk call: jobs that differ only in id and payload. The
-    // shared columns go once as scalars ($3..$18, in NEW_JOB_COLUMNS' order),
+    // shared columns go once as scalars ($3..$19, in NEW_JOB_COLUMNS' order),
     // which spares PostgreSQL parsing sixteen arrays (~25% of an insert's time).
     insertUniform: `WITH ins AS (
       INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
       SELECT t.id, $3::text, $4::text, t.payload, $5::text, $6::int, $7::timestamptz, $8::int, $9::int, $10::uuid,
-             $11::text, $12::text, $13::int, $14::jsonb, $15::text, $16::timestamptz, $17::text, $18::bigint, $19
+             $11::text, $12::text, $13::int, $14::jsonb, $15::text, $16::timestamptz, $17::text, $18::bigint, $19::jsonb, $20
         FROM unnest($1::uuid[], $2::jsonb[]) AS t(id, payload)
     )
-    SELECT ${notifySql('queue', '$20', 'q')} FROM unnest($21::text[]) q`,
+    SELECT ${notifySql('queue', '$21', 'q')} FROM unnest($22::text[]) q`,
 
     // Jobs with unique keys: a key already held makes the row a no-op (the
     // unique indexes decide, whichever instance writes first). Returns how many
     // were written; the caller looks up the holders of the others.
     insertUnique: `WITH ins AS (
       INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
-      SELECT t.*, $19 FROM ${unnestNewJobs(1)}
+      SELECT t.*, $20 FROM ${unnestNewJobs(1)}
       ON CONFLICT DO NOTHING
       ${uniqueInsertEnd}`,
 
@@ -103,11 +103,11 @@ export function enqueueStatements(schema: string) {
     // ~30% more than this on 10k new keys, measured.
     insertFresh: `WITH ${heldKeys(() => '')}, ins AS (
       INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
-      SELECT t.*, $19 FROM ${unnestNewJobs(1)}
+      SELECT t.*, $20 FROM ${unnestNewJobs(1)}
        WHERE ${notHeld('t.unique_key', 't.unique_while', 't.unique_window')}
       ${uniqueInsertEnd}`,
 
-    // One job with a unique key ($1..$18 as scalars, NEW_JOB_COLUMNS' order; $22: its ttl): the
+    // One job with a unique key ($1..$19 as scalars, NEW_JOB_COLUMNS' order; $23: its ttl): the
     // insert, and when its key is held, the holder, in one round trip. The holder is read in the
     // statement's snapshot: one that committed after it began is not seen (no row then, and the
     // caller looks it up), nor one past the ttl (uniqueHolders gives its key up). The parameters
@@ -116,11 +116,11 @@ export function enqueueStatements(schema: string) {
       INSERT INTO ${s}.job (${NEW_JOB_COLUMN_NAMES}, created_at)
       VALUES ($1::uuid, $2::text, $3::text, $4::jsonb, $5::text, $6::int, $7::timestamptz, $8::int, $9::int,
               $10::uuid, $11::text, $12::text, $13::int, $14::jsonb, $15::text, $16::timestamptz, $17::text,
-              $18::bigint, $19::timestamptz)
+              $18::bigint, $19::jsonb, $20::timestamptz)
       ON CONFLICT DO NOTHING
       RETURNING id
     ), n AS (
-      SELECT ${notifySql('queue', '$20', 'q')} FROM unnest($21::text[]) q WHERE EXISTS (SELECT 1 FROM ins)
+      SELECT ${notifySql('queue', '$21', 'q')} FROM unnest($22::text[]) q WHERE EXISTS (SELECT 1 FROM ins)
     ), held AS (
       ${HOLDING_WAYS.map(
         (h) => `SELECT j.id, j.created_at FROM ${s}.job j
@@ -134,7 +134,7 @@ export function enqueueStatements(schema: string) {
     UNION ALL SELECT NULL, NULL FROM n
     UNION ALL SELECT h.id, false FROM held h
      WHERE NOT EXISTS (SELECT 1 FROM ins)
-       AND ($22::bigint IS NULL OR h.created_at > $19::timestamptz - make_interval(secs => $22::bigint / 1000.0))`,
+       AND ($23::bigint IS NULL OR h.created_at > $20::timestamptz - make_interval(secs => $23::bigint / 1000.0))`,
 
     // insertUnique for jobs that share all but id, payload and key (see encodeUniformJobs): three
     // arrays instead of eighteen, as insertUniform does for plain jobs.
@@ -180,9 +180,9 @@ export function enqueueStatements(schema: string) {
     )
     SELECT h.id, h.unique_key, h.unique_while, h.unique_window FROM held h WHERE NOT h.stale`,
 
-    // A debounce: the waiting (or queued) job holding the key takes the new payload and run time.
+    // A debounce: the waiting (or queued) job holding the key takes the new payload, run time and context.
     replaceUnique: `WITH u AS (
-      UPDATE ${s}.job j SET payload = $4::jsonb, run_at = $5
+      UPDATE ${s}.job j SET payload = $4::jsonb, run_at = $5, context = $7::jsonb
        WHERE j.id = $1 AND j.unique_key = $2 AND j.state IN ('waiting', 'queued')
       RETURNING j.id, j.queue, j.state, j.run_at
     )

@@ -180,8 +180,12 @@ async function replaceOne(run: Run, executor: SqlExecutor, job: NewJob, now: Dat
     if (inserted.written.has(job.id)) return job.id;
     const holder = inserted.holder ?? (await holdersOf(run, executor, [job], now)).get(holdKey(job));
     if (!holder) continue;
-    // The holder takes this payload and run time unless it already runs (then it stays as it is).
-    await run('replaceUnique', [holder, job.uniqueKey, channel, job.payloadJson, job.runAt, now], executor);
+    // The holder takes this payload, run time and context unless it already runs (then it stays as it is).
+    await run(
+      'replaceUnique',
+      [holder, job.uniqueKey, channel, job.payloadJson, job.runAt, now, job.contextJson ?? null],
+      executor,
+    );
     return holder;
   }
   throw keysChangingHands(`job "${job.name}" with the unique key "${job.uniqueKey}"`);

@@ -83,11 +83,11 @@ export function outcomeStatements(schema: string) {
     SELECT true AS done, id, NULL::text AS name, NULL::text AS queue, NULL::jsonb AS payload, NULL::int AS attempt,
            NULL::int AS "maxAttempts", NULL::int AS "timeoutMs", NULL::uuid AS "batchId", NULL::jsonb AS "traceContext",
            NULL::timestamptz AS deadline, NULL::timestamptz AS "runAt", NULL::float8 AS "waitMs", NULL::boolean AS reserved, NULL::uuid[] AS "parentIds",
-           NULL::uuid AS "parentBatchId"
+           NULL::uuid AS "parentBatchId", NULL::jsonb AS context
       FROM u
     UNION ALL
     SELECT false, c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.timeout_ms, c.batch_id, c.trace_context,
-           c.deadline, c.run_at, c.wait_ms, c.reserved, p.parent_ids, p.parent_batch_id
+           c.deadline, c.run_at, c.wait_ms, c.reserved, p.parent_ids, p.parent_batch_id, c.context
       FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}($7, $8::text[], $9 + 0 * written.n::int, $3, $2, $10, $4, $12, $13) c
       ${lineageJoin(s, 'c')}`,
 
@@ -201,10 +201,10 @@ export function outcomeStatements(schema: string) {
              hook_attempt = j.hook_attempt + 1, hook_run_at = NULL
         FROM c WHERE j.id = c.id
       RETURNING j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id, j.last_error,
-                j.hook_attempt
+                j.hook_attempt, j.context
     )
     SELECT u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts AS "maxAttempts", u.timeout_ms AS "timeoutMs",
-           u.batch_id AS "batchId", u.last_error AS error, u.hook_attempt AS "hookAttempt", ${LINEAGE_COLUMNS}
+           u.batch_id AS "batchId", u.last_error AS error, u.hook_attempt AS "hookAttempt", u.context, ${LINEAGE_COLUMNS}
       FROM u ${lineageJoin(s, 'u')}`,
 
     renewHooks: `UPDATE ${s}.job

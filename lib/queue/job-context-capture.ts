@@ -1,0 +1,45 @@
+import {
+  JobsError,
+  runningJobContext,
+  serializeContext,
+  type JobCipher,
+  type JobContextSource,
+} from '../model/index.js';
+
+/**
+ * The context a new job is written with, as its row stores it: the call's own (`null` for none),
+ * else the default (defaultContext), checked (serializeContext) and sealed for an encrypted job.
+ */
+export function storedContext(
+  where: string,
+  given: unknown,
+  contextFrom: JobContextSource | undefined,
+  cipher: JobCipher,
+  encrypted: boolean,
+): string | null {
+  const json =
+    given !== undefined
+      ? serializeContext(where, given)
+      : serializeContext(`${where} (the default context)`, defaultContext(where, contextFrom));
+  if (json == null) return null;
+  // An encrypted job without keys was refused with its payload already.
+  return encrypted || cipher.all ? cipher.sealJson(json) : json;
+}
+
+/**
+ * The context of a job whose call gives none: that of the job whose handler is running here (its
+ * children carry on its tenant), else what JobsModule's `contextFrom` reads now; undefined for none.
+ */
+export function defaultContext(where: string, contextFrom: JobContextSource | undefined): unknown {
+  const inherited = runningJobContext();
+  if (inherited !== undefined) return inherited;
+  if (!contextFrom) return undefined;
+  try {
+    return contextFrom();
+  } catch (error) {
+    throw new JobsError(
+      `${where}: JobsModule's "contextFrom" threw (${(error as Error)?.message ?? String(error)}), so the job's context is unknown and nothing was written. ` +
+        `Potential fix: make contextFrom return undefined where it has nothing to read (outside a request), or pass { context } to this call.`,
+    );
+  }
+}
