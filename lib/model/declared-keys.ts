@@ -51,20 +51,37 @@ export function applyDeclaredKey(
   payload: unknown,
 ): string {
   if (typeof declared !== 'function') return declared;
+  const key = callKeyFunction(where, `the ${field} function that @Job('${name}') declares`, declared, payload, {
+    threw: `make it return a string for every payload this job is enqueued with, or pass { ${field} } to this call`,
+    returned: `return a string, e.g. ${EXAMPLES[field]}`,
+  });
+  return checkKey(`${where} (the ${field} @Job('${name}') declares)`, field, key, 'account-7');
+}
+
+/**
+ * A key function a job type declares (a unique key, a serial key, a
+ * group), called on one enqueue's payload: what it throws, or a value that
+ * is not a non-empty string, is a JobsError naming `what` and the fix.
+ */
+export function callKeyFunction(
+  where: string,
+  what: string,
+  fn: (payload: unknown) => unknown,
+  payload: unknown,
+  fixes: { threw: string; returned: string },
+): string {
   let key: unknown;
   try {
-    key = declared(payload);
+    key = fn(payload);
   } catch (error) {
     throw new JobsError(
-      `${where}: the ${field} function that @Job('${name}') declares threw (${(error as Error)?.message ?? String(error)}). ` +
-        `Potential fix: make it return a string for every payload this job is enqueued with, or pass { ${field} } to this call.`,
+      `${where}: ${what} threw (${(error as Error)?.message ?? String(error)}). Potential fix: ${fixes.threw}.`,
     );
   }
   if (typeof key !== 'string' || key === '') {
     throw new JobsError(
-      `${where}: the ${field} function that @Job('${name}') declares returned ${describeValue(key)}, not a non-empty string. ` +
-        `Potential fix: return a string, e.g. ${EXAMPLES[field]}.`,
+      `${where}: ${what} returned ${describeValue(key)}, not a non-empty string. Potential fix: ${fixes.returned}.`,
     );
   }
-  return checkKey(`${where} (the ${field} @Job('${name}') declares)`, field, key, 'account-7');
+  return key;
 }

@@ -1,3 +1,4 @@
+import { callKeyFunction } from './declared-keys.js';
 import { JobsError } from './errors.js';
 import type { UniqueOptions } from './job-context.js';
 import type { JobUniqueOptions } from './job-options.js';
@@ -82,20 +83,10 @@ export function uniqueColumns(where: string, value: UniqueOptions | undefined, n
  */
 export function declaredUnique(where: string, name: string, unique: JobUniqueOptions, payload: unknown): UniqueOptions {
   if (typeof unique.key !== 'function') return unique as UniqueOptions;
-  let key: unknown;
-  try {
-    key = unique.key(payload);
-  } catch (error) {
-    throw new JobsError(
-      `${where}: the unique key function that @Job('${name}') declares threw (${(error as Error)?.message ?? String(error)}). ` +
-        `Potential fix: make unique.key return a string for every payload this job is enqueued with, or pass { unique: { key } } to this call.`,
-    );
-  }
-  if (typeof key !== 'string' || key === '') {
-    throw new JobsError(
-      `${where}: the unique key function that @Job('${name}') declares returned ${describeValue(key)}, not a non-empty string. ` +
-        `Potential fix: return a string, e.g. unique: ${DECLARED_EXAMPLE}.`,
-    );
-  }
+  const key = callKeyFunction(where, `the unique key function that @Job('${name}') declares`, unique.key, payload, {
+    threw:
+      'make unique.key return a string for every payload this job is enqueued with, or pass { unique: { key } } to this call',
+    returned: `return a string, e.g. unique: ${DECLARED_EXAMPLE}`,
+  });
   return { ...unique, key };
 }

@@ -27,6 +27,18 @@ export function storedContext(
 }
 
 /**
+ * A job's options with the call's default context (`fallback`, read once
+ * for a call that writes several jobs) when they give none of their own.
+ * Options that are not an object are left for JobFactory to refuse.
+ */
+export function withDefaultContext<O>(options: O, fallback: unknown): O {
+  if (fallback === undefined || typeof options !== 'object' || options === null || Array.isArray(options)) {
+    return options;
+  }
+  return (options as { context?: unknown }).context === undefined ? { ...options, context: fallback } : options;
+}
+
+/**
  * The context of a job whose call gives none: that of the job whose handler is running here (its
  * children carry on its tenant), else what JobsModule's `contextFrom` reads now; undefined for none.
  */

@@ -31,7 +31,7 @@ import {
 } from '../storage/workflows/workflow-storage.interface.js';
 import { ChainDraft, FlowDraft } from './flow-drafts.js';
 import { InlineRunner } from './inline-runner.js';
-import { defaultContext } from './job-context-capture.js';
+import { defaultContext, withDefaultContext } from './job-context-capture.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import {
   ENQUEUE_OPTIONS_SHAPE,
@@ -178,12 +178,8 @@ export class JobQueue {
         }
         // An item's keys are checked like options: { job, payload, option: {...} } would drop its options.
         checkOptionKeys(`enqueueMany(): item ${i}`, item, ENQUEUE_ITEM_SHAPE);
-        const options = item.options ?? {};
-        const withContext =
-          fallback !== undefined && isOptionsObject(options) && options.context === undefined
-            ? { ...options, context: fallback }
-            : options;
-        rows.push(this.factory.build(item.job, item.payload, withContext, now, true));
+        const options = withDefaultContext(item.options ?? {}, fallback);
+        rows.push(this.factory.build(item.job, item.payload, options, now, true));
       }
       for (const r of rows) ids.push(r.id);
       written?.push(...rows);
@@ -339,9 +335,4 @@ export class JobQueue {
   resolveName(job: JobRef): string {
     return this.factory.resolveName(job);
   }
-}
-
-/** An item's options as checked later (JobFactory): only an object takes the call's default context. */
-function isOptionsObject(value: unknown): value is { context?: unknown } {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

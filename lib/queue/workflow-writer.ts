@@ -25,7 +25,7 @@ import {
   type WorkflowStorage,
 } from '../storage/workflows/workflow-storage.interface.js';
 import { topologicalOrder } from './flow-graph.js';
-import { defaultContext } from './job-context-capture.js';
+import { defaultContext, withDefaultContext } from './job-context-capture.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import { stepContexts } from './workflow-contexts.js';
 import { PARENT_REF_SHAPE, type DependencyOn, type EnqueueOptions, type ParentRef } from './queue-options.js';
@@ -176,17 +176,13 @@ export class WorkflowWriter {
     const now = this.factory.clock.now();
     const batchId = uuidv7(now.getTime());
     const fallback = this.defaultContext(`batch${plan.name ? ` "${plan.name}"` : ''}.dispatch()`);
-    const withContext = (options: StepOptions): StepOptions =>
-      options.context === undefined && fallback !== undefined
-        ? { ...options, context: fallback as StepOptions['context'] }
-        : options;
     const members = plan.members.map((m) => ({
-      ...this.factory.build(m.job, m.payload, withContext(m.options), now),
+      ...this.factory.build(m.job, m.payload, withDefaultContext(m.options, fallback), now),
       batchId,
     }));
     const empty = members.length === 0;
     const callbacks = plan.callbacks.map((c) => {
-      const row = this.factory.build(c.job, c.payload, withContext(c.options), now);
+      const row = this.factory.build(c.job, c.payload, withDefaultContext(c.options, fallback), now);
       // An empty batch has already succeeded: its callbacks are decided now.
       const state: NewJob['state'] = empty ? (triggerMet(c.on, 'succeeded') ? 'queued' : 'skipped') : 'waiting';
       return { row: { ...row, state, remainingDependencies: empty ? 0 : 1 }, on: c.on };

@@ -25,11 +25,6 @@ export class QueueSlots {
     private readonly unstarted: (queue: string) => number,
   ) {}
 
-  /** Whether this instance caps the queue. */
-  capped(queue: string): boolean {
-    return this.caps.has(queue);
-  }
-
   /** How many more of the queue's jobs this instance may hold now: Infinity when uncapped. */
   room(queue: string): number {
     const cap = this.caps.get(queue);
@@ -70,11 +65,6 @@ export class QueueSlots {
   /** Capped queues freed since they were last asked (they stay so until asks()). */
   get anyFreed(): boolean {
     return this.freedQueues.size > 0;
-  }
-
-  /** Whether `queue` was freed, without clearing it. */
-  isFreed(queue: string): boolean {
-    return this.freedQueues.has(queue);
   }
 
   private add(counts: Map<string, number>, queue: string, n: number): void {
