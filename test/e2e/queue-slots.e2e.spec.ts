@@ -236,8 +236,13 @@ describe('a queue capped per instance (worker.queues: { video: { concurrency: 2 
     expect(await heldA.stop()).toBeLessThanOrEqual(2);
     expect(await heldB.stop()).toBeLessThanOrEqual(2);
 
-    expect((await overlap(schema, 'video', 'a')).most).toBe(2);
-    expect((await overlap(schema, 'video', 'b')).most).toBeLessThanOrEqual(2);
+    // Which instance wins two of the queue's three slots is the claims' timing: each keeps to 2,
+    // one of them reaches it, and together they keep to 3.
+    const mostA = (await overlap(schema, 'video', 'a')).most;
+    const mostB = (await overlap(schema, 'video', 'b')).most;
+    expect(mostA).toBeLessThanOrEqual(2);
+    expect(mostB).toBeLessThanOrEqual(2);
+    expect(Math.max(mostA, mostB)).toBe(2);
     expect((await overlap(schema, 'video', null)).most).toBeLessThanOrEqual(3);
   });
 
