@@ -105,6 +105,7 @@ export {
   DEFAULT_MAX_ERROR_BYTES,
   type JobStep,
   type JobStepOptions,
+  type PlacementOptions,
   MAX_STEP_NAME_LENGTH,
   type JobState,
   type ExecutionState,

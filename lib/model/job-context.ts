@@ -59,11 +59,14 @@ export interface JobContext {
   snooze(ms: number, reason?: string): never;
   /** Reports progress in [0, 1]; writes are throttled, the last value always lands. */
   progress(fraction: number, message?: string): Promise<void>;
-  /** Adds a member to this job's batch now; the batch's `then` waits for it too. */
+  /**
+   * Adds a member to this job's batch now; the batch's `then` waits for it too. With
+   * `beforeDependents: true`, the jobs waiting on this one wait on the new member as well.
+   */
   addToBatch<H extends JobHandler>(
     job: JobClass<H> | string,
     payload: PayloadOf<H>,
-    options?: StepOptions,
+    options?: StepOptions & PlacementOptions,
   ): Promise<{
     /** The new member's id. */
     id: string;
@@ -72,11 +75,14 @@ export interface JobContext {
    * Stages a job to start when this one ends: on 'success' (default),
    * 'failure' (failed for good) or 'always'. It is written in the same
    * transaction as this job's outcome, and only if that outcome matches.
+   * A continuation of a batch member is a member of that batch: the batch's
+   * counts and its then/catch/finally wait for it. With
+   * `beforeDependents: true`, the jobs waiting on this one wait on it too.
    */
   continueWith<H extends JobHandler>(
     job: JobClass<H> | string,
     payload: PayloadOf<H>,
-    options?: StepOptions & { on?: DependencyOn },
+    options?: StepOptions & PlacementOptions & { on?: DependencyOn },
   ): void;
   /**
    * Runs `fn` once per job: its result (JSON, as a job's result) is written
@@ -126,6 +132,16 @@ export interface JobContext {
 /** A class, as `@Job` handlers are passed to `enqueue()` and friends. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type JobClass<H = unknown> = new (...args: any[]) => H;
+
+/** Where work a job adds (ctx.addToBatch, ctx.continueWith) stands among the jobs waiting on it. */
+export interface PlacementOptions {
+  /**
+   * The jobs waiting on the adding job (its flow or chain successors, jobs enqueued `after` it) wait
+   * on the new job too: for its success where they wait for the adder's success, for its end
+   * otherwise. Default false: the new job runs beside them.
+   */
+  beforeDependents?: boolean;
+}
 
 /** Per-job options, wherever a job is started. */
 export interface StepOptions {

@@ -39,8 +39,11 @@ export interface EnqueuedJob {
   queue: string;
   /** When it is due. */
   runAt: Date;
-  /** `queued`, `waiting` (on parents or its batch) or `skipped` (its trigger can no longer be met). */
-  state: 'queued' | 'waiting' | 'skipped';
+  /**
+   * `queued`, `waiting` (on parents or its batch), `skipped` (its trigger can no longer be met) or
+   * `cancelled` (a continuation staged into a batch that was already stopping).
+   */
+  state: 'queued' | 'waiting' | 'skipped' | 'cancelled';
 }
 
 /**

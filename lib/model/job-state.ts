@@ -99,3 +99,13 @@ export const DEPENDENCY_NOT_MET = Object.freeze({
   name: 'DependencyNotMet',
   message: 'Skipped: a parent did not end the way this job waited for',
 });
+
+/**
+ * The last error of a job staged into a batch that was already stopping
+ * (cancelled, or failed without allowFailures): it is written cancelled, as
+ * the batch's other unstarted members were.
+ */
+export const BATCH_STOPPED = Object.freeze({
+  name: 'BatchStopped',
+  message: 'Cancelled: its batch had failed or been cancelled when this job was added to it',
+});

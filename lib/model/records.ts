@@ -73,6 +73,8 @@ export interface FinishedAttempt {
 /** A job staged by ctx.continueWith(): its row, and the end of its parent it was staged for. */
 export interface Continuation extends NewJob {
   on: DependencyOn;
+  /** The jobs waiting on its parent wait on it too (`beforeDependents`). */
+  beforeDependents?: boolean;
 }
 
 /**
@@ -91,7 +93,8 @@ export interface NewJob {
   queue: string;
   /** Already serialised (and size-checked) by the queue, so it is encoded once. */
   payloadJson: string;
-  state: 'queued' | 'waiting' | 'skipped';
+  /** `cancelled`: staged into a batch that was already stopping (BATCH_STOPPED). */
+  state: 'queued' | 'waiting' | 'skipped' | 'cancelled';
   priority: number;
   runAt: Date;
   maxAttempts: number;

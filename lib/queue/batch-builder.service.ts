@@ -1,40 +1,88 @@
 import { Injectable, type Type } from '@nestjs/common';
-import { checkName, checkOptions, JobsError, type JobHandler, type PayloadOf } from '../model/index.js';
+import {
+  checkName,
+  checkOptions,
+  JobsError,
+  optionShape,
+  STEP_FIELDS,
+  type JobHandler,
+  type PayloadOf,
+} from '../model/index.js';
 import { jobLabel, refuseAwait } from './flow-drafts.js';
+import { parseAfter, type FlowEdge } from './graph-edges.js';
+import { UNKEYED } from './graph-rows.js';
 import { checkManager } from './manager.js';
 import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type DependencyOn, type WriteOptions } from './queue-options.js';
-import { WorkflowWriter, type BatchPlan, type StepOptions } from './workflow-writer.js';
+import { WorkflowWriter, type GraphPlan, type StepOptions } from './workflow-writer.js';
+
+/** What a member of a batch takes: a job's options, its key in the batch, and what it waits on. */
+export type BatchMemberOptions = StepOptions & {
+  /** Its name among the batch's members, for other members' `after` and dispatch()'s `ids`. */
+  key?: string;
+  /**
+   * What the member waits on: other members by key (`'extract'`, `{ key: 'extract', on: 'always' }`),
+   * and jobs or batches outside the batch by id (`{ job: id }`, `{ batch: id }`). Default none.
+   */
+  after?: FlowEdge[];
+};
+
+/** "manager" as everywhere per job: refused with its own message once given a value (JobFactory). */
+const BATCH_MEMBER_SHAPE = optionShape<BatchMemberOptions, 'manager'>({
+  ...STEP_FIELDS,
+  key: true,
+  after: true,
+  manager: true,
+});
 
 /**
  * A batch being described. Nothing is written until `dispatch()`, which
  * writes the batch, its members and its callbacks in one statement.
  */
 export class BatchDraft {
-  private readonly plan: BatchPlan;
+  private readonly plan: GraphPlan & { batch: NonNullable<GraphPlan['batch']> };
   private dispatched = false;
 
   constructor(
     private readonly writer: WorkflowWriter,
     name: string | null,
   ) {
-    this.plan = { name, members: [], callbacks: [], allowFailures: false };
+    this.plan = {
+      where: `batch${name ? ` "${name}"` : ''}`,
+      nodes: [],
+      batch: { name, callbacks: [], allowFailures: false },
+    };
   }
 
   /**
    * Adds a member: a job (class or name), its payload and its options. Members run in parallel once
-   * dispatched. A key no option has, or a call after `dispatch()`, throws a JobsError; the rest of
-   * the member is checked at `dispatch()`.
+   * dispatched, but for those that wait (`after`) on other members by `key`, or on jobs and batches
+   * outside the batch. A key no option has, a bad `key` or `after`, or a call after `dispatch()`,
+   * throws a JobsError; the rest of the member (unknown keys, cycles, parents that do not exist) is
+   * checked at `dispatch()`.
    */
-  add<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+  add<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: BatchMemberOptions = {}): this {
     this.checkOpen('add');
-    this.checkStep('add', job, options);
-    this.plan.members.push({ job, payload, options });
+    const where = `${this.plan.where}.add(${jobLabel(job)})`;
+    const {
+      key,
+      after = [],
+      ...rest
+    } = checkOptions(where, options, "{ key: 'load', after: ['extract'] }", BATCH_MEMBER_SHAPE) ?? {};
+    const edges = parseAfter(where, after, "{ after: ['extract', { job: parentId }] }");
+    const index = this.plan.nodes.length;
+    this.plan.nodes.push({
+      key: key === undefined ? `${UNKEYED}${index}` : checkName(where, 'key', key, 'extract'),
+      job,
+      payload,
+      options: rest,
+      after: edges,
+    });
     return this;
   }
 
   /** Runs once every member has succeeded. */
   then<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
-    refuseAwait(`batch${this.plan.name ? ` "${this.plan.name}"` : ''}`, job, payload);
+    refuseAwait(this.plan.where, job, payload);
     return this.callback('success', job, payload, options);
   }
 
@@ -51,7 +99,7 @@ export class BatchDraft {
   /** A failed member does not cancel the members that have not started. */
   allowFailures(): this {
     this.checkOpen('allowFailures');
-    this.plan.allowFailures = true;
+    this.plan.batch.allowFailures = true;
     return this;
   }
 
@@ -64,41 +112,36 @@ export class BatchDraft {
   async dispatch(options: WriteOptions = {}): Promise<{
     /** The batch's id. */
     id: string;
+    /** The job id of each member given a `key`, by key. */
+    ids: Record<string, string>;
   }> {
     if (this.dispatched) {
       throw new JobsError(
-        `Batch${this.plan.name ? ` "${this.plan.name}"` : ''} was already dispatched. Potential fix: call batches.create() again for another batch.`,
+        `B${this.plan.where.slice(1)} was already dispatched. Potential fix: call batches.create() again for another batch.`,
       );
     }
-    const where = `batch${this.plan.name ? ` "${this.plan.name}"` : ''}.dispatch()`;
+    const where = `${this.plan.where}.dispatch()`;
     const manager = checkManager(where, checkOptions(where, options, '{ manager }', WRITE_OPTIONS_SHAPE)?.manager);
     this.dispatched = true;
-    return this.writer.dispatchBatch(this.plan, manager);
+    const { ids, batchId } = await this.writer.dispatchGraph(this.plan, manager);
+    return { id: batchId!, ids: Object.fromEntries(Object.entries(ids).filter(([key]) => !key.startsWith(UNKEYED))) };
   }
 
   private callback(on: DependencyOn, job: Type | string, payload: unknown, options: StepOptions): this {
     const call = on === 'success' ? 'then' : on === 'failure' ? 'catch' : 'finally';
     this.checkOpen(call);
-    this.checkStep(call, job, options);
-    this.plan.callbacks.push({ on, job, payload, options });
+    // Checked in full at dispatch(), when the whole batch is built; a key no option has is refused
+    // here already, at the line that wrote it.
+    checkOptions(`${this.plan.where}.${call}(${jobLabel(job)})`, options, '{ delay: 5000 }', ENQUEUE_OPTIONS_SHAPE);
+    this.plan.batch.callbacks.push({ on, job, payload, options });
     return this;
-  }
-
-  /**
-   * A job's options are checked in full at dispatch(), when the whole batch
-   * is built; a key no option has is refused here already, at the line
-   * that wrote it.
-   */
-  private checkStep(call: string, job: unknown, options: StepOptions): void {
-    const where = `batch${this.plan.name ? ` "${this.plan.name}"` : ''}.${call}(${jobLabel(job)})`;
-    checkOptions(where, options, '{ delay: 5000 }', ENQUEUE_OPTIONS_SHAPE);
   }
 
   /** The batch is written whole at dispatch(): a job added later would never be written. */
   private checkOpen(call: string): void {
     if (this.dispatched) {
       throw new JobsError(
-        `batch${this.plan.name ? ` "${this.plan.name}"` : ''}.${call}(): the batch was already dispatched, so this would be lost. ` +
+        `${this.plan.where}.${call}(): the batch was already dispatched, so this would be lost. ` +
           `Potential fix: add everything before dispatch(), or call batches.create() again for another batch.`,
       );
     }

@@ -1,52 +1,47 @@
 import type { Type } from '@nestjs/common';
-import {
-  checkOptionKeys,
-  checkOptions,
-  describeValue,
-  isDependencyTrigger,
-  DEPENDENCY_TRIGGERS,
-  JobsError,
-  optionShape,
-  STEP_FIELDS,
-  type JobHandler,
-  type PayloadOf,
-} from '../model/index.js';
+import { checkOptions, JobsError, optionShape, STEP_FIELDS, type JobHandler, type PayloadOf } from '../model/index.js';
+import { parseAfter, type FlowEdge } from './graph-edges.js';
 import { checkManager } from './manager.js';
 import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type DependencyOn, type WriteOptions } from './queue-options.js';
-import type { FlowNode, StepOptions, WorkflowWriter } from './workflow-writer.js';
+import type { BatchCallback, GraphNode, StepOptions, WorkflowWriter } from './workflow-writer.js';
 
-/** A parent of a flow step: its key (runs on success), or the key and the outcome that lets the step run. */
-export type FlowEdge =
-  | string
-  | {
-      /** The key of the step waited on. */
-      key: string;
-      /** What that step must do for this one to run: `success` (default), `failure` (failed for good) or `always`. */
-      on?: DependencyOn;
-    };
+export type { FlowEdge };
 
-/** What a step of a flow takes: a job's options and the steps it waits on. */
+/** What a step of a flow takes: a job's options and what it waits on. */
 export type FlowStepOptions = StepOptions & {
-  /** The steps this one waits on, by key; default none: the step is queued at dispatch. */
+  /**
+   * What the step waits on: other steps by key (`'resize'`, `{ key: 'scan', on: 'always' }`), and jobs
+   * or batches outside the flow by id (`{ job: id }`, `{ batch: id, on: 'failure' }`). Default none:
+   * the step is queued at dispatch.
+   */
   after?: FlowEdge[];
 };
 
 /** "manager" as everywhere per job: refused with its own message once given a value (JobFactory). */
 const FLOW_STEP_SHAPE = optionShape<FlowStepOptions, 'manager'>({ ...STEP_FIELDS, after: true, manager: true });
-const FLOW_EDGE_SHAPE = optionShape<Exclude<FlowEdge, string>>({ key: true, on: true });
 
-/** A DAG of jobs by key, written in one statement by `dispatch()`. */
+/**
+ * A DAG of jobs by key, written in one statement by `dispatch()` with its
+ * batch record: status and progress (`JobQueue.batchStatus(batchId)`),
+ * then/catch/finally, cancel and delete as one. A failed step skips the
+ * steps that waited on its success and cancels nothing else: a flow's batch
+ * allows failures.
+ */
 export class FlowDraft {
-  private readonly nodes: FlowNode[] = [];
+  private readonly nodes: GraphNode[] = [];
+  private readonly callbacks: BatchCallback[] = [];
   private dispatched = false;
 
-  constructor(private readonly writer: WorkflowWriter) {}
+  constructor(
+    private readonly writer: WorkflowWriter,
+    private readonly name: string | null = null,
+  ) {}
 
   /**
    * Adds a step: its key (unique in the flow), the job, its payload, and its options with `after`,
-   * the keys of the steps it waits on. An empty key, a malformed `after`, an unknown option key or a
-   * call after `dispatch()` throws a JobsError; unknown or duplicate keys and cycles are refused at
-   * `dispatch()`.
+   * what it waits on. An empty key, a malformed `after`, an unknown option key or a call after
+   * `dispatch()` throws a JobsError; unknown or duplicate keys, cycles and parents that do not exist
+   * are refused at `dispatch()`.
    */
   add<H extends JobHandler>(
     key: string,
@@ -62,33 +57,33 @@ export class FlowDraft {
     }
     const where = `flow().add('${key}')`;
     const { after = [], ...rest } = checkOptions(where, options, '{ after: [...] }', FLOW_STEP_SHAPE) ?? {};
-    if (!Array.isArray(after)) {
-      throw new JobsError(
-        `flow().add('${key}'): "after" must be an array of step keys, got ${describeValue(after)}. Potential fix: { after: ['resize'] }.`,
-      );
-    }
-    const edges: FlowNode['after'] = [];
-    // By index, not map(): map() skips the holes of a sparse array, which then broke dispatch() with a TypeError.
-    for (let i = 0; i < after.length; i++) {
-      const e = after[i] as FlowEdge | undefined;
-      checkOptionKeys(`${where}: "after" entry ${i}`, e, FLOW_EDGE_SHAPE);
-      const edge =
-        typeof e === 'string' ? { key: e, on: 'success' as const } : e && { key: e.key, on: e.on ?? 'success' };
-      if (!edge || typeof edge.key !== 'string' || !isDependencyTrigger(edge.on)) {
-        throw new JobsError(
-          `flow().add('${key}'): each "after" entry is a step key or { key, on: ${DEPENDENCY_TRIGGERS.map((t) => `'${t}'`).join(' | ')} }, got ${describeValue(e)} at index ${i}. Potential fix: { after: ['resize', { key: 'scan', on: 'always' }] }.`,
-        );
-      }
-      edges.push(edge);
-    }
+    const edges = parseAfter(where, after, "{ after: ['resize', { key: 'scan', on: 'always' }] }");
     this.nodes.push({ key, job, payload, options: rest, after: edges });
     return this;
   }
 
-  /** Returns the id of each step by its key. */
+  /** Runs once every step has succeeded. */
+  then<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    refuseAwait('flow()', job, payload);
+    return this.callback('success', job, payload, options);
+  }
+
+  /** Runs once, at the first step that fails for good. */
+  catch<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    return this.callback('failure', job, payload, options);
+  }
+
+  /** Runs once every step has settled, whatever the outcome. */
+  finally<H extends JobHandler>(job: Type<H> | string, payload: PayloadOf<H>, options: StepOptions = {}): this {
+    return this.callback('always', job, payload, options);
+  }
+
+  /** Returns the id of each step by its key, and the id of the flow's batch record. */
   async dispatch(options: WriteOptions = {}): Promise<{
     /** Each step's job id, by the step's key. */
     ids: Record<string, string>;
+    /** The flow's batch record: `JobQueue.batchStatus()`, `cancelBatch()`, `deleteBatch()`, `after: [{ batch }]`. */
+    batchId: string;
   }> {
     refuseAfterDispatch('flow()', 'dispatch', this.dispatched);
     const manager = checkManager(
@@ -96,7 +91,18 @@ export class FlowDraft {
       checkOptions('flow().dispatch()', options, '{ manager }', WRITE_OPTIONS_SHAPE)?.manager,
     );
     this.dispatched = true;
-    return { ids: await this.writer.dispatchFlow(this.nodes, 'flow()', manager) };
+    const batch = { name: this.name, allowFailures: true, callbacks: this.callbacks };
+    const { ids, batchId } = await this.writer.dispatchGraph({ where: 'flow()', nodes: this.nodes, batch }, manager);
+    return { ids, batchId: batchId! };
+  }
+
+  private callback(on: DependencyOn, job: Type | string, payload: unknown, options: StepOptions): this {
+    const call = on === 'success' ? 'then' : on === 'failure' ? 'catch' : 'finally';
+    refuseAfterDispatch('flow()', call, this.dispatched);
+    // Checked in full at dispatch(); a key no option has is refused at the line that wrote it.
+    checkOptions(`flow().${call}(${jobLabel(job)})`, options, '{ delay: 5000 }', ENQUEUE_OPTIONS_SHAPE);
+    this.callbacks.push({ on, job, payload, options });
+    return this;
   }
 }
 
@@ -130,7 +136,7 @@ export class ChainDraft {
     ids: string[];
   }> {
     refuseAfterDispatch('chain()', 'dispatch', this.dispatched);
-    const nodes: FlowNode[] = this.steps.map((s, i) => ({
+    const nodes: GraphNode[] = this.steps.map((s, i) => ({
       key: String(i),
       job: s.job,
       payload: s.payload,
@@ -142,7 +148,7 @@ export class ChainDraft {
       checkOptions('chain().dispatch()', options, '{ manager }', WRITE_OPTIONS_SHAPE)?.manager,
     );
     this.dispatched = true;
-    const ids = await this.writer.dispatchFlow(nodes, 'chain()', manager);
+    const { ids } = await this.writer.dispatchGraph({ where: 'chain()', nodes, batch: null }, manager);
     return { ids: nodes.map((n) => ids[n.key]!) };
   }
 }
@@ -159,7 +165,7 @@ export function refuseAwait(draft: string, job: unknown, payload: unknown): void
   if (typeof job === 'function' && !('prototype' in job) && typeof payload === 'function') {
     throw new JobsError(
       `${draft} was awaited (or given two functions to then()), but a draft is not a promise and nothing was written. ` +
-        `Potential fix: await ${draft.startsWith('batch') ? 'batch' : 'chain'}.dispatch().`,
+        `Potential fix: await ${draft.startsWith('batch') ? 'batch' : draft.startsWith('flow') ? 'flow' : 'chain'}.dispatch().`,
     );
   }
 }

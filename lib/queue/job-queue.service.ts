@@ -2,6 +2,7 @@ import { Inject, Injectable, type Type } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { JobRegistry } from '../discovery/job-registry.js';
 import {
+  checkName,
   checkId,
   checkOptionKeys,
   checkOptions,
@@ -211,9 +212,14 @@ export class JobQueue {
     return new ChainDraft(this.writer);
   }
 
-  /** A DAG by keys: `flow().add('a', A, a).add('b', B, b, { after: ['a'] }).dispatch()`. */
-  flow(): FlowDraft {
-    return new FlowDraft(this.writer);
+  /**
+   * A DAG by keys: `flow().add('a', A, a).add('b', B, b, { after: ['a'] }).dispatch()`, written with
+   * a batch record; `name` (optional) is that record's name. A name that is blank, over 200
+   * characters or holds control characters throws a JobsError.
+   */
+  flow(name?: string): FlowDraft {
+    if (name !== undefined) checkName('flow()', 'name', name, 'publish-article');
+    return new FlowDraft(this.writer, name ?? null);
   }
 
   /**

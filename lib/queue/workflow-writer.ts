@@ -6,25 +6,25 @@ import {
   isDependencyTrigger,
   dependenciesMet,
   DEPENDENCY_TRIGGER_LIST,
-  isTerminal,
   databaseCall,
   isUuid,
   JobEvents,
   JobsError,
   QUEUE_SETTINGS,
-  triggerMet,
   uuidv7,
   type NewJob,
   type QueueSettings,
   type StepOptions,
 } from '../model/index.js';
 import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
+import type { StorageTx } from '../storage/storage-tx.interface.js';
 import {
   WORKFLOW_STORAGE,
   type NewDependency,
   type WorkflowStorage,
 } from '../storage/workflows/workflow-storage.interface.js';
-import { topologicalOrder } from './flow-graph.js';
+import { internalEdges, type GraphEdge } from './graph-edges.js';
+import { checkGraph, graphRows, NO_PARENTS, parentColumns, parentOutcome } from './graph-rows.js';
 import { defaultContext, withDefaultContext } from './job-context-capture.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import { stepContexts } from './workflow-contexts.js';
@@ -32,19 +32,29 @@ import { PARENT_REF_SHAPE, type DependencyOn, type EnqueueOptions, type ParentRe
 
 export type { StepOptions };
 
-export interface FlowNode {
+/** A job of a graph being written: its key in the call, the job, and what it waits on. */
+export interface GraphNode {
   key: string;
   job: JobRef;
   payload: unknown;
   options: StepOptions;
-  after: Array<{ key: string; on: DependencyOn }>;
+  after: GraphEdge[];
 }
 
-export interface BatchPlan {
-  name: string | null;
-  members: Array<{ job: JobRef; payload: unknown; options: StepOptions }>;
-  callbacks: Array<{ on: DependencyOn; job: JobRef; payload: unknown; options: StepOptions }>;
-  allowFailures: boolean;
+/** A then/catch/finally job of a batch: it waits on the batch as a whole. */
+export interface BatchCallback {
+  on: DependencyOn;
+  job: JobRef;
+  payload: unknown;
+  options: StepOptions;
+}
+
+/** What one dispatch() writes: its jobs and, but for a chain, the batch record they are members of. */
+export interface GraphPlan {
+  /** How messages name the call: `flow()`, `chain()`, `batch "import"`. */
+  where: string;
+  nodes: GraphNode[];
+  batch: { name: string | null; allowFailures: boolean; callbacks: BatchCallback[] } | null;
 }
 
 /** Writes jobs that wait on others: continuations, flows, chains and batches, each atomically. */
@@ -84,24 +94,8 @@ export class WorkflowWriter {
         let remaining = 0;
         for (const parent of parents) {
           const on = parent.on ?? 'success';
-          let outcome: string | null;
-          if ('job' in parent) {
-            const state = states.jobs.get(parent.job);
-            if (!state) throw unknownParent(row.name, 'job', parent.job);
-            outcome = isTerminal(state) ? state : null;
-            deps.push({ childId: row.id, parentJobId: parent.job, trigger: on, parentOutcome: outcome });
-          } else {
-            const batch = states.batches.get(parent.batch);
-            if (!batch) throw unknownParent(row.name, 'batch', parent.batch);
-            // A batch's failure edges close at its first failure, which may be past.
-            outcome =
-              batch.state !== 'executing'
-                ? batch.state
-                : (on === 'failure' || on === 'any-failure') && batch.failed > 0
-                  ? 'failed'
-                  : null;
-            deps.push({ childId: row.id, parentBatchId: parent.batch, trigger: on, parentOutcome: outcome });
-          }
+          const outcome = parentOutcome(parent, states, `enqueue('${row.name}')`);
+          deps.push({ childId: row.id, ...parentColumns(parent), trigger: on, parentOutcome: outcome });
           if (outcome === null) remaining++;
         }
         const ready = dependenciesMet(deps.map((d) => ({ on: d.trigger, outcome: d.parentOutcome! })));
@@ -134,85 +128,53 @@ export class WorkflowWriter {
     return result;
   }
 
-  async dispatchFlow(nodes: FlowNode[], where: string, manager?: EntityManager): Promise<Record<string, string>> {
+  /**
+   * Writes a flow, a chain or a batch whole: its jobs, the edges between
+   * them and to the jobs and batches they wait on outside it, and (but for
+   * a chain) its batch record and callbacks. Keys, cycles and parents are
+   * checked first; nothing is written when one is wrong. Resolves with each
+   * node's id by key, and the batch's id.
+   */
+  async dispatchGraph(
+    plan: GraphPlan,
+    manager?: EntityManager,
+  ): Promise<{ ids: Record<string, string>; batchId: string | null }> {
     const now = this.factory.clock.now();
-    const byKey = new Map<string, FlowNode>();
-    for (const node of nodes) {
-      if (byKey.has(node.key)) {
-        throw new JobsError(
-          `${where}: the key "${node.key}" is used twice. Potential fix: give every step its own key.`,
-        );
-      }
-      byKey.set(node.key, node);
-    }
-    for (const node of nodes) {
-      for (const edge of node.after) {
-        if (!byKey.has(edge.key)) {
-          throw new JobsError(
-            `${where}: step "${node.key}" waits on "${edge.key}", which is not in the flow. Nothing was written. Potential fix: add("${edge.key}", …) first, or fix the key.`,
-          );
-        }
-      }
-    }
-    const order = topologicalOrder(new Map(nodes.map((n) => [n.key, n.after.map((e) => e.key)])), where);
-    const options = stepContexts(nodes, order, this.defaultContext(`${where}.dispatch()`), where);
-    const rows = new Map(nodes.map((n) => [n.key, this.factory.build(n.job, n.payload, options.get(n.key)!, now)]));
-    const parentsWithChildren = new Set(nodes.flatMap((n) => n.after.map((e) => e.key)));
-    const jobs = nodes.map((n) => ({
-      ...rows.get(n.key)!,
-      state: (n.after.length ? 'waiting' : 'queued') as NewJob['state'],
-      remainingDependencies: n.after.length,
-      hasDependents: parentsWithChildren.has(n.key),
-    }));
-    const dependencies: NewDependency[] = nodes.flatMap((n) =>
-      n.after.map((e) => ({ childId: rows.get(n.key)!.id, parentJobId: rows.get(e.key)!.id, trigger: e.on })),
+    const { where, nodes, batch } = plan;
+    const order = checkGraph(plan);
+    const fallback = this.defaultContext(`${where}.dispatch()`);
+    const contexts = stepContexts(
+      nodes.map((n) => ({ key: n.key, options: n.options, after: internalEdges(n.after) })),
+      order,
+      fallback,
+      where,
     );
-    await databaseCall(`${where}.dispatch()`, () => this.storage.insertGraph({ jobs, dependencies }, now, manager));
-    this.written(jobs, manager);
-    return Object.fromEntries([...rows].map(([key, row]) => [key, row.id]));
-  }
-
-  async dispatchBatch(plan: BatchPlan, manager?: EntityManager): Promise<{ id: string }> {
-    const now = this.factory.clock.now();
-    const batchId = uuidv7(now.getTime());
-    const fallback = this.defaultContext(`batch${plan.name ? ` "${plan.name}"` : ''}.dispatch()`);
-    const members = plan.members.map((m) => ({
-      ...this.factory.build(m.job, m.payload, withDefaultContext(m.options, fallback), now),
-      batchId,
-    }));
-    const empty = members.length === 0;
-    const callbacks = plan.callbacks.map((c) => {
-      const row = this.factory.build(c.job, c.payload, withDefaultContext(c.options, fallback), now);
-      // An empty batch has already succeeded: its callbacks are decided now.
-      const state: NewJob['state'] = empty ? (triggerMet(c.on, 'succeeded') ? 'queued' : 'skipped') : 'waiting';
-      return { row: { ...row, state, remainingDependencies: empty ? 0 : 1 }, on: c.on };
-    });
-    await databaseCall(`batch${plan.name ? ` "${plan.name}"` : ''}.dispatch()`, () =>
-      this.storage.insertGraph(
-        {
-          batches: [
-            {
-              id: batchId,
-              name: plan.name,
-              state: empty ? 'succeeded' : 'executing',
-              total: members.length,
-              options: { allowFailures: plan.allowFailures },
-            },
-          ],
-          jobs: [...members, ...callbacks.map((c) => c.row)],
-          dependencies: callbacks.map((c) => ({
-            childId: c.row.id,
-            parentBatchId: batchId,
-            trigger: c.on,
-            parentOutcome: empty ? 'succeeded' : null,
-          })),
-        },
-        now,
-        manager,
-      ),
+    const batchId = batch ? uuidv7(now.getTime()) : null;
+    const rows = new Map(
+      nodes.map((n) => [n.key, { ...this.factory.build(n.job, n.payload, contexts.get(n.key)!, now), batchId }]),
     );
-    this.written([...members, ...callbacks.map((c) => c.row)], manager);
-    return { id: batchId };
+    const callbacks = (batch?.callbacks ?? []).map((c) => ({
+      on: c.on,
+      row: this.factory.build(c.job, c.payload, withDefaultContext(c.options, fallback), now),
+    }));
+    const outside = nodes.flatMap((n) => n.after.filter((e) => !('key' in e)));
+    const jobIds = [...new Set(outside.flatMap((e) => ('job' in e ? [e.job] : [])))];
+    const batchIds = [...new Set(outside.flatMap((e) => ('batch' in e ? [e.batch] : [])))];
+    const write = async (tx?: StorageTx): Promise<NewJob[]> => {
+      const states = tx ? await this.storage.lockParents(jobIds, batchIds, tx) : NO_PARENTS;
+      const graph = graphRows(plan, rows, callbacks, batchId, states);
+      await this.storage.insertGraph(graph, now, tx ?? manager);
+      if (tx) {
+        await this.storage.markParents(jobIds, tx);
+        await this.storage.settleSkipped(graph.skipped, now, tx);
+      }
+      return graph.jobs;
+    };
+    const written = await databaseCall(`${where}.dispatch()`, () =>
+      outside.length ? this.storage.transaction((tx) => write(tx), manager) : write(),
+    );
+    this.written(written, manager);
+    return { ids: Object.fromEntries([...rows].map(([key, row]) => [key, row.id])), batchId };
   }
 
   /** The context of the call's jobs that give none, read once for all of them (see defaultContext). */
@@ -282,10 +244,4 @@ function normalizeParents(jobName: string, after: unknown): ParentRef[] {
     parents.push(kind === 'job' ? { job: parentId, on } : { batch: parentId, on });
   }
   return parents;
-}
-
-function unknownParent(jobName: string, kind: 'job' | 'batch', id: string): JobsError {
-  return new JobsError(
-    `enqueue('${jobName}'): the parent ${kind} ${id} does not exist, so nothing was written. Potential fix: pass the id returned when the parent was ${kind === 'job' ? 'enqueued' : 'dispatched'}.`,
-  );
 }

@@ -159,13 +159,16 @@ class AttemptContext implements JobContext {
           `ctx.addToBatch() in job "${job.name}" (${job.id}): this job is not a batch member. Potential fix: enqueue the job directly, or start it from batches.create().add(…).`,
         );
       }
+      const { beforeDependents, ...rest } = options;
+      const before = placement('ctx.addToBatch()', job, beforeDependents);
       const row = {
-        ...deps.builder.build(ref, payload, inheritContext(job, options), deps.clock.now()),
+        ...deps.builder.build(ref, payload, inheritContext(job, rest), deps.clock.now()),
         batchId: job.batchId,
       };
-      if (!(await deps.addToBatch(job.batchId, row))) {
+      if (!(await deps.addToBatch(job.batchId, row, before ? job.id : undefined))) {
         throw new JobsError(
-          `ctx.addToBatch() in job "${job.name}": batch ${job.batchId} is no longer executing (cancelled?). Potential fix: check ctx.signal before adding work.`,
+          `ctx.addToBatch() in job "${job.name}": batch ${job.batchId} is no longer executing, or stops its unstarted members ` +
+            `(cancelled, or a member failed and it does not allow failures); nothing was added. Potential fix: check ctx.signal before adding work.`,
         );
       }
       return { id: row.id };
@@ -176,7 +179,8 @@ class AttemptContext implements JobContext {
     const host = this[HOST];
     const { job, deps } = host;
     return (ref, payload, options = {}) => {
-      const { on = 'success', ...rest } = options;
+      const { on = 'success', beforeDependents, ...rest } = options;
+      const before = placement('ctx.continueWith()', job, beforeDependents);
       if (!isDependencyTrigger(on)) {
         throw new JobsError(
           `ctx.continueWith() in job "${job.name}": "on" must be ${DEPENDENCY_TRIGGER_LIST}, got ${describeValue(on)}. Potential fix: ctx.continueWith(Next, payload, { on: 'always' }).`,
@@ -187,9 +191,22 @@ class AttemptContext implements JobContext {
           `ctx.continueWith() in job "${job.name}" (${job.id}): its last attempt ended when its worker stopped, so there is no outcome to continue from. Potential fix: enqueue the follow-up with JobQueue.enqueue() in onFailure.`,
         );
       }
-      host.stage({ ...deps.builder.build(ref, payload, inheritContext(job, rest), deps.clock.now()), on });
+      host.stage({
+        ...deps.builder.build(ref, payload, inheritContext(job, rest), deps.clock.now()),
+        on,
+        ...(before && { beforeDependents: true }),
+      });
     };
   }
+}
+
+/** `beforeDependents`, checked: a boolean or nothing. */
+function placement(call: string, job: ClaimedJob, value: unknown): boolean {
+  if (value === undefined || typeof value === 'boolean') return value === true;
+  throw new JobsError(
+    `${call} in job "${job.name}" (${job.id}): "beforeDependents" must be true or false, got ${describeValue(value)}. ` +
+      `Potential fix: { beforeDependents: true }.`,
+  );
 }
 
 /** A child's options: without a context of its own, it carries on its parent's. */

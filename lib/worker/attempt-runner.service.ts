@@ -73,7 +73,7 @@ export class AttemptRunner {
       steps: this.steps,
       maxResultBytes: this.settings.maxResultBytes,
       progress: (j, fraction, message) => progress.write(j, fraction, message),
-      addToBatch: (batchId, row) => this.workflows.addToBatch(batchId, row, this.clock.now()),
+      addToBatch: (batchId, row, before) => this.workflows.addToBatch(batchId, row, this.clock.now(), before),
       flushProgress: (job) => progress.forget(job) ?? Promise.resolve(),
       writeSuccess: (attempt, continuations, manager) =>
         this.workflows.finishWithContinuations(

@@ -22,7 +22,8 @@ export interface RunnerDeps {
   /** Largest job or step result, in bytes of JSON. */
   maxResultBytes: number;
   progress(job: ClaimedJob, fraction: number, message: string | null): Promise<void>;
-  addToBatch(batchId: string, job: NewJob): Promise<boolean>;
+  /** `before`: the adding job's id, when the new member goes before its dependents. */
+  addToBatch(batchId: string, job: NewJob, before?: string): Promise<boolean>;
   /** Writes the job's pending progress report now (before ctx.transaction() opens). */
   flushProgress(job: ClaimedJob): Promise<void>;
   /** The success of ctx.transaction(), fenced, in its transaction: false when the fence refused it. */

@@ -509,7 +509,9 @@ describe('jobs that wait on others, under generated input', () => {
               async ({ ids }, before, after) => {
                 // `after` left out (undefined) is a step with nothing to wait on.
                 const edges = nodes.map((n) => ((n.after.value as unknown[] | undefined) ?? []).length);
+                // A flow is written with its batch record.
                 assertDelta('flow().dispatch()', before, after, {
+                  batch: 1,
                   job: nodes.length,
                   dependency: edges.reduce((a, b) => a + b, 0),
                 });
@@ -743,7 +745,7 @@ describe('the leaks of these calls that issue 12 and these properties found', ()
           .add('a', Echo, 1)
           .add('b', Echo, 2, { after: withHole(['a', 'a']) })
           .dispatch(),
-      /flow\(\)\.add\('b'\): each "after" entry is a step key .*got undefined at index 1/,
+      /flow\(\)\.add\('b'\): "after" entry 1 is undefined\. Each entry is a step key/,
     ],
     [
       'enqueue with an "after" that has a hole',
@@ -757,13 +759,13 @@ describe('the leaks of these calls that issue 12 and these properties found', ()
       /batch "done"\.add\(\): the batch was already dispatched, so this would be lost/,
     ],
     [
-      'a batch member with "after"',
+      'a batch member whose "after" is an id, not a list',
       () =>
         batches
           .create()
           .add(Echo, 1, { after: uuid } as never)
           .dispatch(),
-      /"after" is not taken per job here/,
+      /batch\.add\(Echo\): "after" must be an array of step keys, \{ key, on \}, \{ job, on \} or \{ batch, on \}, got the string/,
     ],
     [
       'a flow step with "manager"',

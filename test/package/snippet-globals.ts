@@ -32,6 +32,10 @@ declare const userId: number;
 declare const accountId: number;
 declare const tenantId: number;
 declare const doc: string;
+declare const day: string;
+declare const parts: string[];
+declare const exportJobId: string;
+declare const referenceBatchId: string;
 
 declare class SendReceipt {
   run(payload: { orderId: number }, ctx: Ctx): Promise<void>;
@@ -62,6 +66,21 @@ declare class Transform {
 }
 declare class Load {
   run(payload: { src: string }): Promise<void>;
+}
+declare class Extract {
+  run(payload: { day: string }): Promise<void>;
+}
+declare class Clean {
+  run(payload: { day: string }): Promise<void>;
+}
+declare class Enrich {
+  run(payload: { day: string }): Promise<void>;
+}
+declare class ExtractPart {
+  run(payload: { part: string }): Promise<void>;
+}
+declare class Index {
+  run(payload: { day: string }): Promise<void>;
 }
 declare class Merge {
   run(payload: Record<string, unknown>): Promise<void>;

@@ -62,7 +62,7 @@ export function queuePositions(app: () => INestApplication): OptionsPosition[] {
     },
     {
       where: 'batch "b".add(Echo)',
-      known: ENQUEUE,
+      known: [...STEP, 'key', 'after', 'manager'],
       call: (o) =>
         batches()
           .create('b')
@@ -123,7 +123,7 @@ export function queuePositions(app: () => INestApplication): OptionsPosition[] {
     },
     {
       where: `flow().add('b'): "after" entry 0`,
-      known: ['key', 'on'],
+      known: ['key', 'job', 'batch', 'on'],
       base: () => ({ key: 'a' }),
       call: (o) =>
         jobs()

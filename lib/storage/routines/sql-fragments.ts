@@ -7,10 +7,23 @@
  * name) changes with it.
  */
 
-import { DEPENDENCY_NOT_MET, RATE_START_LAG_MS } from '../../model/index.js';
+import { BATCH_STOPPED, DEPENDENCY_NOT_MET, RATE_START_LAG_MS } from '../../model/index.js';
 
 /** The last error of a job skipped because a parent did not end the way it waited for, as a jsonb literal. */
 export const DEPENDENCY_NOT_MET_JSON = `'${JSON.stringify(DEPENDENCY_NOT_MET).replace(/'/g, "''")}'::jsonb`;
+
+/** The last error of a job written cancelled into a stopping batch (BATCH_STOPPED), as a jsonb literal. */
+export const BATCH_STOPPED_JSON = `'${JSON.stringify(BATCH_STOPPED).replace(/'/g, "''")}'::jsonb`;
+
+/**
+ * Whether batch `b` stops its unstarted members: a cancel was asked for, or
+ * a member failed and the batch does not allow failures (settle_jobs then
+ * cancelled the members it had).
+ */
+export function batchStopping(b: string): string {
+  return `(coalesce((${b}.options ->> 'cancelRequested')::boolean, false)
+           OR (${b}.failed > 0 AND NOT coalesce((${b}.options ->> 'allowFailures')::boolean, false)))`;
+}
 
 /** Claim order: what the claim index serves and every claim takes jobs in. */
 export function claimOrder(alias: string): string {

@@ -23,9 +23,17 @@ import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { PostgresEnqueueStorage } from '../jobs/enqueue/postgres-enqueue-storage.js';
 import type { PostgresOutcomeStorage } from '../jobs/outcomes/postgres-outcome-storage.js';
 import { batchInfoFromRow } from './batch-rows.js';
+import { edgeRow, edgesBefore } from './edge-rows.js';
 import type { StorageContext } from '../storage-context.js';
 import type { StorageTx, TxScope } from '../storage-tx.interface.js';
-import type { BatchGraph, BatchMember, JobGraph, ParentStates, WorkflowStorage } from './workflow-storage.interface.js';
+import type {
+  BatchGraph,
+  BatchMember,
+  JobGraph,
+  NewDependency,
+  ParentStates,
+  WorkflowStorage,
+} from './workflow-storage.interface.js';
 import { workflowStatements, type WorkflowStatements } from './workflow-statements.js';
 
 type Row = Record<string, unknown>;
@@ -87,13 +95,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       options: b.options,
     }));
     const children = new Set((graph.dependencies ?? []).map((d) => d.childId));
-    const deps = (graph.dependencies ?? []).map((d) => ({
-      child_id: d.childId,
-      parent_job_id: d.parentJobId ?? null,
-      parent_batch_id: d.parentBatchId ?? null,
-      trigger: d.trigger,
-      parent_outcome: d.parentOutcome ?? null,
-    }));
+    const deps = (graph.dependencies ?? []).map(edgeRow);
     const values = [
       JSON.stringify(batches),
       dueQueues(graph.jobs, now),
@@ -128,7 +130,7 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     if (jobIds.length) await this.run('markParents', [jobIds], tx);
   }
 
-  async addToBatch(batchId: string, job: NewJob, now: Date): Promise<boolean> {
+  async addToBatch(batchId: string, job: NewJob, now: Date, before?: string): Promise<boolean> {
     const values = [
       batchId,
       now,
@@ -151,14 +153,18 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       job.contextJson ?? null,
     ];
     try {
-      const rows =
-        job.groupKey || job.serialKey
-          ? await this.pool.transaction(async (t) => {
-              await this.enqueue.flagQueuesOn(t, [job], now);
-              return this.run('addToBatch', values, t);
-            })
-          : await this.run('addToBatch', values);
-      return rows.length > 0;
+      if (!before && !job.groupKey && !job.serialKey)
+        return (await this.run('addToBatch', [...values, false])).length > 0;
+      return await this.pool.transaction(async (t) => {
+        if (job.groupKey || job.serialKey) await this.enqueue.flagQueuesOn(t, [job], now);
+        // The adder is active, so its edges are unsettled; its waiting dependents are locked first, as
+        // a settle locks its children before it could release them.
+        const dependents = before ? await this.run('waitingDependents', [before], t) : [];
+        const added = await this.run('addToBatch', [...values, dependents.length > 0], t);
+        if (!added.length) return false;
+        await this.waitAlsoOn([job.id], dependents, t);
+        return true;
+      });
     } catch (error) {
       throw heldUniqueKey(error) ?? error;
     }
@@ -173,23 +179,62 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     scope?: TxScope,
   ): Promise<boolean> {
     return executorFor(scope, this.pool).transaction(async (tx) => {
-      const applied = await this.outcomes.finishOn(tx, workerId, [attempt], now, leaseMs);
-      if (!applied.has(attempt.job.id)) return false;
-      if (continuations.length) {
-        // The edge to the parent is written already settled: the continuation is released as it is
-        // written, and the edge only says where it came from (ctx.parentIds, the job's detail).
-        const parentOutcome = attempt.outcome.kind;
-        const jobs = continuations.map(({ on: _on, ...row }) => row);
-        const dependencies = continuations.map((c) => ({
-          childId: c.id,
-          parentJobId: attempt.job.id,
-          trigger: c.on,
-          parentOutcome,
-        }));
-        await this.insertGraph({ jobs, dependencies }, now, asStorageTx(tx));
+      if (!continuations.length) {
+        return (await this.outcomes.finishOn(tx, workerId, [attempt], now, leaseMs)).has(attempt.job.id);
       }
+      // The counts of the continuations' batch and of the dependents they go before move ahead of the
+      // outcome, whose settle would otherwise end that batch or release those dependents; the
+      // continuations themselves are written after it, so that when this outcome is the batch's first
+      // failure, the members it cancels are those staged before, not the ones staged for it. The
+      // job's row, locked under the outcome's fence, keeps that outcome certain meanwhile.
+      const { job } = attempt;
+      const [held] = await this.run('lockFinishing', [job.id, workerId, job.attempt], tx);
+      if (!held) return false;
+      const batchId = (held.batch_id as string | null) ?? null;
+      const [batch] = batchId ? await this.run('lockBatch', [batchId], tx) : [];
+      const stopping = batch?.stopping === true;
+      const before = continuations.filter((c) => c.beforeDependents).map((c) => c.id);
+      const dependents = before.length ? await this.run('waitingDependents', [job.id], tx) : [];
+      if (batch) await this.run('joinBatch', [batchId, continuations.length, stopping ? 0 : continuations.length], tx);
+      if (!stopping) await this.countEdges(before, dependents, tx);
+      const applied = await this.outcomes.finishOn(tx, workerId, [attempt], now, leaseMs);
+      // Cannot happen while the row is locked under the same fence; thrown so that nothing above commits.
+      if (!applied.has(job.id)) throw new Error(`The outcome of job ${job.id} was refused under its own fence`);
+      const jobs = continuations.map(({ on: _on, beforeDependents, ...row }) => ({
+        ...row,
+        batchId: batch ? batchId : null,
+        state: stopping ? ('cancelled' as const) : row.state,
+        hasDependents: beforeDependents === true && dependents.length > 0,
+      }));
+      // The edge to the parent is written already settled: the continuation is released as it is
+      // written, and the edge only says where it came from (ctx.parentIds, the job's detail).
+      const dependencies: NewDependency[] = continuations.map((c) => ({
+        childId: c.id,
+        parentJobId: job.id,
+        trigger: c.on,
+        parentOutcome: attempt.outcome.kind,
+      }));
+      dependencies.push(...edgesBefore(before, dependents, stopping ? 'cancelled' : null));
+      await this.insertGraph({ jobs, dependencies }, now, asStorageTx(tx));
       return true;
     });
+  }
+
+  /** Jobs `ids`, just added before `dependents` (beforeDependents), become their parents too. */
+  private async waitAlsoOn(ids: string[], dependents: Row[], tx: SqlExecutor): Promise<void> {
+    if (!dependents.length) return;
+    await this.run('insertEdges', [JSON.stringify(edgesBefore(ids, dependents, null).map(edgeRow))], tx);
+    await this.countEdges(ids, dependents, tx);
+  }
+
+  /** Each dependent waits on `ids.length` more parents. */
+  private async countEdges(ids: string[], dependents: Row[], tx: SqlExecutor): Promise<void> {
+    if (!ids.length || !dependents.length) return;
+    await this.run('addDependencies', [dependents.map((d) => d.id), dependents.map(() => ids.length)], tx);
+  }
+
+  async settleSkipped(ids: string[], now: Date, tx: StorageTx): Promise<void> {
+    if (ids.length) await this.run('settle', [ids, ids.map(() => 'skipped'), now, this.channel], tx);
   }
 
   async batchStatus(id: string, scope?: SqlExecutor): Promise<BatchInfo | null> {

@@ -82,10 +82,18 @@ export interface WorkflowStorage {
   /** Locks the parents (in `tx`) and reports their states; unknown ids are absent. */
   lockParents(jobIds: string[], batchIds: string[], tx: StorageTx): Promise<ParentStates>;
   markParents(jobIds: string[], tx: StorageTx): Promise<void>;
-  addToBatch(batchId: string, job: NewJob, now: Date): Promise<boolean>;
+  /**
+   * Adds `job` to a running batch that is not stopping (false when it is not). `before`: the id of
+   * the member adding it, whose waiting dependents then wait on the new job too (beforeDependents).
+   */
+  addToBatch(batchId: string, job: NewJob, now: Date, before?: string): Promise<boolean>;
+  /** Settles the workflow rows of graph jobs written skipped (their parents had ended otherwise), in `tx`. */
+  settleSkipped(ids: string[], now: Date, tx: StorageTx): Promise<void>;
   /**
    * Records one outcome and, only if it applied, writes the staged
-   * continuations with it. `scope`: a transaction to write it in (a
+   * continuations with it: in the job's batch when it is a member (written
+   * cancelled when that batch was already stopping), and before the job's
+   * waiting dependents for those staged with `beforeDependents`. `scope`: a transaction to write it in (a
    * handler's ctx.transaction), committed by its owner; by default one of its own.
    */
   finishWithContinuations(
