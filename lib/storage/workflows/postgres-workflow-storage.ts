@@ -157,8 +157,9 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
         return (await this.run('addToBatch', [...values, false])).length > 0;
       return await this.pool.transaction(async (t) => {
         if (job.groupKey || job.serialKey) await this.enqueue.flagQueuesOn(t, [job], now);
-        // The adder is active, so its edges are unsettled; its waiting dependents are locked first, as
-        // a settle locks its children before it could release them.
+        // The adder is active, so its edges are unsettled. Its batch, then its waiting dependents, are
+        // locked in the order a settle takes them (job, batch, children), so the two cannot deadlock.
+        if (before) await this.run('lockBatch', [batchId], t);
         const dependents = before ? await this.run('waitingDependents', [before], t) : [];
         const added = await this.run('addToBatch', [...values, dependents.length > 0], t);
         if (!added.length) return false;
