@@ -9,7 +9,7 @@ import {
   type PayloadOf,
 } from '../model/index.js';
 import { jobLabel, refuseAwait } from './flow-drafts.js';
-import { parseAfter, type FlowEdge } from './graph-edges.js';
+import { parseAfter, type FlowEdge } from './graph-plan.js';
 import { UNKEYED } from './graph-rows.js';
 import { checkManager } from './manager.js';
 import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type DependencyOn, type WriteOptions } from './queue-options.js';

@@ -1,6 +1,6 @@
 import type { Type } from '@nestjs/common';
 import { checkOptions, JobsError, optionShape, STEP_FIELDS, type JobHandler, type PayloadOf } from '../model/index.js';
-import { parseAfter, type FlowEdge } from './graph-edges.js';
+import { parseAfter, type FlowEdge } from './graph-plan.js';
 import { checkManager } from './manager.js';
 import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type DependencyOn, type WriteOptions } from './queue-options.js';
 import type { BatchCallback, GraphNode, StepOptions, WorkflowWriter } from './workflow-writer.js';

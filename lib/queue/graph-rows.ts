@@ -1,8 +1,7 @@
 import { dependenciesMet, isTerminal, JobsError, triggerMet, type DependencyOn, type NewJob } from '../model/index.js';
 import type { JobGraph, NewDependency, ParentStates } from '../storage/workflows/workflow-storage.interface.js';
 import { topologicalOrder } from './flow-graph.js';
-import { internalEdges } from './graph-edges.js';
-import type { GraphPlan } from './workflow-writer.js';
+import { internalEdges, type GraphPlan } from './graph-plan.js';
 
 /** What a graph waits on outside itself, when it waits on nothing there. */
 export const NO_PARENTS: ParentStates = { jobs: new Map(), batches: new Map() };

@@ -23,39 +23,15 @@ import {
   type NewDependency,
   type WorkflowStorage,
 } from '../storage/workflows/workflow-storage.interface.js';
-import { internalEdges, type GraphEdge } from './graph-edges.js';
+import { internalEdges, type GraphPlan } from './graph-plan.js';
 import { checkGraph, graphRows, NO_PARENTS, parentColumns, parentOutcome } from './graph-rows.js';
 import { defaultContext, withDefaultContext } from './job-context-capture.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import { stepContexts } from './workflow-contexts.js';
-import { PARENT_REF_SHAPE, type DependencyOn, type EnqueueOptions, type ParentRef } from './queue-options.js';
+import { PARENT_REF_SHAPE, type EnqueueOptions, type ParentRef } from './queue-options.js';
 
 export type { StepOptions };
-
-/** A job of a graph being written: its key in the call, the job, and what it waits on. */
-export interface GraphNode {
-  key: string;
-  job: JobRef;
-  payload: unknown;
-  options: StepOptions;
-  after: GraphEdge[];
-}
-
-/** A then/catch/finally job of a batch: it waits on the batch as a whole. */
-export interface BatchCallback {
-  on: DependencyOn;
-  job: JobRef;
-  payload: unknown;
-  options: StepOptions;
-}
-
-/** What one dispatch() writes: its jobs and, but for a chain, the batch record they are members of. */
-export interface GraphPlan {
-  /** How messages name the call: `flow()`, `chain()`, `batch "import"`. */
-  where: string;
-  nodes: GraphNode[];
-  batch: { name: string | null; allowFailures: boolean; callbacks: BatchCallback[] } | null;
-}
+export type { BatchCallback, GraphNode, GraphPlan } from './graph-plan.js';
 
 /** Writes jobs that wait on others: continuations, flows, chains and batches, each atomically. */
 @Injectable()

@@ -8,6 +8,8 @@ import {
   optionShape,
   type DependencyOn,
 } from '../model/index.js';
+import type { StepOptions } from '../model/index.js';
+import type { JobRef } from './job-factory.js';
 import type { ParentRef } from './queue-options.js';
 
 /**
@@ -31,6 +33,31 @@ export type FlowEdge =
 /** An edge of a graph being written: to another node by key, or to a job or batch by id. */
 export type GraphEdge =
   { key: string; on: DependencyOn } | { job: string; on: DependencyOn } | { batch: string; on: DependencyOn };
+
+/** A job of a graph being written: its key in the call, the job, and what it waits on. */
+export interface GraphNode {
+  key: string;
+  job: JobRef;
+  payload: unknown;
+  options: StepOptions;
+  after: GraphEdge[];
+}
+
+/** A then/catch/finally job of a batch: it waits on the batch as a whole. */
+export interface BatchCallback {
+  on: DependencyOn;
+  job: JobRef;
+  payload: unknown;
+  options: StepOptions;
+}
+
+/** What one dispatch() writes: its jobs and, but for a chain, the batch record they are members of. */
+export interface GraphPlan {
+  /** How messages name the call: `flow()`, `chain()`, `batch "import"`. */
+  where: string;
+  nodes: GraphNode[];
+  batch: { name: string | null; allowFailures: boolean; callbacks: BatchCallback[] } | null;
+}
 
 const FLOW_EDGE_SHAPE = optionShape<{ key: string; job: string; batch: string; on: DependencyOn }>({
   key: true,
