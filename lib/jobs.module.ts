@@ -41,6 +41,7 @@ import {
   SCHEDULE_CONTROL,
   SystemClock,
   type CodeQueues,
+  type QueueOptions,
   type QueueSettings,
 } from './model/index.js';
 import { JobsMonitor } from './monitoring/jobs-monitor.service.js';
@@ -160,11 +161,12 @@ function coreProviders(): Provider[] {
     },
     {
       provide: QUEUE_SETTINGS,
-      inject: [JOBS_MODULE_OPTIONS],
-      useFactory: (o: JobsModuleOptions): QueueSettings => ({
+      inject: [JOBS_MODULE_OPTIONS, QUEUE_DECLARATIONS],
+      useFactory: (o: JobsModuleOptions, queues: Record<string, QueueOptions>): QueueSettings => ({
         maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         maxResultBytes: o.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
         contextFrom: checkContextFrom(o.contextFrom),
+        groupRated: new Set(Object.keys(queues).filter((q) => queues[q]!.groups?.rateLimit !== undefined)),
       }),
     },
     {

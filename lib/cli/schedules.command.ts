@@ -78,8 +78,11 @@ function queuesText(queues: readonly QueueInfo[]): string {
       ]);
     }
     // Its groups' limits: the default for each group, then the groups' own.
-    if (q.groups.concurrency !== null) {
-      rows.push(['  each group', '', '', `${q.groups.concurrency} (code)`, '', '', '', '', '']);
+    const { concurrency, rateLimit } = q.groups;
+    if (concurrency !== null || rateLimit !== null) {
+      const each = (text: string | null) => (text === null ? '-' : `${text} (code)`);
+      const limits = [each(concurrency === null ? null : String(concurrency)), each(rateLimit && rate(rateLimit))];
+      rows.push(['  each group', '', '', ...limits, '', '', '', '']);
     }
     for (const g of q.groups.overrides) {
       rows.push([`  group ${g.group}`, '', '', `${g.concurrency} (runtime)`, '', '', '', '', '']);

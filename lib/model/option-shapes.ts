@@ -25,6 +25,7 @@ export const RATE_LIMIT_SHAPE = optionShape<RateLimit>({ max: true, per: true })
 
 export const QUEUE_GROUPS_SHAPE = optionShape<NonNullable<QueueOptions['groups']>>({
   concurrency: true,
+  rateLimit: RATE_LIMIT_SHAPE,
   minInflight: true,
   shareThreshold: true,
 });

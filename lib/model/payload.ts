@@ -228,6 +228,8 @@ export interface QueueSettings {
   maxResultBytes: number;
   /** JobsModule's `contextFrom`: the context of an enqueue that gives none, outside a handler. */
   contextFrom?: JobContextSource;
+  /** The queues JobsModule's `queues` declares with `groups.rateLimit`: a job written into one must have a group. */
+  groupRated?: ReadonlySet<string>;
 }
 
 export const QUEUE_SETTINGS = Symbol('QUEUE_SETTINGS');

@@ -1,3 +1,5 @@
+import { JobsError } from './errors.js';
+
 /** A rate limit: at most `max` jobs start in any window of `per` ms, across instances. */
 export interface RateLimit {
   /** The most jobs that start in one window: an integer of at least 1. */
@@ -26,13 +28,22 @@ export interface QueueOptions {
   /**
    * Groups (EnqueueOptions.group): at most `concurrency` running jobs per
    * group, across instances (JobQueues.setGroupLimits overrides it for one
-   * group); and fairness: a group holding at least `minInflight` running
-   * jobs (default 2) and more than `shareThreshold` of the queue's (default
-   * 0.5) is served after the others.
+   * group); at most `rateLimit.max` starts per group in any `rateLimit.per`
+   * ms, across instances; and fairness: a group holding at least
+   * `minInflight` running jobs (default 2) and more than `shareThreshold` of
+   * the queue's (default 0.5) is served after the others.
    */
   groups?: {
     /** At most this many running jobs per group, across instances; default no limit. */
     concurrency?: number;
+    /**
+     * At most `max` jobs of each group start in any `per` ms, across instances, counted at the
+     * handlers' starts as a queue's `rateLimit` is: with `group: (p) => p.shopId` on `@Job`,
+     * `{ max: 10, per: 1_000 }` is 10/s per shop. Every job enqueued into the queue must then have
+     * a group (declared on `@Job` or given by the call); one without is refused with a JobsError.
+     * Default no limit.
+     */
+    rateLimit?: RateLimit;
     /** The running jobs a group must hold before it can be served after the others; default 2. */
     minInflight?: number;
     /** The share of the queue's running jobs, in (0, 1], a group must exceed to be served last; default 0.5. */
@@ -40,10 +51,35 @@ export interface QueueOptions {
   };
 }
 
+/**
+ * A job bound for a queue whose groups have a rate limit (JobsModule's
+ * `queues.<queue>.groups.rateLimit`, listed in `groupRated`) must have a
+ * group: the limit counts each group's starts, and a job of no group would
+ * start uncounted. Refused with a JobsError naming the job, the queue, the
+ * field and the fix, before anything is written.
+ */
+export function checkGroupRated(
+  where: string,
+  name: string,
+  queue: string,
+  group: string | null | undefined,
+  groupRated: ReadonlySet<string> | undefined,
+): void {
+  if (group != null || !groupRated?.has(queue)) return;
+  throw new JobsError(
+    `${where}: job '${name}' goes to queue '${queue}', whose groups have a rate limit (JobsModule "queues.${queue}.groups.rateLimit"), ` +
+      `but it has no "group", so no group's limit would count its start. ` +
+      `Potential fix: declare its group on the job type (@Job('${name}', { group: (payload) => \`shop-\${payload.shopId}\` })), ` +
+      `pass { group } to this call, or put the job in another queue.`,
+  );
+}
+
 /** What `JobQueues.list()` says of a queue's groups' limits. */
 export interface GroupLimitsInfo {
   /** At most this many running jobs per group (JobsModule's `queues.<name>.groups.concurrency`), or null. */
   concurrency: number | null;
+  /** At most `max` starts per group in any `per` ms (JobsModule's `queues.<name>.groups.rateLimit`), or null. */
+  rateLimit: RateLimit | null;
   /** Groups with a limit of their own, set at run time (JobQueues.setGroupLimits), by group. */
   overrides: Array<{
     /** The group key, as `group` names it when a job is enqueued. */

@@ -22,6 +22,7 @@ export function codeLimitsOf(
     groupMinInflight: o.groups?.minInflight,
     groupShare: o.groups?.shareThreshold,
     groupConcurrency: o.groups?.concurrency,
+    groupRateLimit: o.groups?.rateLimit,
   }));
   for (const job of registry.all()) {
     const { concurrency, rateLimit } = job.declared;

@@ -4,6 +4,7 @@ import { validateJobOptions } from '../discovery/job.decorator.js';
 import {
   applyDeclaredKey,
   checkDate,
+  checkGroupRated,
   checkOptions,
   checkKey,
   Clock,
@@ -91,8 +92,10 @@ export class JobFactory {
     const unique = typeUnique ? declaredUnique(where, name, typeUnique, payload) : options.unique;
     const id = uuidv7(now.getTime());
     const queue = options.queue ?? defaults.queue;
+    const flow = flowControl(where, this.withDeclaredKeys(where, name, options, payload), unique, runAt, now);
+    checkGroupRated(where, name, queue, flow.groupKey, this.settings.groupRated);
     return {
-      ...flowControl(where, this.withDeclaredKeys(where, name, options, payload), unique, runAt, now),
+      ...flow,
       id,
       name,
       queue,

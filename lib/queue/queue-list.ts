@@ -31,6 +31,7 @@ export async function listQueues(
       jobs: (config?.names ?? []).map((n) => ({ name: n.name, ...limitInfo(n), service: n.service })),
       groups: {
         concurrency: config?.groupConcurrency ?? null,
+        rateLimit: config?.groupRateLimit ?? null,
         overrides: groupLimits
           .filter((g) => g.queue === name)
           .map((g) => ({ group: g.group, concurrency: g.concurrency })),

@@ -96,7 +96,7 @@ export class RecurringSchedules implements ScheduleControl {
         catchUp: options.catchUp,
         overlap: options.overlap,
       },
-      scheduledJobOptions(this.registry, where, jobName, options.payload),
+      scheduledJobOptions(this.registry, where, jobName, options.payload, this.settings.groupRated),
       this.settings.maxPayloadBytes,
       now,
     );

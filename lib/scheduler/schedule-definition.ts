@@ -12,7 +12,7 @@ import {
   type ScheduleDefinition,
   type ScheduledJobOptions,
 } from '../model/index.js';
-import { applyDeclaredKey, serializePayload } from '../model/index.js';
+import { applyDeclaredKey, checkGroupRated, serializePayload } from '../model/index.js';
 import { canonicalTimeZone, CronSchedule, fixedOffsetZone, isUtcOffset } from './cron-expression.js';
 
 interface ScheduleInput {
@@ -95,13 +95,15 @@ export function defineSchedule(
 /**
  * The options a job of this name runs with, as JobQueue would enqueue it:
  * the serial key or group its type declares is the one of the schedule's
- * payload, fixed like the payload.
+ * payload, fixed like the payload. A job bound for a queue of `groupRated`
+ * (its groups have a rate limit) must have a group, as at enqueue.
  */
 export function scheduledJobOptions(
   registry: JobRegistry,
   where: string,
   jobName: string,
   payload: unknown,
+  groupRated?: ReadonlySet<string>,
 ): ScheduledJobOptions {
   const o = registry.optionsOf(jobName);
   const options: ScheduledJobOptions = {
@@ -113,6 +115,7 @@ export function scheduledJobOptions(
   const { serialKey, group } = registry.keysOf(jobName);
   if (serialKey !== undefined) options.serialKey = applyDeclaredKey(where, jobName, 'serialKey', serialKey, payload);
   if (group !== undefined) options.groupKey = applyDeclaredKey(where, jobName, 'group', group, payload);
+  checkGroupRated(where, jobName, o.queue, options.groupKey, groupRated);
   return options;
 }
 

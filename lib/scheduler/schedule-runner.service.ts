@@ -109,6 +109,7 @@ export class ScheduleRunner {
           `@Cron('${s.metadata.expression}') on ${s.className}`,
           s.jobName,
           s.metadata.options.payload,
+          this.queueSettings.groupRated,
         ),
         this.queueSettings.maxPayloadBytes,
         now,

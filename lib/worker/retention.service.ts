@@ -11,7 +11,8 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js'
  * Keeps the job table lean: finished jobs leave once their retention ends,
  * in small chunks so no statement holds locks for long, with a rest between
  * chunks so a pass over millions of expired rows leaves room for the claims,
- * and so do the rows of workers long stopped (every process start adds one).
+ * and so do the rows of workers long stopped (every process start adds one)
+ * and the groups' rate logs whose starts all left their window.
  * Runs on instances with a worker; several instances prune side by side
  * (SKIP LOCKED).
  */
@@ -66,6 +67,7 @@ export class RetentionService {
       if (!this.stopping) deleted += await this.drainBatches(now);
       if (deleted) this.logger.log(`Pruned ${deleted} finished job(s) and batch(es) past their retention`);
       if (workers !== false && !this.stopping) await this.storage.pruneWorkers(new Date(now - workers));
+      if (!this.stopping) await this.storage.pruneGroupRates(new Date(now));
     } catch (error) {
       this.logger.warn(`Pruning finished jobs failed: ${(error as Error).message}`);
     }

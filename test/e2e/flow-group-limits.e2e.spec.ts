@@ -107,6 +107,7 @@ describe('per-group concurrency', () => {
     const info = (await queues.list()).find((q) => q.name === 'tenants')!;
     expect(info.groups).toEqual({
       concurrency: 2,
+      rateLimit: null,
       overrides: [
         { group: 'g01', concurrency: 1 },
         { group: 'g02', concurrency: 4 },

@@ -165,8 +165,15 @@ export const modulePositions: OptionsPosition[] = [
   {
     where: 'JobsModule.forRoot()',
     path: 'queues.emails.groups.',
-    known: ['concurrency', 'minInflight', 'shareThreshold'],
+    known: ['concurrency', 'rateLimit', 'minInflight', 'shareThreshold'],
     call: (o) => forRootWith('queues', { emails: { groups: o } }),
+  },
+  {
+    where: 'JobsModule.forRoot()',
+    path: 'queues.emails.groups.rateLimit.',
+    known: RATE_LIMIT,
+    base: () => ({ max: 10, per: 1_000 }),
+    call: (o) => forRootWith('queues', { emails: { groups: { rateLimit: o } } }),
   },
   {
     where: 'JobsModule.forRoot()',

@@ -112,13 +112,18 @@ function limitText(limit, rate) {
 const COUNTED = ['waiting', 'queued', 'scheduled', 'active'];
 
 /**
- * A queue's running jobs allowed per group, and the groups with a limit of their own.
- * @param {{ concurrency: number | null, overrides: Array<{ group: string, concurrency: number }> }} groups
+ * A queue's running jobs allowed per group, its starts allowed per group, and the groups with a limit of their own.
+ * @param {{ concurrency: number | null, rateLimit: { max: number, per: number } | null, overrides: Array<{ group: string, concurrency: number }> }} groups
  */
 function groupLimits(groups) {
-  if (groups.concurrency === null && groups.overrides.length === 0) return h('span', { class: 'muted' }, 'none');
+  if (groups.concurrency === null && groups.rateLimit === null && groups.overrides.length === 0) {
+    return h('span', { class: 'muted' }, 'none');
+  }
   return [
     groups.concurrency === null ? null : h('div', null, 'each ' + groups.concurrency),
+    groups.rateLimit === null
+      ? null
+      : h('div', null, 'each ' + groups.rateLimit.max + ' per ' + duration(groups.rateLimit.per)),
     groups.overrides.map((o) =>
       h(
         'div',

@@ -44,6 +44,8 @@ export class PostgresQueueStorage implements QueueStorage {
       groupMinInflight: r.group_min_inflight as number,
       groupShare: r.group_share as number,
       groupConcurrency: (r.group_concurrency as number | null) ?? null,
+      groupRateLimit:
+        r.group_rate_max == null ? null : { max: r.group_rate_max as number, per: r.group_rate_per_ms as number },
       groupLimits: r.group_limits as number,
       names: (r.names as Row[]).map((n) => ({
         name: n.name as string,
@@ -120,6 +122,7 @@ export function encodeCodeLimits(
     min_inflight: d.groupMinInflight ?? null,
     share: d.groupShare ?? null,
     group_concurrency: d.groupConcurrency ?? null,
+    group_rate: d.groupRateLimit ?? null,
     rate_key: d.rateKey ?? null,
   }));
   const keyed = Object.entries(keys).map(([key, rate]) => ({ key, rate }));

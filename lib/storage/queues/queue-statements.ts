@@ -35,14 +35,15 @@ export function queueStatements(schema: string) {
         rate_code = EXCLUDED.rate_code`;
   return {
     // $1: [{ queue, name (null for the queue), declared (false: a queue row only for its names' limits),
-    // concurrency, rate: {max, per} | null, min_inflight, share, group_concurrency, rate_key }], $2 now,
+    // concurrency, rate: {max, per} | null, min_inflight, share, group_concurrency, group_rate: {max, per} | null,
+    // rate_key }], $2 now,
     // $3 channel, $4: [{ key, rate: {max, per} }], the keyed rate limits, $5 this service.
     // The groups' settings are the code's alone. Only this service's declarations are written or
     // removed (code_service); one written before declarations had owners counts as this service's.
     syncCode: `WITH d AS (
       SELECT * FROM jsonb_to_recordset($1::jsonb)
         AS d(queue text, name text, declared boolean, concurrency int, rate jsonb, min_inflight int, share real,
-             group_concurrency int, rate_key text)
+             group_concurrency int, group_rate jsonb, rate_key text)
     ), k AS (
       SELECT * FROM jsonb_to_recordset($4::jsonb) AS k(key text, rate jsonb)
     ), krows AS (
@@ -66,13 +67,16 @@ export function queueStatements(schema: string) {
       ON CONFLICT (name) DO NOTHING
     ), qrows AS (
       INSERT INTO ${s}.job_queue AS q (name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
-                                        group_min_inflight, group_share, group_concurrency, code_service, updated_at)
+                                        group_min_inflight, group_share, group_concurrency, group_rate_max,
+                                        group_rate_per_ms, code_service, updated_at)
       SELECT d.queue, d.concurrency, d.concurrency, (d.rate ->> 'max')::int, (d.rate ->> 'per')::int, d.rate,
-             coalesce(d.min_inflight, 2), coalesce(d.share, 0.5), d.group_concurrency, $5, $2
+             coalesce(d.min_inflight, 2), coalesce(d.share, 0.5), d.group_concurrency, (d.group_rate ->> 'max')::int,
+             (d.group_rate ->> 'per')::int, $5, $2
         FROM d WHERE d.name IS NULL AND d.declared
       ON CONFLICT (name) DO UPDATE SET ${fromCode('q')},
         group_min_inflight = EXCLUDED.group_min_inflight, group_share = EXCLUDED.group_share,
-        group_concurrency = EXCLUDED.group_concurrency, code_service = EXCLUDED.code_service, updated_at = $2
+        group_concurrency = EXCLUDED.group_concurrency, group_rate_max = EXCLUDED.group_rate_max,
+        group_rate_per_ms = EXCLUDED.group_rate_per_ms, code_service = EXCLUDED.code_service, updated_at = $2
         WHERE q.code_service IS NULL OR q.code_service = EXCLUDED.code_service
       RETURNING q.name
     ), nrows AS (
@@ -94,8 +98,10 @@ export function queueStatements(schema: string) {
              rate_max = CASE WHEN q.rate_code IS NOT NULL THEN NULL ELSE q.rate_max END,
              rate_per_ms = CASE WHEN q.rate_code IS NOT NULL THEN NULL ELSE q.rate_per_ms END,
              rate_source = CASE WHEN q.rate_code IS NOT NULL THEN 'code' ELSE q.rate_source END,
-             rate_code = NULL, group_concurrency = NULL, code_service = NULL, updated_at = $2
-       WHERE (q.concurrency_code IS NOT NULL OR q.rate_code IS NOT NULL OR q.group_concurrency IS NOT NULL)
+             rate_code = NULL, group_concurrency = NULL, group_rate_max = NULL, group_rate_per_ms = NULL,
+             code_service = NULL, updated_at = $2
+       WHERE (q.concurrency_code IS NOT NULL OR q.rate_code IS NOT NULL OR q.group_concurrency IS NOT NULL
+              OR q.group_rate_max IS NOT NULL)
          AND (q.code_service IS NULL OR q.code_service = $5)
          AND NOT EXISTS (SELECT 1 FROM d WHERE d.name IS NULL AND d.declared AND d.queue = q.name)
       RETURNING q.name
@@ -117,7 +123,7 @@ export function queueStatements(schema: string) {
     codeConflicts: `WITH d AS (
       SELECT * FROM jsonb_to_recordset($1::jsonb)
         AS d(queue text, name text, declared boolean, concurrency int, rate jsonb, min_inflight int, share real,
-             group_concurrency int, rate_key text)
+             group_concurrency int, group_rate jsonb, rate_key text)
     ), k AS (
       SELECT * FROM jsonb_to_recordset($3::jsonb) AS k(key text, rate jsonb)
     )
@@ -127,7 +133,9 @@ export function queueStatements(schema: string) {
        AND (q.concurrency_code IS DISTINCT FROM d.concurrency OR q.rate_code IS DISTINCT FROM d.rate
             OR q.group_min_inflight IS DISTINCT FROM coalesce(d.min_inflight, 2)
             OR q.group_share IS DISTINCT FROM coalesce(d.share, 0.5)
-            OR q.group_concurrency IS DISTINCT FROM d.group_concurrency)
+            OR q.group_concurrency IS DISTINCT FROM d.group_concurrency
+            OR q.group_rate_max IS DISTINCT FROM (d.group_rate ->> 'max')::int
+            OR q.group_rate_per_ms IS DISTINCT FROM (d.group_rate ->> 'per')::int)
     UNION ALL
     SELECT 'job', d.queue || '/' || d.name, l.code_service
       FROM d JOIN ${s}.job_name_limit l ON l.queue = d.queue AND l.name = d.name
@@ -143,7 +151,8 @@ export function queueStatements(schema: string) {
     /** $1 queue. Any job at all, ended ones included: the typo check of pause and setLimits, not a hot path. */
     hasJobs: `SELECT EXISTS (SELECT 1 FROM ${s}.job WHERE queue = $1) AS found`,
     configs: `SELECT q.name AS queue, q.concurrency, q.concurrency_source, q.rate_max, q.rate_per_ms, q.rate_source, q.paused,
-             q.has_groups, q.has_serial, q.group_min_inflight, q.group_share, q.group_concurrency, q.code_service,
+             q.has_groups, q.has_serial, q.group_min_inflight, q.group_share, q.group_concurrency, q.group_rate_max,
+             q.group_rate_per_ms, q.code_service,
              (SELECT count(*)::int FROM ${s}.job_group_limit g WHERE g.queue = q.name) AS group_limits,
              coalesce((SELECT jsonb_agg(jsonb_build_object('name', l.name, 'concurrency', l.concurrency,
                          'concurrency_source', l.concurrency_source, 'rate_max', l.rate_max, 'rate_per_ms', l.rate_per_ms,

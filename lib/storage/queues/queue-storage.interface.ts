@@ -21,6 +21,8 @@ export interface QueueConfig extends Limits {
   groupShare: number;
   /** At most this many running jobs per group, unless the group has a limit of its own. */
   groupConcurrency: number | null;
+  /** At most `max` starts per group in any `per` ms (the code's `groups.rateLimit`), or null. */
+  groupRateLimit: RateLimit | null;
   /** How many of the queue's groups have a limit of their own (groupLimits lists them). */
   groupLimits: number;
   names: Array<Limits & { name: string; rateKey: string | null }>;
@@ -60,6 +62,7 @@ export interface CodeLimits {
   groupMinInflight?: number;
   groupShare?: number;
   groupConcurrency?: number;
+  groupRateLimit?: RateLimit;
 }
 
 /** A change made at run time; a field left out keeps its value, null removes the limit. */

@@ -1,4 +1,5 @@
 import { FRESH_GROUPS, FULL_GROUPS, GROUP_WALK } from './group-ring.js';
+import { GROUP_RATE_TURN, groupRateRoom, RATE_FULL_GROUPS, WRITE_GROUP_LOGS } from './group-rates.js';
 import {
   KEY_ROOM,
   KEYED_RATE_WAIT,
@@ -9,54 +10,18 @@ import {
   WRITE_NAME_LOGS,
 } from './rate-fragments.js';
 import { claimAhead, COUNT_OWN_AHEAD } from './claim-ahead.js';
+import { ACTIVE, CLAIMED_COLUMNS, DUE, dueInGroup, limitedClaim, RETURNED, WRITE } from './claim-columns.js';
 import { LIMIT_SHARE, RECORD_WAIT } from './limit-shares.js';
 import { defineRoutine } from './routine.js';
-import {
-  activeInQueue,
-  claimOrder,
-  claimSet,
-  duePlainJob,
-  inRateWindow,
-  plainClaim,
-  rateLogWrite,
-  type ClaimInputs,
-  type ClaimWrite,
-} from './sql-fragments.js';
+import { claimOrder, claimSet, duePlainJob, inRateWindow, rateLogWrite } from './sql-fragments.js';
 
-const DUE: ClaimInputs = { queue: 'p_queue', now: 'p_now', names: 'p_names' };
-/** Starts are stamped with the claim's turn (RATE_TURN); leases run from the caller's clock. */
-const WRITE: ClaimWrite = { worker: 'p_worker', startedAt: 'v_turn', now: 'p_now', leaseMs: 'p_lease_ms' };
-const ACTIVE = activeInQueue('a', 'p_queue');
-/** A job of group `group` (alias `j`) the claimer may take now. */
-const dueInGroup = (
-  group: string,
-) => `j.state = 'queued' AND j.queue = p_queue AND j.group_key = ${group} AND j.run_at <= p_now
-                 AND j.name = ANY(p_names) AND (j.deadline IS NULL OR j.deadline > p_now)`;
 const queueLog = rateLogWrite('jq', 'v_turn', 'v_claimed');
-const CLAIMED_COLUMNS = `u.id, u.name, u.queue, u.payload, u.attempt, u.max_attempts, u.timeout_ms, u.batch_id, u.trace_context,
-             u.deadline, u.run_at, NULL::float8`;
-const RETURNED = `j.id, j.name, j.queue, j.payload, j.attempt, j.max_attempts, j.timeout_ms, j.batch_id,
-                  j.trace_context, j.deadline, j.run_at, j.context`;
-/** The plain claim of the queue's next jobs, counted or (claimAhead) claimed ahead, in claim order. */
-const limitedClaim = (limit: string, reserved: 'false' | 'true') => `RETURN QUERY
-      WITH u AS (
-        ${plainClaim({
-          ...DUE,
-          ...WRITE,
-          table: ':SCHEMA.job',
-          limit,
-          reserved,
-          returning: `${RETURNED}, j.priority`,
-        })}
-      )
-      SELECT ${CLAIMED_COLUMNS}, ${reserved}, u.context
-        FROM u ORDER BY ${claimOrder('u')};`;
 
 /**
  * Claims up to p_limit due jobs of a controlled queue for p_worker (and up
  * to p_ahead more claimed ahead: claimAhead). Where
  * something must be counted (a concurrency or rate limit, the queue's or a
- * job name's, a group's, or serial keys), the queue's row lock makes the
+ * job name's, a group's concurrency or rate, or serial keys), the queue's row lock makes the
  * claims of this queue take turns across instances (a keyed rate limit's row
  * lock, taken after it, those of every queue sharing the key:
  * LOCK_RATE_KEYS), and each statement below reads a fresh snapshot, so the
@@ -131,7 +96,9 @@ BEGIN
   v_named := EXISTS (SELECT 1 FROM :SCHEMA.job_name_limit l WHERE l.queue = p_queue);
   v_group_limited := v_q.has_groups AND (v_q.group_concurrency IS NOT NULL
     OR EXISTS (SELECT 1 FROM :SCHEMA.job_group_limit l WHERE l.queue = p_queue));
-  v_counted := v_q.concurrency IS NOT NULL OR v_q.rate_max IS NOT NULL OR v_q.has_serial OR v_named OR v_group_limited;
+  -- A rate limit per group counts each group's starts (group-rates.ts).
+  v_counted := v_q.concurrency IS NOT NULL OR v_q.rate_max IS NOT NULL OR v_q.has_serial OR v_named OR v_group_limited
+    OR (v_q.has_groups AND v_q.group_rate_max IS NOT NULL);
   IF v_counted THEN
     -- Re-read under the lock: the settings as the claim before this one left them.
     SELECT * INTO v_q FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue FOR UPDATE;
@@ -140,6 +107,7 @@ BEGIN
     END IF;
     ${LOCK_RATE_KEYS}
     ${RATE_TURN}
+    ${GROUP_RATE_TURN}
   END IF;
 
   -- Every way out of this block that held jobs back for a rate limit ends below it, with the row
@@ -188,6 +156,7 @@ BEGIN
       IF v_group_limited THEN
         ${FULL_GROUPS}
       END IF;
+      ${RATE_FULL_GROUPS}
       ${FRESH_GROUPS}
       ${GROUP_WALK}
       v_groups := v_fresh || v_groups;
@@ -262,10 +231,10 @@ BEGIN
     ), key_room AS (
       ${KEY_ROOM}
     ), ring AS (
-      -- With group limits, the room each group has left (NULL: no limit).
+      -- With group limits, the room each group has left, of its concurrency and its rate (NULL: no limit).
       SELECT r.g, r.pos,
-             coalesce((SELECT l.concurrency FROM :SCHEMA.job_group_limit l WHERE v_group_limited AND l.queue = p_queue
-                        AND l.group_key = r.g), v_q.group_concurrency) - coalesce(gl.n, 0) AS room
+             least(coalesce((SELECT l.concurrency FROM :SCHEMA.job_group_limit l WHERE v_group_limited AND l.queue = p_queue
+                              AND l.group_key = r.g), v_q.group_concurrency) - coalesce(gl.n, 0), ${groupRateRoom('r.g')}) AS room
         FROM unnest(v_groups) WITH ORDINALITY AS r(g, pos) LEFT JOIN group_load gl ON gl.group_key = r.g
     ), plain AS (
       -- Jobs of no group and no serial key, in claim order.
@@ -349,6 +318,7 @@ BEGIN
 
     ${WRITE_NAME_LOGS}
     ${WRITE_KEY_LOGS}
+    ${WRITE_GROUP_LOGS}
   END claim;
 
   ${RECORD_WAIT}

@@ -69,11 +69,20 @@ export class QueueSettings {
 
   /**
    * Whether the queue is limited as a whole and by nothing else (no groups, serial keys, job-name
-   * limits or rate): the queue whose jobs a claim may take ahead (claim_controlled's p_ahead).
+   * limits or rate, its own or its groups'): the queue whose jobs a claim may take ahead
+   * (claim_controlled's p_ahead).
    */
   limitedAsAWhole(queue: string): boolean {
     const c = this.byQueue.get(queue);
-    return !!c && c.concurrency !== null && c.rateLimit === null && !c.hasGroups && !c.hasSerial && !c.names.length;
+    return (
+      !!c &&
+      c.concurrency !== null &&
+      c.rateLimit === null &&
+      c.groupRateLimit === null &&
+      !c.hasGroups &&
+      !c.hasSerial &&
+      !c.names.length
+    );
   }
 
   /** Whether the queue needs the controlled claim. */
@@ -84,15 +93,25 @@ export class QueueSettings {
       (c.paused ||
         c.concurrency !== null ||
         c.rateLimit !== null ||
+        c.groupRateLimit !== null ||
         c.hasGroups ||
         c.hasSerial ||
         c.names.some((n) => n.concurrency !== null || n.rateLimit !== null || n.rateKey !== null))
     );
   }
 
-  /** Whether a rate limit counts the queue's starts: its own, a job name's in it, or a key one of its names refers to. */
+  /**
+   * Whether a rate limit counts the queue's starts: its own, its groups' (`groups.rateLimit`), a job
+   * name's in it, or a key one of its names refers to. Its claimed jobs must start within the lag
+   * their window counted (StartDeadlines), and none is held here beyond the free slots.
+   */
   rated(queue: string): boolean {
     const c = this.byQueue.get(queue);
-    return !!c && (c.rateLimit !== null || c.names.some((n) => n.rateLimit !== null || n.rateKey !== null));
+    return (
+      !!c &&
+      (c.rateLimit !== null ||
+        c.groupRateLimit !== null ||
+        c.names.some((n) => n.rateLimit !== null || n.rateKey !== null))
+    );
   }
 }

@@ -16,6 +16,7 @@ const config = (queue: string, o: Partial<QueueConfig>): QueueConfig => ({
   groupMinInflight: 2,
   groupShare: 0.5,
   groupConcurrency: null,
+  groupRateLimit: null,
   groupLimits: 0,
   names: [],
   ...o,
@@ -48,4 +49,19 @@ it("counts a grouped queue with a per-group limit (the default or a group's own)
     true,
     false,
   ]);
+});
+
+it('counts a queue whose groups have a rate limit as controlled and rated, never limited as a whole', async () => {
+  const settings = await settingsOf([
+    config('group-rated', { hasGroups: true, groupRateLimit: { max: 10, per: 1_000 } }),
+    config('no-groups-yet', { groupRateLimit: { max: 10, per: 1_000 }, concurrency: 5 }),
+    config('groups-alone', { hasGroups: true }),
+  ]);
+  const queues = ['group-rated', 'no-groups-yet', 'groups-alone'];
+  // Through the controlled claim, which counts each group's starts, even before its first grouped job.
+  expect(queues.map((q) => settings.controlled(q))).toEqual([true, true, true]);
+  // Its claimed jobs get start deadlines and no depth, as any rate-limited queue's.
+  expect(queues.map((q) => settings.rated(q))).toEqual([true, true, false]);
+  // Nothing is claimed ahead: the window counts starts.
+  expect(settings.limitedAsAWhole('no-groups-yet')).toBe(false);
 });

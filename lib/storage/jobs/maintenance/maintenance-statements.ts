@@ -1,4 +1,4 @@
-import { DeadlineExceededError, JobCancelledError, LeaseLostError } from '../../../model/index.js';
+import { DeadlineExceededError, JobCancelledError, LeaseLostError, RATE_START_LAG_MS } from '../../../model/index.js';
 import { quoteIdent } from '../../connection/sql-identifiers.js';
 import { notifySql } from '../../notifications/notification-topics.js';
 import { noLiveChildren, settleCte } from '../job-fragments.js';
@@ -147,6 +147,18 @@ export function maintenanceStatements(schema: string) {
 
     // Rows of workers stopped (or silent: crashed) before $1.
     pruneWorkers: `DELETE FROM ${s}.worker WHERE coalesce(stopped_at, last_heartbeat) < $1 RETURNING 1`,
+
+    // A group's rate log (claim_controlled's group-rates.ts) whose latest start left its window (per
+    // plus the start lag) a minute before $1, or of a queue whose groups lost their rate limit: the
+    // claim would count none of it. The minute spares logs an instance whose clock is behind still
+    // counts. Rows a claim is writing are skipped, not waited for: the next pass takes them.
+    pruneGroupRates: `DELETE FROM ${s}.job_group_rate r USING (
+      SELECT g.queue, g.group_key FROM ${s}.job_group_rate g LEFT JOIN ${s}.job_queue q ON q.name = g.queue
+       WHERE q.group_rate_max IS NULL
+          OR g.last_at < $1::timestamptz - make_interval(secs => (q.group_rate_per_ms + ${RATE_START_LAG_MS}) / 1000.0)
+                         - interval '1 minute'
+         FOR UPDATE OF g SKIP LOCKED) d
+     WHERE r.queue = d.queue AND r.group_key = d.group_key RETURNING 1`,
   };
 }
 

@@ -68,6 +68,11 @@ export interface MaintenanceStorage {
   ): Promise<BatchRoundResult>;
   /** Deletes the rows of workers stopped, or silent, since before `before`. */
   pruneWorkers(before: Date): Promise<number>;
+  /**
+   * Deletes the groups' rate logs (`groups.rateLimit`) whose every start left its window well
+   * before `now`, and those of queues whose groups no longer have a rate limit; returns how many.
+   */
+  pruneGroupRates(now: Date): Promise<number>;
   registerWorker(worker: WorkerRegistration): Promise<void>;
   /** False when the worker's row is gone (pruned): register again. */
   heartbeatWorker(id: string, now: Date, active: number): Promise<boolean>;

@@ -90,6 +90,10 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
     return (await this.run('pruneWorkers', [before])).length;
   }
 
+  async pruneGroupRates(now: Date): Promise<number> {
+    return (await this.run('pruneGroupRates', [now])).length;
+  }
+
   async registerWorker(w: WorkerRegistration): Promise<void> {
     const { open, max } = this.connections();
     await this.run('registerWorker', [
