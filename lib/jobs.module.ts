@@ -37,12 +37,12 @@ import {
   JobsError,
   JobTracing,
   NoTracing,
-  QUEUE_SETTINGS,
+  JOB_WRITE_RULES,
   SCHEDULE_CONTROL,
   SystemClock,
   type CodeQueues,
   type QueueOptions,
-  type QueueSettings,
+  type JobWriteRules,
 } from './model/index.js';
 import { JobsMonitor } from './monitoring/jobs-monitor.service.js';
 import { MONITORING_OPTIONS, type MonitoringOptions } from './monitoring/monitoring-options.js';
@@ -160,9 +160,9 @@ function coreProviders(): Provider[] {
       useFactory: (o: JobsModuleOptions) => resolveWorkerOptions(o.worker),
     },
     {
-      provide: QUEUE_SETTINGS,
+      provide: JOB_WRITE_RULES,
       inject: [JOBS_MODULE_OPTIONS, QUEUE_DECLARATIONS],
-      useFactory: (o: JobsModuleOptions, queues: Record<string, QueueOptions>): QueueSettings => ({
+      useFactory: (o: JobsModuleOptions, queues: Record<string, QueueOptions>): JobWriteRules => ({
         maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         maxResultBytes: o.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
         contextFrom: checkContextFrom(o.contextFrom),

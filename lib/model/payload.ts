@@ -221,8 +221,11 @@ function isProblem(value: unknown): value is Problem {
   return typeof value === 'object' && value !== null && PROBLEM in value;
 }
 
-/** Limits on what a job may carry, from JobsModule's options. */
-export interface QueueSettings {
+/**
+ * What every write of a job checks, from JobsModule's options: the bounds on
+ * what it carries, its default context, and the queues that need a group.
+ */
+export interface JobWriteRules {
   maxPayloadBytes: number;
   /** Largest job or step result, in bytes of JSON. */
   maxResultBytes: number;
@@ -232,4 +235,4 @@ export interface QueueSettings {
   groupRated?: ReadonlySet<string>;
 }
 
-export const QUEUE_SETTINGS = Symbol('QUEUE_SETTINGS');
+export const JOB_WRITE_RULES = Symbol('JOB_WRITE_RULES');

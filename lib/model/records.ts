@@ -35,9 +35,10 @@ export interface ClaimedJob {
   runAt?: Date;
   /**
    * Claimed ahead for a limited queue, uncounted by its limit: it starts only in the place of a
-   * job of the queue that succeeded here, whose write then counts it (FinishedAttempt.successor).
+   * job of the queue that succeeded here (its successor), whose write then counts it
+   * (FinishedAttempt.successor). Stored as the job's `reserved` column.
    */
-  reserved?: boolean;
+  claimedAhead?: boolean;
   /** When its handler began, and its span: noted by the worker as the attempt starts, written with its outcome. */
   started?: AttemptStart;
 }

@@ -22,7 +22,7 @@ import {
   type JobHandler,
   type NewJob,
 } from '../model/index.js';
-import { QUEUE_SETTINGS, serializePayload, type QueueSettings } from '../model/index.js';
+import { JOB_WRITE_RULES, serializePayload, type JobWriteRules } from '../model/index.js';
 import { storedContext } from './job-context-capture.js';
 import { ENQUEUE_OPTIONS_SHAPE, type EnqueueOptions } from './queue-options.js';
 
@@ -39,7 +39,7 @@ export class JobFactory {
   constructor(
     private readonly registry: JobRegistry,
     readonly clock: Clock,
-    @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,
+    @Inject(JOB_WRITE_RULES) private readonly writeRules: JobWriteRules,
     private readonly tracing: JobTracing,
     private readonly cipher: JobCipher,
   ) {}
@@ -93,7 +93,7 @@ export class JobFactory {
     const id = uuidv7(now.getTime());
     const queue = options.queue ?? defaults.queue;
     const flow = flowControl(where, this.withDeclaredKeys(where, name, options, payload), unique, runAt, now);
-    checkGroupRated(where, name, queue, flow.groupKey, this.settings.groupRated);
+    checkGroupRated(where, name, queue, flow.groupKey, this.writeRules.groupRated);
     return {
       ...flow,
       id,
@@ -106,7 +106,7 @@ export class JobFactory {
       maxAttempts: options.maxAttempts ?? defaults.maxAttempts,
       timeoutMs: options.timeout ?? defaults.timeout,
       traceContext: this.tracing.enabled ? this.tracing.capture({ id, name, queue }) : null,
-      contextJson: storedContext(where, options.context, this.settings.contextFrom, this.cipher, defaults.encrypted),
+      contextJson: storedContext(where, options.context, this.writeRules.contextFrom, this.cipher, defaults.encrypted),
     };
   }
 
@@ -130,7 +130,7 @@ export class JobFactory {
 
   /** The payload as stored: its JSON, checked against the size limit, and sealed for an encrypted job. */
   private payloadJson(name: string, payload: unknown, encrypted: boolean): string {
-    const json = serializePayload(name, payload, this.settings.maxPayloadBytes);
+    const json = serializePayload(name, payload, this.writeRules.maxPayloadBytes);
     if (!encrypted && !this.cipher.all) return json;
     if (!this.cipher.enabled) {
       throw new JobsError(

@@ -19,8 +19,8 @@ import {
   type JobInfo,
   type NewJob,
   type PayloadOf,
-  QUEUE_SETTINGS,
-  type QueueSettings,
+  JOB_WRITE_RULES,
+  type JobWriteRules,
 } from '../model/index.js';
 import { JOB_CONTROL_STORAGE, type JobControlStorage } from '../storage/jobs/control/job-control-storage.interface.js';
 import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
@@ -87,7 +87,7 @@ const ENQUEUE_ITEM_SHAPE = optionShape<EnqueueItem>({ job: true, payload: true, 
 export class JobQueue {
   private readonly reads: JobReads;
   private readonly inline: InlineRunner;
-  private readonly contextFrom: QueueSettings['contextFrom'];
+  private readonly contextFrom: JobWriteRules['contextFrom'];
 
   constructor(
     @Inject(ENQUEUE_STORAGE) private readonly storage: EnqueueStorage,
@@ -98,11 +98,17 @@ export class JobQueue {
     private readonly events: JobEvents,
     registry: JobRegistry,
     moduleRef: ModuleRef,
-    @Inject(QUEUE_SETTINGS) settings: QueueSettings,
+    @Inject(JOB_WRITE_RULES) writeRules: JobWriteRules,
   ) {
     this.reads = new JobReads(control, workflows);
-    this.contextFrom = settings.contextFrom;
-    this.inline = new InlineRunner(registry, moduleRef, factory.clock, settings.maxPayloadBytes, settings.contextFrom);
+    this.contextFrom = writeRules.contextFrom;
+    this.inline = new InlineRunner(
+      registry,
+      moduleRef,
+      factory.clock,
+      writeRules.maxPayloadBytes,
+      writeRules.contextFrom,
+    );
   }
 
   /**

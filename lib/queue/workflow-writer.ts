@@ -10,10 +10,10 @@ import {
   isUuid,
   JobEvents,
   JobsError,
-  QUEUE_SETTINGS,
+  JOB_WRITE_RULES,
   uuidv7,
   type NewJob,
-  type QueueSettings,
+  type JobWriteRules,
   type StepOptions,
 } from '../model/index.js';
 import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
@@ -41,7 +41,7 @@ export class WorkflowWriter {
     @Inject(WORKFLOW_STORAGE) private readonly storage: WorkflowStorage,
     @Inject(ENQUEUE_STORAGE) private readonly enqueue: EnqueueStorage,
     private readonly events: JobEvents,
-    @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,
+    @Inject(JOB_WRITE_RULES) private readonly writeRules: JobWriteRules,
   ) {}
 
   /**
@@ -155,7 +155,7 @@ export class WorkflowWriter {
 
   /** The context of the call's jobs that give none, read once for all of them (see defaultContext). */
   private defaultContext(where: string): unknown {
-    return defaultContext(where, this.settings.contextFrom);
+    return defaultContext(where, this.writeRules.contextFrom);
   }
 
   /** Tells enqueue observers (metrics) of the jobs a call wrote. */

@@ -16,8 +16,8 @@ import {
   type ScheduleControl,
   type ScheduleInfo,
   uuidv7,
-  QUEUE_SETTINGS,
-  type QueueSettings,
+  JOB_WRITE_RULES,
+  type JobWriteRules,
 } from '../model/index.js';
 import { SCHEDULE_STORAGE, type ScheduleStorage } from '../storage/schedules/schedule-storage.interface.js';
 import { CronSchedule } from './cron-expression.js';
@@ -63,7 +63,7 @@ export class RecurringSchedules implements ScheduleControl {
     private readonly registry: JobRegistry,
     private readonly clock: Clock,
     private readonly runner: ScheduleRunner,
-    @Inject(QUEUE_SETTINGS) private readonly settings: QueueSettings,
+    @Inject(JOB_WRITE_RULES) private readonly writeRules: JobWriteRules,
   ) {}
 
   /**
@@ -96,8 +96,8 @@ export class RecurringSchedules implements ScheduleControl {
         catchUp: options.catchUp,
         overlap: options.overlap,
       },
-      scheduledJobOptions(this.registry, where, jobName, options.payload, this.settings.groupRated),
-      this.settings.maxPayloadBytes,
+      scheduledJobOptions(this.registry, where, jobName, options.payload, this.writeRules.groupRated),
+      this.writeRules.maxPayloadBytes,
       now,
     );
     definition.encrypted = this.registry.optionsOf(jobName).encrypted;

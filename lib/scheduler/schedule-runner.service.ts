@@ -3,7 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { JobRegistry } from '../discovery/job-registry.js';
 import { Clock, uuidv7, type ScheduleDefinition } from '../model/index.js';
-import { QUEUE_SETTINGS, type QueueSettings } from '../model/index.js';
+import { JOB_WRITE_RULES, type JobWriteRules } from '../model/index.js';
 import { JobNotifications } from '../storage/notifications/job-notifications.interface.js';
 import {
   SCHEDULE_STORAGE,
@@ -55,7 +55,7 @@ export class ScheduleRunner {
     private readonly clock: Clock,
     private readonly notifications: JobNotifications,
     @Inject(SCHEDULER_OPTIONS) private readonly options: ResolvedSchedulerOptions,
-    @Inject(QUEUE_SETTINGS) private readonly queueSettings: QueueSettings,
+    @Inject(JOB_WRITE_RULES) private readonly writeRules: JobWriteRules,
     @Optional() appTimers?: SchedulerRegistry,
   ) {
     this.timers = appTimers ?? new SchedulerRegistry();
@@ -109,9 +109,9 @@ export class ScheduleRunner {
           `@Cron('${s.metadata.expression}') on ${s.className}`,
           s.jobName,
           s.metadata.options.payload,
-          this.queueSettings.groupRated,
+          this.writeRules.groupRated,
         ),
-        this.queueSettings.maxPayloadBytes,
+        this.writeRules.maxPayloadBytes,
         now,
       ),
     }));

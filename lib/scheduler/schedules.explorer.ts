@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common
 import { DiscoveryService } from '@nestjs/core';
 import { getJobMetadata } from '../discovery/job.decorator.js';
 import { Clock, JOB_DEFAULTS, JobsError } from '../model/index.js';
-import { QUEUE_SETTINGS, type QueueSettings } from '../model/index.js';
+import { JOB_WRITE_RULES, type JobWriteRules } from '../model/index.js';
 import { getCronMetadata, type CronMetadata } from './cron.decorator.js';
 import { defineSchedule } from './schedule-definition.js';
 
@@ -24,7 +24,7 @@ export class SchedulesExplorer implements OnModuleInit {
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly clock: Clock,
-    @Inject(QUEUE_SETTINGS) private readonly queueSettings: QueueSettings,
+    @Inject(JOB_WRITE_RULES) private readonly writeRules: JobWriteRules,
   ) {}
 
   get schedules(): readonly CodeSchedule[] {
@@ -60,7 +60,7 @@ export class SchedulesExplorer implements OnModuleInit {
             maxAttempts: JOB_DEFAULTS.maxAttempts,
             timeoutMs: JOB_DEFAULTS.timeout,
           },
-          this.queueSettings.maxPayloadBytes,
+          this.writeRules.maxPayloadBytes,
           this.clock.now(),
         );
         const clash = byName.get(name);

@@ -67,7 +67,7 @@ declare class Transform {
 declare class Load {
   run(payload: { src: string }): Promise<void>;
 }
-declare class Extract {
+declare class ExtractRows {
   run(payload: { day: string }): Promise<void>;
 }
 declare class Clean {

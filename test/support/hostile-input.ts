@@ -303,7 +303,7 @@ export const asJson = (payload: unknown): unknown => JSON.parse(JSON.stringify(p
 /** A uuid of any version and case, nobody's id. */
 export const randomUuid: fc.Arbitrary<string> = fc.uuid().chain((u) => fc.constantFrom(u, u.toUpperCase()));
 
-/** Ids that cannot name a row: the shapes issue 12 found leaking, and anything else. */
+/** Ids that cannot name a row: shapes known to have leaked a driver error, and anything else. */
 export const malformedId: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(
     'not-a-uuid',

@@ -20,7 +20,7 @@ import {
 } from './hostile-input.js';
 
 /**
- * The jobs and per-job arguments both property files (issue 12) enqueue:
+ * The jobs and per-job arguments both property files enqueue:
  * what each call is given, and what the stored row must then hold.
  */
 

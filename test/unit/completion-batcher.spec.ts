@@ -237,7 +237,7 @@ describe('CompletionBatcher', () => {
     // success would count R while W still held its slot: one job more counted than the limit of 2.
     await enqueue('limited', 4);
     const { jobs } = await storage.claims.claimControlled({ ...request('limited', 2), ahead: 2 });
-    expect(jobs.map((j) => Boolean(j.reserved))).toEqual([false, false, true, true]);
+    expect(jobs.map((j) => Boolean(j.claimedAhead))).toEqual([false, false, true, true]);
     const [w, other, s, r] = jobs as [ClaimedJob, ClaimedJob, ClaimedJob, ClaimedJob];
     const counted = async () =>
       (

@@ -78,7 +78,7 @@ describe('editDistance', () => {
 });
 
 describe('nearestKey', () => {
-  it('names the key the reports of issue 23 meant', () => {
+  it('names the key a misspelling meant: a letter missing, doubled or swapped, or the case changed', () => {
     expect(nearestKey('maxAtempts', JOB_OPTIONS_SHAPE.keys)).toBe('maxAttempts');
     expect(nearestKey('retension', MODULE_SHAPE.keys)).toBe('retention');
     expect(nearestKey('MAXATTEMPTS', JOB_OPTIONS_SHAPE.keys)).toBe('maxAttempts');

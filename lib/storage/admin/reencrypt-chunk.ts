@@ -1,5 +1,6 @@
 import type { JobCipher, SerializedError } from '../../model/index.js';
 import type { SqlExecutor } from '../connection/sql-executor.js';
+import { quoteIdent } from '../connection/sql-identifiers.js';
 import type { ReencryptChunkResult } from './admin-storage.interface.js';
 
 /**
@@ -8,7 +9,8 @@ import type { ReencryptChunkResult } from './admin-storage.interface.js';
  * write in flight is never waited for (those rows are left for another run);
  * their history and steps are rewritten in the same short transaction.
  */
-export function reencryptStatements(s: string) {
+export function reencryptStatements(schema: string) {
+  const s = quoteIdent(schema);
   return {
     jobs: `SELECT id, payload, result, last_error, progress_message, context FROM ${s}.job
       WHERE id > $1 AND jsonb_typeof(payload) = 'string' AND left(payload #>> '{}', 6) = '$enc1:'

@@ -186,7 +186,7 @@ export function jobStepFromRow(r: JobStep, withResult: boolean, cipher: JobCiphe
 
 /** A row of claim_controlled: a claimed job, or (id null) the wait a rate limit asks for. */
 /** A controlled claim's row: a job, the rate limit's wait (id null), or one of the worker's jobs claimed ahead that it counted (`reserved` null). */
-export type ClaimRow = Omit<ClaimedJob, 'reserved'> & { waitMs: number | null; reserved?: boolean | null };
+export type ClaimRow = Omit<ClaimedJob, 'claimedAhead'> & { waitMs: number | null; reserved?: boolean | null };
 
 /** Claimed rows as the claim made at `claimedAt` returns them: the jobs (payloads opened, see openClaimed) and the wait. */
 export function claimResult(cipher: JobCipher, rows: readonly ClaimRow[], claimedAt: Date): ClaimResult {
@@ -196,7 +196,7 @@ export function claimResult(cipher: JobCipher, rows: readonly ClaimRow[], claime
   for (const { waitMs: wait, reserved, ...job } of rows) {
     if (!job.id) waitMs = wait;
     else if (reserved === null) (counted ??= []).push(job.id);
-    else jobs.push(reserved ? { ...job, reserved } : job);
+    else jobs.push(reserved ? { ...job, claimedAhead: true } : job);
   }
   const result: ClaimResult = { jobs: claimedJobs(cipher, jobs, claimedAt), waitMs };
   if (counted) result.counted = counted;

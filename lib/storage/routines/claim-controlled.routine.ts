@@ -15,6 +15,7 @@ import { LIMIT_SHARE, RECORD_WAIT } from './limit-shares.js';
 import { defineRoutine } from './routine.js';
 import { claimOrder, claimSet, duePlainJob, inRateWindow, rateLogWrite } from './sql-fragments.js';
 
+/** The queue's own rate log written after a claim: reads v_turn and v_claimed, writes no variable. */
 const queueLog = rateLogWrite('jq', 'v_turn', 'v_claimed');
 
 /**
@@ -39,6 +40,24 @@ const queueLog = rateLogWrite('jq', 'v_turn', 'v_claimed');
  * plans). Without statistics (a new schema before its first ANALYZE) the
  * group walk may pick the arrival index and read every queued row: see the
  * operating guide's "Planner statistics".
+ *
+ * Its body is spliced from pieces, each a PL/pgSQL statement (or an
+ * expression, or a CTE body) over the variables DECLAREd below and the
+ * parameters, which states in its comment and in its `_VARS` export which of
+ * them it reads and writes (test/unit/claim-fragments.spec.ts checks both
+ * against its SQL). In the order they run: under the queue's lock
+ * LOCK_RATE_KEYS, RATE_TURN (rate-fragments.ts) and GROUP_RATE_TURN
+ * (group-rates.ts); in the claim block QUEUE_RATE_ROOM, LIMIT_SHARE
+ * (limit-shares.ts), then for a queue limited as a whole COUNT_OWN_AHEAD,
+ * limitedClaim (claim-columns.ts) and claimAhead (claim-ahead.ts), for a
+ * queue with groups FULL_GROUPS, RATE_FULL_GROUPS, FRESH_GROUPS and
+ * GROUP_WALK (group-ring.ts, group-rates.ts), in the counted claim KEY_ROOM
+ * and groupRateRoom, after it WRITE_NAME_LOGS, WRITE_KEY_LOGS and
+ * WRITE_GROUP_LOGS; after the block RECORD_WAIT and KEYED_RATE_WAIT. The
+ * shared conditions and columns (DUE, WRITE, ACTIVE, dueInGroup, RETURNED,
+ * CLAIMED_COLUMNS) come from claim-columns.ts, the SQL the TypeScript
+ * statements say too from sql-fragments.ts. The whole text as installed is
+ * test/fixtures/sql/routines/claim_controlled.sql.
  */
 export const CLAIM_CONTROLLED = defineRoutine(
   'claim_controlled',

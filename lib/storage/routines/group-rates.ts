@@ -6,8 +6,13 @@
  * format of the queue's own (rate_log_at, rate_log_n: each claim's turn and
  * count). The claims of such a queue are counted, so they take turns on the
  * queue's row lock across instances, which makes each group's count exact.
- * They read and set the routine's variables (v_q, v_turn, v_full, v_wait,
- * v_ids, v_chosen_groups, p_queue, p_now, p_names).
+ * GROUP_RATE_TURN runs under the queue's lock after RATE_TURN,
+ * RATE_FULL_GROUPS after FULL_GROUPS (group-ring.ts), groupRateRoom in the
+ * counted claim's ring, WRITE_GROUP_LOGS after the claim. Between them they
+ * read p_queue, p_now, p_names, v_q, v_turn, v_full, v_wait and
+ * v_chosen_groups, and write v_turn, v_full and v_wait. Each fragment says
+ * its own in its comment and in its `_VARS` export, which
+ * test/unit/claim-fragments.spec.ts checks against its SQL.
  */
 
 import { RATE_START_LAG_MS } from '../../model/index.js';
@@ -28,10 +33,15 @@ const waitFor = (oldest: string) => `greatest(1, extract(epoch FROM ${oldest} + 
  * holds: a claim stamped earlier than one that took its turn before it must
  * not count its starts back beside those that one already dropped from the
  * log. The latest is read off the index on (queue, last_at).
+ *
+ * Reads: p_queue, v_q, v_turn. Writes: v_turn.
  */
 export const GROUP_RATE_TURN = `IF v_q.group_rate_max IS NOT NULL THEN
       v_turn := greatest(v_turn, (SELECT max(r.last_at) FROM :SCHEMA.job_group_rate r WHERE r.queue = p_queue));
     END IF;`;
+
+/** The variables of claim_controlled GROUP_RATE_TURN reads and writes. */
+export const GROUP_RATE_TURN_VARS = { reads: ['p_queue', 'v_q', 'v_turn'], writes: ['v_turn'] } as const;
 
 /**
  * Into v_full too, the groups whose window is full at the turn, so the walk
@@ -39,6 +49,9 @@ export const GROUP_RATE_TURN = `IF v_q.group_rate_max IS NOT NULL THEN
  * do not use it up; and into v_wait, when the first of them with due work
  * may start again. Only groups that started a job within the window are
  * read, off the index on (queue, last_at).
+ *
+ * Reads: p_names, p_now, p_queue, v_full, v_q, v_turn, v_wait. Writes:
+ * v_full (appended to), v_wait.
  */
 export const RATE_FULL_GROUPS = `IF v_q.group_rate_max IS NOT NULL THEN
         SELECT v_full || coalesce(array_agg(f.g), '{}'), least(v_wait, min(${waitFor('f.oldest')}) FILTER (WHERE f.due))
@@ -48,10 +61,23 @@ export const RATE_FULL_GROUPS = `IF v_q.group_rate_max IS NOT NULL THEN
                  WHERE r.queue = p_queue AND r.last_at > v_turn - ${WINDOW} AND w.used >= v_q.group_rate_max) f;
       END IF;`;
 
-/** The room group `g`'s window has left at the turn; NULL when the queue's groups have no rate limit. */
+/** The variables of claim_controlled RATE_FULL_GROUPS reads and writes. */
+export const RATE_FULL_GROUPS_VARS = {
+  reads: ['p_names', 'p_now', 'p_queue', 'v_full', 'v_q', 'v_turn', 'v_wait'],
+  writes: ['v_full', 'v_wait'],
+} as const;
+
+/**
+ * The room group `g`'s window has left at the turn; NULL when the queue's groups have no rate limit.
+ *
+ * Reads: p_queue, v_q, v_turn. Writes: none.
+ */
 export const groupRateRoom = (g: string) => `CASE WHEN v_q.group_rate_max IS NOT NULL THEN
                v_q.group_rate_max - coalesce((SELECT w.used FROM :SCHEMA.job_group_rate gr CROSS JOIN LATERAL (${inWindow('gr')}) w
                                                WHERE gr.queue = p_queue AND gr.group_key = ${g}), 0) END`;
+
+/** The variables of claim_controlled groupRateRoom reads and writes of its own, its argument aside. */
+export const GROUP_RATE_ROOM_VARS = { reads: ['p_queue', 'v_q', 'v_turn'], writes: [] } as const;
 
 /**
  * After the claim: each chosen group's starts go into its log at the turn
@@ -59,6 +85,9 @@ export const groupRateRoom = (g: string) => `CASE WHEN v_q.group_rate_max IS NOT
  * in group order. A group whose window this claim filled and that has due
  * work left says, in v_wait, when its next start is allowed, so the worker
  * looks again then rather than at its next poll.
+ *
+ * Reads: p_names, p_now, p_queue, v_chosen_groups, v_q, v_turn, v_wait.
+ * Writes: v_wait (and the job_group_rate rows).
  */
 export const WRITE_GROUP_LOGS = `IF v_q.group_rate_max IS NOT NULL THEN
     WITH logged AS (
@@ -77,3 +106,9 @@ export const WRITE_GROUP_LOGS = `IF v_q.group_rate_max IS NOT NULL THEN
       FROM logged l CROSS JOIN LATERAL (${inWindow('l')}) w
      WHERE w.used >= v_q.group_rate_max AND EXISTS (SELECT 1 FROM :SCHEMA.job j WHERE ${dueInGroup('l.group_key')});
   END IF;`;
+
+/** The variables of claim_controlled WRITE_GROUP_LOGS reads and writes. */
+export const WRITE_GROUP_LOGS_VARS = {
+  reads: ['p_names', 'p_now', 'p_queue', 'v_chosen_groups', 'v_q', 'v_turn', 'v_wait'],
+  writes: ['v_wait'],
+} as const;

@@ -1,9 +1,13 @@
 /**
  * The grouped claim's choice of groups, as PL/pgSQL statements of
- * `claim_controlled` (its variables: p_queue, p_now, v_q, v_walk, v_groups,
- * v_full, v_fresh, v_last_arrival, v_seen): the groups at their
- * concurrency limit, the groups returning with new work, and the walk of the
- * rotation that skips both.
+ * `claim_controlled`: the groups at their concurrency limit, the groups
+ * returning with new work, and the walk of the rotation that skips both.
+ * They run in that order in the routine's group branch (RATE_FULL_GROUPS of
+ * group-rates.ts between the first two), and between them they read
+ * p_queue, p_now, v_q, v_walk, v_full, v_groups and v_fresh, and write
+ * v_full, v_fresh, v_last_arrival, v_seen and v_groups. Each fragment says
+ * its own in its comment and in its `_VARS` export, which
+ * test/unit/claim-fragments.spec.ts checks against its SQL.
  */
 
 import { activeInQueue } from './sql-fragments.js';
@@ -15,6 +19,8 @@ const ARRIVALS_READ = 64;
  * Into v_full, the groups of the queue with as many running jobs as their
  * limit allows: a group's own limit (job_group_limit) or the queue's
  * default. Counted from the lease index, under the queue's row lock.
+ *
+ * Reads: p_queue, v_q. Writes: v_full.
  */
 export const FULL_GROUPS = `SELECT coalesce(array_agg(a.g), '{}') INTO v_full
       FROM (SELECT a.group_key AS g, count(*) AS n FROM :SCHEMA.job a
@@ -22,6 +28,9 @@ export const FULL_GROUPS = `SELECT coalesce(array_agg(a.g), '{}') INTO v_full
              GROUP BY a.group_key) a
      WHERE a.n >= coalesce((SELECT l.concurrency FROM :SCHEMA.job_group_limit l
                              WHERE l.queue = p_queue AND l.group_key = a.g), v_q.group_concurrency);`;
+
+/** The variables of claim_controlled FULL_GROUPS reads and writes. */
+export const FULL_GROUPS_VARS = { reads: ['p_queue', 'v_q'], writes: ['v_full'] } as const;
 
 /**
  * Into v_fresh, the groups whose due work all arrived since the last claim
@@ -37,6 +46,9 @@ export const FULL_GROUPS = `SELECT coalesce(array_agg(a.g), '{}') INTO v_full
  * Only a job stamped earlier than one already read (two enqueues racing, or
  * an enqueuer whose clock is behind) is not, and its group waits for the
  * rotation as every group did before it returned.
+ *
+ * Reads: p_now, p_queue, v_full, v_last_arrival, v_q. Writes: v_fresh,
+ * v_last_arrival, v_seen.
  */
 export const FRESH_GROUPS = `IF v_q.group_seen_at IS NULL THEN
       SELECT max(j.run_at) INTO v_last_arrival FROM :SCHEMA.job j
@@ -56,6 +68,12 @@ export const FRESH_GROUPS = `IF v_q.group_seen_at IS NULL THEN
                GROUP BY a.group_key) f;
     END IF;
     v_seen := coalesce(v_last_arrival, v_q.group_seen_at);`;
+
+/** The variables of claim_controlled FRESH_GROUPS reads and writes. */
+export const FRESH_GROUPS_VARS = {
+  reads: ['p_now', 'p_queue', 'v_full', 'v_last_arrival', 'v_q'],
+  writes: ['v_fresh', 'v_last_arrival', 'v_seen'],
+} as const;
 
 /** The next group of the queue with queued work after `after` (and up to `upTo`, when given). */
 function nextGroup(after: string, upTo?: string): string {
@@ -88,8 +106,17 @@ function walk(from: string, upTo: string | undefined, skip: string): string {
  * up to the cursor itself (the group served last comes last), skipping the
  * full groups and those served first as returning. Group keys are never
  * empty, so '' stands for "from the start".
+ *
+ * Reads: p_queue, v_fresh, v_full, v_groups, v_q, v_walk. Writes: v_groups
+ * (appended to).
  */
 export const GROUP_WALK = `${walk("coalesce(v_q.group_cursor, '')", undefined, 'v_full || v_fresh')}
       IF cardinality(v_groups) < v_walk AND v_q.group_cursor IS NOT NULL THEN
         ${walk("''", 'v_q.group_cursor', 'v_full || v_fresh')}
       END IF;`;
+
+/** The variables of claim_controlled GROUP_WALK reads and writes. */
+export const GROUP_WALK_VARS = {
+  reads: ['p_queue', 'v_fresh', 'v_full', 'v_groups', 'v_q', 'v_walk'],
+  writes: ['v_groups'],
+} as const;

@@ -12,9 +12,13 @@
  * them. Where nobody else waits, a worker takes every free slot, so a limit
  * is never left idle for a share no one claims.
  *
- * They read and set the routine's variables (v_q, v_room, v_active, v_mine, v_held_ahead,
- * v_free, v_bound, v_waiting, v_until, v_claimed, p_queue, p_worker, p_now,
- * p_limit, p_channel, p_share).
+ * LIMIT_SHARE runs in the claim block before any claim, RECORD_WAIT after
+ * the block. Between them they read p_queue, p_worker, p_now, p_limit,
+ * p_channel, p_share, p_ahead, v_q, v_room and v_claimed, and write v_room
+ * and the share's own v_active, v_mine, v_held_ahead, v_free, v_bound,
+ * v_waiting, v_until and v_wants (claimAhead reads several of them). Each
+ * fragment says its own in its comment and in its `_VARS` export, which
+ * test/unit/claim-fragments.spec.ts checks against its SQL.
  */
 
 import { notifySql } from '../notifications/notification-topics.js';
@@ -45,6 +49,10 @@ const READ_WAITING = `v_waiting := 0;
 /**
  * After the queue's lock: the free slots, and the most this claim may take
  * of them (v_bound), into v_room.
+ *
+ * Reads: p_ahead, p_now, p_queue, p_share, p_worker, v_active, v_bound,
+ * v_free, v_mine, v_q, v_room, v_waiting. Writes: v_active, v_bound, v_free,
+ * v_held_ahead, v_mine, v_room, v_until, v_waiting.
  */
 export const LIMIT_SHARE = `IF v_q.concurrency IS NOT NULL THEN
       ${READ_WAITING}
@@ -66,12 +74,33 @@ export const LIMIT_SHARE = `IF v_q.concurrency IS NOT NULL THEN
       v_room := least(v_room, v_bound);
     END IF;`;
 
+/** The variables of claim_controlled LIMIT_SHARE reads and writes. */
+export const LIMIT_SHARE_VARS = {
+  reads: [
+    'p_ahead',
+    'p_now',
+    'p_queue',
+    'p_share',
+    'p_worker',
+    'v_active',
+    'v_bound',
+    'v_free',
+    'v_mine',
+    'v_q',
+    'v_room',
+    'v_waiting',
+  ],
+  writes: ['v_active', 'v_bound', 'v_free', 'v_held_ahead', 'v_mine', 'v_room', 'v_until', 'v_waiting'],
+} as const;
+
 /**
  * The waiting entries of the queue row `jq` but `worker`'s and those lapsed
  * by `now`, and the rows `extra` adds (a UNION ALL branch of worker and
  * until), as the two arrays a SET of (waiting_workers, waiting_until) takes.
  * The claim renews or clears its worker's entry with it; a stopping worker
  * drops its own (leaveWaits).
+ *
+ * Reads: none of its own (only what its arguments name). Writes: none.
  */
 export function waitingWithout(worker: string, now: string, extra = ''): string {
   return `(SELECT coalesce(array_agg(w.worker), '{}'), coalesce(array_agg(w.until), '{}') FROM (
@@ -80,12 +109,18 @@ export function waitingWithout(worker: string, now: string, extra = ''): string 
                  ${extra}) w)`;
 }
 
+/** The variables of claim_controlled waitingWithout reads and writes of its own, its arguments aside. */
+export const WAITING_WITHOUT_VARS = { reads: [], writes: [] } as const;
+
 /**
  * After the claim: this worker waits when the limit (or its share) stopped
  * it short of what it asked for. The row is written only when that changes
  * or the entry is half spent, so a steady drain does not rewrite it on every
  * claim; lapsed entries go whenever it is. Slots left free for the waiting
  * wake them.
+ *
+ * Reads: p_channel, p_limit, p_now, p_queue, p_share, p_worker, v_bound,
+ * v_claimed, v_free, v_until, v_waiting, v_wants. Writes: v_wants.
  */
 export const RECORD_WAIT = `IF v_bound IS NOT NULL THEN
     v_wants := v_claimed < p_limit AND v_claimed >= v_bound;
@@ -102,3 +137,22 @@ export const RECORD_WAIT = `IF v_bound IS NOT NULL THEN
       PERFORM ${notifySql('queue', 'p_channel', 'p_queue')};
     END IF;
   END IF;`;
+
+/** The variables of claim_controlled RECORD_WAIT reads and writes. */
+export const RECORD_WAIT_VARS = {
+  reads: [
+    'p_channel',
+    'p_limit',
+    'p_now',
+    'p_queue',
+    'p_share',
+    'p_worker',
+    'v_bound',
+    'v_claimed',
+    'v_free',
+    'v_until',
+    'v_waiting',
+    'v_wants',
+  ],
+  writes: ['v_wants'],
+} as const;

@@ -2,8 +2,14 @@
  * The rate-limit parts of `claim_controlled`, as PL/pgSQL text: the time a
  * claim counts its windows at, the queue's window, and the keyed limits
  * (JobsModule's `rateLimits`) that the job names of several queues share.
- * They read the routine's variables (v_q, v_named, v_keys, v_turn, v_room,
- * v_wait, v_chosen_names, p_queue, p_now) and are spliced into its body.
+ * They are spliced into its body: under the queue's lock LOCK_RATE_KEYS then
+ * RATE_TURN, in the claim block QUEUE_RATE_ROOM first and KEY_ROOM as a CTE,
+ * after the claim WRITE_NAME_LOGS and WRITE_KEY_LOGS, and KEYED_RATE_WAIT
+ * after the block. Between them they read p_queue, p_now, v_q, v_named,
+ * v_keys, v_turn, v_room, v_wait and v_chosen_names, and write v_keys,
+ * v_turn, v_room, v_wait, v_in_window and v_oldest. Each fragment says its
+ * own in its comment and in its `_VARS` export, which
+ * test/unit/claim-fragments.spec.ts checks against its SQL.
  */
 
 import { inRateWindow, rateLogWrite, rateWindow } from './sql-fragments.js';
@@ -14,6 +20,8 @@ import { inRateWindow, rateLogWrite, rateWindow } from './sql-fragments.js';
  * claim takes keys in the same order, so claims of queues that share a key
  * wait for each other at the key and never deadlock; the key's lock makes
  * its count exact across queues as the queue's lock does within one.
+ *
+ * Reads: p_queue, v_named. Writes: v_keys.
  */
 export const LOCK_RATE_KEYS = `IF v_named THEN
       SELECT coalesce(array_agg(k.key ORDER BY k.key), '{}') INTO v_keys FROM (
@@ -22,6 +30,9 @@ export const LOCK_RATE_KEYS = `IF v_named THEN
            AND k.key IN (SELECT l.rate_key FROM :SCHEMA.job_name_limit l WHERE l.queue = p_queue)
          ORDER BY k.key FOR UPDATE) k;
     END IF;`;
+
+/** The variables of claim_controlled LOCK_RATE_KEYS reads and writes. */
+export const LOCK_RATE_KEYS_VARS = { reads: ['p_queue', 'v_named'], writes: ['v_keys'] } as const;
 
 /**
  * A claim is stamped with its caller's clock before it waits for the locks,
@@ -32,6 +43,8 @@ export const LOCK_RATE_KEYS = `IF v_named THEN
  * the order of the turns, across instances whose clocks differ too. Which
  * jobs are due (run_at, deadline), the lease and the wait still go by the
  * caller's clock.
+ *
+ * Reads: p_now, p_queue, v_keys, v_named, v_q. Writes: v_turn.
  */
 export const RATE_TURN = `IF v_q.rate_max IS NOT NULL OR v_named THEN
       v_turn := greatest(p_now,
@@ -42,7 +55,20 @@ export const RATE_TURN = `IF v_q.rate_max IS NOT NULL OR v_named THEN
           WHERE k.key = ANY(v_keys)));
     END IF;`;
 
-/** The queue's own rate limit: no more jobs than its window has room for, and when the next may start. */
+/** The variables of claim_controlled RATE_TURN reads and writes. */
+export const RATE_TURN_VARS = {
+  reads: ['p_now', 'p_queue', 'v_keys', 'v_named', 'v_q'],
+  writes: ['v_turn'],
+} as const;
+
+/**
+ * The queue's own rate limit: no more jobs than its window has room for, and
+ * when the next may start. Leaves the claim block (EXIT claim) when the
+ * window is full.
+ *
+ * Reads: p_now, v_in_window, v_oldest, v_q, v_room, v_turn. Writes:
+ * v_in_window, v_oldest (its own scratch), v_room, v_wait.
+ */
 export const QUEUE_RATE_ROOM = `IF v_q.rate_max IS NOT NULL THEN
       SELECT coalesce(sum(l.n), 0), min(l.at) INTO v_in_window, v_oldest
         FROM unnest(v_q.rate_log_at, v_q.rate_log_n) AS l(at, n)
@@ -57,10 +83,23 @@ export const QUEUE_RATE_ROOM = `IF v_q.rate_max IS NOT NULL THEN
       END IF;
     END IF;`;
 
-/** A CTE body: each locked key's room in its window at the turn. */
+/** The variables of claim_controlled QUEUE_RATE_ROOM reads and writes. */
+export const QUEUE_RATE_ROOM_VARS = {
+  reads: ['p_now', 'v_in_window', 'v_oldest', 'v_q', 'v_room', 'v_turn'],
+  writes: ['v_in_window', 'v_oldest', 'v_room', 'v_wait'],
+} as const;
+
+/**
+ * A CTE body: each locked key's room in its window at the turn.
+ *
+ * Reads: v_keys, v_turn. Writes: none.
+ */
 export const KEY_ROOM = `SELECT k.key, k.rate_max - coalesce((SELECT sum(x.n) FROM unnest(k.rate_log_at, k.rate_log_n) AS x(at, n)
                                    WHERE ${inRateWindow('x', 'k', 'v_turn')}), 0) AS room
         FROM :SCHEMA.job_rate_limit k WHERE k.key = ANY(v_keys)`;
+
+/** The variables of claim_controlled KEY_ROOM reads and writes. */
+export const KEY_ROOM_VARS = { reads: ['v_keys', 'v_turn'], writes: [] } as const;
 
 const nameLog = rateLogWrite(
   'l',
@@ -68,7 +107,11 @@ const nameLog = rateLogWrite(
   '(SELECT count(*)::int FROM unnest(v_chosen_names) AS c(n) WHERE c.n = l.name)',
 );
 
-/** Records the chosen jobs of each job name with a rate limit of its own in its log, at the turn. */
+/**
+ * Records the chosen jobs of each job name with a rate limit of its own in its log, at the turn.
+ *
+ * Reads: p_queue, v_chosen_names, v_named, v_turn. Writes: none (the job_name_limit rows).
+ */
 export const WRITE_NAME_LOGS = `IF v_named THEN
       UPDATE :SCHEMA.job_name_limit l
          SET rate_log_at = ${nameLog.at},
@@ -76,9 +119,19 @@ export const WRITE_NAME_LOGS = `IF v_named THEN
        WHERE l.queue = p_queue AND l.rate_max IS NOT NULL AND l.name = ANY(v_chosen_names);
     END IF;`;
 
+/** The variables of claim_controlled WRITE_NAME_LOGS reads and writes. */
+export const WRITE_NAME_LOGS_VARS = {
+  reads: ['p_queue', 'v_chosen_names', 'v_named', 'v_turn'],
+  writes: [],
+} as const;
+
 const keyLog = rateLogWrite('k', 'v_turn', 'used.started');
 
-/** Records the chosen jobs of each key in its log, at the turn. */
+/**
+ * Records the chosen jobs of each key in its log, at the turn.
+ *
+ * Reads: p_queue, v_chosen_names, v_keys, v_turn. Writes: none (the job_rate_limit rows).
+ */
 export const WRITE_KEY_LOGS = `IF cardinality(v_keys) > 0 THEN
       UPDATE :SCHEMA.job_rate_limit k
          SET rate_log_at = ${keyLog.at},
@@ -90,7 +143,17 @@ export const WRITE_KEY_LOGS = `IF cardinality(v_keys) > 0 THEN
        WHERE k.key = used.rate_key;
     END IF;`;
 
-/** A key whose window is full says when its next start is allowed, as the queue's own limit does. */
+/** The variables of claim_controlled WRITE_KEY_LOGS reads and writes. */
+export const WRITE_KEY_LOGS_VARS = {
+  reads: ['p_queue', 'v_chosen_names', 'v_keys', 'v_turn'],
+  writes: [],
+} as const;
+
+/**
+ * A key whose window is full says when its next start is allowed, as the queue's own limit does.
+ *
+ * Reads: p_now, v_keys, v_turn, v_wait. Writes: v_wait.
+ */
 export const KEYED_RATE_WAIT = `IF cardinality(v_keys) > 0 THEN
     v_wait := least(v_wait, (
       SELECT min(greatest(1, extract(epoch FROM w.oldest + ${rateWindow('k')} - p_now) * 1000))
@@ -99,3 +162,6 @@ export const KEYED_RATE_WAIT = `IF cardinality(v_keys) > 0 THEN
            WHERE ${inRateWindow('x', 'k', 'v_turn')}) w
        WHERE k.key = ANY(v_keys) AND w.used >= k.rate_max));
   END IF;`;
+
+/** The variables of claim_controlled KEYED_RATE_WAIT reads and writes. */
+export const KEYED_RATE_WAIT_VARS = { reads: ['p_now', 'v_keys', 'v_turn', 'v_wait'], writes: ['v_wait'] } as const;

@@ -5,6 +5,11 @@
  * worker sends and the claim inside `claim_controlled` are one text: a fix
  * to either is a fix to both, and a routine's text (hence its installed
  * name) changes with it.
+ *
+ * None of them reads or writes a variable of `claim_controlled` of its own:
+ * every variable one says is an argument its caller passes (the callers in
+ * this folder say which, in their `_VARS` exports), and
+ * test/unit/claim-fragments.spec.ts checks that no text here names one.
  */
 
 import { BATCH_STOPPED, DEPENDENCY_NOT_MET, RATE_START_LAG_MS } from '../../model/index.js';

@@ -355,7 +355,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
         await this.deps.outcomes.handBack(this.deps.workerId, jobs, this.deps.clock.now(), null).catch(() => undefined);
         return;
       }
-      for (const job of jobs) if (!job.reserved) got++;
+      for (const job of jobs) if (!job.claimedAhead) got++;
       this.supersede(jobs);
       if (this.settings.rated(queue)) this.deadlines.claimed(jobs, request.now);
       this.unstartedJobs.add(jobs);

@@ -3,7 +3,7 @@ import type { ClaimedJob } from '../../model/index.js';
 /**
  * The jobs a worker claimed and has not started, in claim order: those that
  * start as its slots come free, and those of limited queues claimed ahead
- * (ClaimedJob.reserved), which never start by themselves. A job claimed ahead
+ * (ClaimedJob.claimedAhead), which never start by themselves. A job claimed ahead
  * waits for a job of its queue to succeed here and starts in its place
  * (Claimer.successorFor), or for a claim to count it (counted). A worker
  * holds no more of those than a limit lets it run, so linear scans do.
@@ -37,7 +37,7 @@ export class UnstartedJobs {
 
   /** Claimed jobs join: those claimed ahead apart. */
   add(jobs: readonly ClaimedJob[]): void {
-    for (const job of jobs) (job.reserved ? this.ahead : this.waiting).push(job);
+    for (const job of jobs) (job.claimedAhead ? this.ahead : this.waiting).push(job);
   }
 
   /** The next job to start in a free slot. */
@@ -48,14 +48,14 @@ export class UnstartedJobs {
   /** The oldest job of `queue` claimed ahead, taken out and counted from now on; undefined when none. */
   nextAhead(queue: string): ClaimedJob | undefined {
     const job = takeFirst(this.ahead, (j) => j.queue === queue);
-    if (job) job.reserved = false;
+    if (job) job.claimedAhead = false;
     return job;
   }
 
   /** Jobs claimed ahead that a claim moved into their limit's count (`ids`): they start as slots allow. */
   counted(ids: readonly string[]): void {
     for (const job of takeAll(this.ahead, (j) => ids.includes(j.id))) {
-      job.reserved = false;
+      job.claimedAhead = false;
       this.waiting.push(job);
     }
   }

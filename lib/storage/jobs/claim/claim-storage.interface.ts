@@ -17,7 +17,7 @@ export interface ClaimRequest {
   share?: boolean;
   /**
    * A controlled claim of a queue limited as a whole: also claim up to this
-   * many jobs ahead (ClaimedJob.reserved), uncounted by the limit, each to
+   * many jobs ahead (ClaimedJob.claimedAhead), uncounted by the limit, each to
    * start in the place of one of this worker's jobs of the queue that
    * succeeds. The routine holds them to no more than the worker's counted
    * jobs of the queue (see its claimAhead).

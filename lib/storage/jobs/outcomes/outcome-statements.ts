@@ -64,7 +64,7 @@ export function outcomeStatements(schema: string) {
     SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
 
     // succeed, where some of the successes had a job claimed ahead start in their place ($8).
-    succeedPromoting: `WITH u AS (
+    succeedWithSuccessors: `WITH u AS (
       ${succeeded('$7')}
     ), ${settleCte(s, 'u', `'succeeded'`, '$3', '$4')}, ${promoted('$8')}
     SELECT id FROM u UNION ALL SELECT NULL FROM settled`,

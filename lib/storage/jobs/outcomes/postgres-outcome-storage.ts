@@ -17,7 +17,7 @@ import { outcomeStatements, type OutcomeStatements } from './outcome-statements.
  * with plan_cache_mode = force_generic_plan: it finds its rows through the
  * primary key whatever the batch size). The rarer writes stay unnamed.
  */
-const PREPARED: ReadonlyArray<keyof OutcomeStatements> = ['succeed', 'succeedPromoting', 'succeedAndClaim'];
+const PREPARED: ReadonlyArray<keyof OutcomeStatements> = ['succeed', 'succeedWithSuccessors', 'succeedAndClaim'];
 
 type Row = Record<string, unknown>;
 
@@ -122,7 +122,7 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       ];
       writes.push(
         successors
-          ? this.runWorker('succeedPromoting', [...values, JSON.stringify(successors)], tx)
+          ? this.runWorker('succeedWithSuccessors', [...values, JSON.stringify(successors)], tx)
           : this.runWorker('succeed', values, tx),
       );
     }
