@@ -15,7 +15,9 @@ import { waitFor } from '../support/wait.js';
 const schemas: string[] = [];
 const apps: INestApplication[] = [];
 const LATEST = Math.max(...schemaMigrations().map((m) => m.version));
-const UNSUFFIXED = ['claim_controlled', 'settle_jobs', 'release_children', 'reopen_job'];
+/** Release 0.1.0's functions, under the plain names it calls; unreleased builds also made a plain claim_controlled. */
+const RELEASED_FUNCTIONS = ['settle_jobs', 'release_children', 'reopen_job'];
+const UNSUFFIXED = ['claim_controlled', ...RELEASED_FUNCTIONS];
 
 afterEach(async () => {
   for (const app of apps.splice(0)) await app.close();
@@ -50,7 +52,7 @@ async function functionsOf(schema: string): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
-/** A worker row as a build that knows versions up to `known` (null: before version 10) registers it. */
+/** A worker row as a build that knows versions up to `known` (null: release 0.1.0, which records none) registers it. */
 async function olderWorker(schema: string, id: string, known: number | null): Promise<void> {
   await sql(
     `INSERT INTO "${schema}".worker (id, host, pid, concurrency, started_at, last_heartbeat, schema_version)
@@ -59,11 +61,14 @@ async function olderWorker(schema: string, id: string, known: number | null): Pr
   );
 }
 
-/** Undoes version 11 the way TypeORM's migration:revert does: its down, and its row. */
-async function revertTo10(schema: string): Promise<void> {
-  const v11 = schemaMigrations().find((m) => m.version === 11)!;
-  await sql(migrationSql(v11.down, schema));
-  await sql(`DELETE FROM "${schema}".schema_version WHERE version = 11`);
+/** The breaking version: it drops the functions release 0.1.0 calls. */
+const BREAKING = 5;
+
+/** Undoes the breaking version the way TypeORM's migration:revert does: its down, and its row. */
+async function revertBreaking(schema: string): Promise<void> {
+  const breaking = schemaMigrations().find((m) => m.version === BREAKING)!;
+  await sql(migrationSql(breaking.down, schema));
+  await sql(`DELETE FROM "${schema}".schema_version WHERE version = $1`, [BREAKING]);
 }
 
 @Job('routine-work', { queue: 'limited' })
@@ -210,7 +215,7 @@ describe('breaking versions', () => {
     const breaking = schemaMigrations()
       .filter((m) => m.breaking !== null)
       .map((m) => m.version);
-    expect(breaking).toEqual([11]);
+    expect(breaking).toEqual([BREAKING]);
     const started = newSchema('rt_flag_start');
     await migrate(started);
     const exported = newSchema('rt_flag_typeorm');
@@ -230,7 +235,7 @@ describe('breaking versions', () => {
     }
     // What the flag is for: a build that does not know a breaking version refuses the schema. Moved
     // past this build's versions, the row the migrator wrote (its flag untouched) is such a version.
-    await sql(`UPDATE "${started}".schema_version SET version = $1 WHERE version = 11`, [LATEST + 1]);
+    await sql(`UPDATE "${started}".schema_version SET version = $1 WHERE version = $2`, [LATEST + 1, BREAKING]);
     await expect(migrate(started)).rejects.toThrow(
       new RegExp(`is at version ${LATEST + 1} of the job tables, a breaking version this build .* does not know`),
     );
@@ -239,11 +244,11 @@ describe('breaking versions', () => {
   it('waits while a worker of an older build is alive, and is applied by the first start after it stopped', async () => {
     const schema = newSchema('rt_defer');
     await migrate(schema);
-    await revertTo10(schema);
-    expect(await functionsOf(schema)).toEqual(expect.arrayContaining(UNSUFFIXED));
-    await olderWorker(schema, 'pre-10', null);
-    await olderWorker(schema, 'knows-10', 10);
-    // Not older: a build that knows version 11, a stopped worker, and one silent for longer than a lease.
+    await revertBreaking(schema);
+    expect(await functionsOf(schema)).toEqual(expect.arrayContaining(RELEASED_FUNCTIONS));
+    await olderWorker(schema, 'release-0.1.0', null);
+    await olderWorker(schema, 'knows-4', BREAKING - 1);
+    // Not older: a build that knows the breaking version, a stopped worker, and one silent for longer than a lease.
     await olderWorker(schema, 'current', LATEST);
     await olderWorker(schema, 'stopped', null);
     await sql(`UPDATE "${schema}".worker SET stopped_at = now() WHERE id = 'stopped'`);
@@ -253,9 +258,9 @@ describe('breaking versions', () => {
     const deferred = await migrate(schema);
     expect(deferred.applied).toEqual([]);
     expect(deferred.deferred).toEqual([
-      { version: 11, breaking: expect.stringMatching(/^drops claim_controlled/), olderWorkers: 2 },
+      { version: BREAKING, breaking: expect.stringMatching(/^drops settle_jobs/), olderWorkers: 2 },
     ]);
-    expect(await functionsOf(schema)).toEqual(expect.arrayContaining(UNSUFFIXED));
+    expect(await functionsOf(schema)).toEqual(expect.arrayContaining(RELEASED_FUNCTIONS));
 
     // This build runs without it: its claims (a limited queue: the controlled claim) and outcomes work.
     const app = await startJobsApp(
@@ -271,12 +276,12 @@ describe('breaking versions', () => {
       `SELECT schema_version FROM "${schema}".worker WHERE host <> 'old-host'`,
     );
     expect(own!.schema_version).toBe(LATEST);
-    expect((await migrate(schema)).deferred.map((d) => d.version)).toEqual([11]);
+    expect((await migrate(schema)).deferred.map((d) => d.version)).toEqual([BREAKING]);
 
-    await sql(`UPDATE "${schema}".worker SET stopped_at = now() WHERE id = 'pre-10'`);
-    await sql(`UPDATE "${schema}".worker SET last_heartbeat = now() - interval '1 hour' WHERE id = 'knows-10'`);
+    await sql(`UPDATE "${schema}".worker SET stopped_at = now() WHERE id = 'release-0.1.0'`);
+    await sql(`UPDATE "${schema}".worker SET last_heartbeat = now() - interval '1 hour' WHERE id = 'knows-4'`);
     const applied = await migrate(schema);
-    expect(applied).toEqual({ applied: [11], deferred: [], routines: [] });
+    expect(applied).toEqual({ applied: [BREAKING], deferred: [], routines: [] });
     const functions = await functionsOf(schema);
     for (const name of UNSUFFIXED) expect(functions).not.toContain(name);
     const again = await app.get(JobQueue).enqueue(RoutineWork, { n: 1 });

@@ -4,7 +4,9 @@ import { DataSource } from 'typeorm';
 import { BatchBuilder, Job, JobQueue, PermanentJobError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 import { canTransition, type JobState } from '../../lib/model/job-state.js';
 import { migrateSchema } from '../../lib/storage/migrations/schema-migrator.js';
-import { schemaMigrations } from '../../lib/storage/migrations/migration-files.js';
+import { LAST_RELEASED_VERSION, schemaMigrations } from '../../lib/storage/migrations/migration-files.js';
+import { ROUTINES } from '../../lib/storage/routines/routine-catalog.js';
+import { json, runCli } from '../support/cli-process.js';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../support/database.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { dumpSchema } from '../support/schema-dump.js';
@@ -12,6 +14,7 @@ import { waitFor } from '../support/wait.js';
 
 const SNAPSHOT = new URL('../fixtures/schema.snapshot.txt', import.meta.url);
 const RELEASE_0_1_0 = new URL('../fixtures/schema-0.1.0.sql', import.meta.url);
+const UNRELEASED_DEV = new URL('../fixtures/schema-unreleased-dev.sql', import.meta.url);
 
 const schemas: string[] = [];
 const apps: INestApplication[] = [];
@@ -41,45 +44,155 @@ class Noop implements JobHandler<{ n: number }> {
   }
 }
 
+/** The versions a schema records, with their checksums. */
+async function recorded(schema: string): Promise<Array<{ version: number; checksum: string }>> {
+  return sql(`SELECT version, checksum FROM "${schema}".schema_version ORDER BY version`);
+}
+
+/** Two jobs an older build left: one queued, one failed with its history row. */
+async function oldJobs(schema: string): Promise<{ queued: string; failed: string }> {
+  const queued = '019a0000-0000-7000-8000-000000000001';
+  const failed = '019a0000-0000-7000-8000-000000000002';
+  await sql(
+    `INSERT INTO "${schema}".job (id, name, queue, payload, state, run_at, created_at, attempt, completed_at, last_error)
+     VALUES ($1, 'schema-noop', 'default', '{"n": 21}', 'queued', now(), now(), 0, NULL, NULL),
+            ($2, 'schema-noop', 'default', '{"n": 1}', 'failed', now(), now(), 3, now(), '{"name":"Error","message":"old"}')`,
+    [queued, failed],
+  );
+  await sql(
+    `INSERT INTO "${schema}".job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
+     VALUES ($1, 3, 'old-worker', 'failed', now(), now(), '{"name":"Error","message":"old"}')`,
+    [failed],
+  );
+  return { queued, failed };
+}
+
+/** Starts an app on the schema and checks that the old jobs are there, the queued one runs. */
+async function runsOldJobs(schema: string, { queued, failed }: { queued: string; failed: string }): Promise<void> {
+  const app = await startJobsApp(schema, { worker: { pollInterval: 100 } }, { providers: [Noop] });
+  apps.push(app);
+  const jobs = app.get(JobQueue);
+  await waitFor('the kept job to run', async () => (await jobs.get(queued))?.state === 'succeeded');
+  expect((await jobs.get(queued))!.result).toBe(42);
+  const old = (await jobs.get(failed))!;
+  expect(old).toMatchObject({ state: 'failed', attempt: 3, lastError: { message: 'old' } });
+  expect(old.executions).toMatchObject([{ attempt: 3, workerId: 'old-worker', state: 'failed' }]);
+}
+
+const THIS_BUILD = schemaMigrations().map((m) => ({ version: m.version, checksum: m.checksum }));
+
 describe('the schema', () => {
-  it('a fresh schema matches the committed snapshot (a schema change shows in review)', async () => {
-    const dump = await dumpSchema(await freshSchema('snap'));
+  it('a schema made from nothing by a start matches the committed snapshot (a schema change shows in review)', async () => {
+    const schema = uniqueSchema('snap');
+    schemas.push(schema);
+    const app = await startJobsApp(schema, { worker: { enabled: false } }, { providers: [] });
+    apps.push(app);
+    expect(await recorded(schema)).toEqual(THIS_BUILD);
+    const dump = await dumpSchema(schema);
     if (process.env.UPDATE_SCHEMA_SNAPSHOT) writeFileSync(SNAPSHOT, dump);
     const committed = readFileSync(SNAPSHOT, 'utf8');
     // On purpose: run with UPDATE_SCHEMA_SNAPSHOT=1 to rewrite test/fixtures/schema.snapshot.txt, and commit it.
     expect(dump).toBe(committed);
+    expect(await dumpSchema(await freshSchema('fresh'))).toBe(committed);
   });
 
   it('a schema made by release 0.1.0 upgrades in place, keeps its jobs, and ends shaped like a fresh one', async () => {
     const schema = uniqueSchema('upgrade');
     schemas.push(schema);
     await sql(readFileSync(RELEASE_0_1_0, 'utf8').replaceAll('__SCHEMA__', schema));
-    const queued = '019a0000-0000-7000-8000-000000000001';
-    const failed = '019a0000-0000-7000-8000-000000000002';
+    const kept = await oldJobs(schema);
+
+    await runsOldJobs(schema, kept);
+    // Versions 1-3 keep the checksums release 0.1.0 recorded; the migrator accepts them.
+    expect((await recorded(schema)).map((r) => r.version)).toEqual(THIS_BUILD.map((m) => m.version));
+    expect(await dumpSchema(schema)).toBe(readFileSync(SNAPSHOT, 'utf8'));
+  });
+
+  it('beside a live 0.1.0 worker, a start applies version 4 and runs; the breaking version follows once it stopped', async () => {
+    const schema = uniqueSchema('beside');
+    schemas.push(schema);
+    await sql(readFileSync(RELEASE_0_1_0, 'utf8').replaceAll('__SCHEMA__', schema));
     await sql(
-      `INSERT INTO "${schema}".job (id, name, queue, payload, state, run_at, created_at, attempt, completed_at, last_error)
-       VALUES ($1, 'schema-noop', 'default', '{"n": 21}', 'queued', now(), now(), 0, NULL, NULL),
-              ($2, 'schema-noop', 'default', '{"n": 1}', 'failed', now(), now(), 3, now(), '{"name":"Error","message":"old"}')`,
-      [queued, failed],
+      `INSERT INTO "${schema}".worker (id, host, pid, concurrency, started_at, last_heartbeat)
+       VALUES ('worker-0.1.0', 'old-host', 1, 1, now(), now())`,
     );
-    await sql(
-      `INSERT INTO "${schema}".job_execution (job_id, attempt, worker_id, state, started_at, ended_at, error)
-       VALUES ($1, 3, 'old-worker', 'failed', now(), now(), '{"name":"Error","message":"old"}')`,
-      [failed],
+    const kept = await oldJobs(schema);
+    const breaking = schemaMigrations().filter((m) => m.breaking !== null);
+    expect(breaking.map((m) => m.version)).toEqual([THIS_BUILD.at(-1)!.version]);
+
+    await runsOldJobs(schema, kept);
+    expect((await recorded(schema)).map((r) => r.version)).toEqual(
+      THIS_BUILD.map((m) => m.version).filter((v) => v !== breaking[0]!.version),
+    );
+    // What the 0.1.0 worker calls is still there.
+    const functions = await sql<{ proname: string }>(
+      `SELECT proname FROM pg_proc WHERE pronamespace = $1::regnamespace`,
+      [schema],
+    );
+    expect(functions.map((f) => f.proname)).toEqual(
+      expect.arrayContaining(['settle_jobs', 'release_children', 'reopen_job']),
     );
 
-    const app = await startJobsApp(schema, { worker: { pollInterval: 100 } }, { providers: [Noop] });
-    apps.push(app);
-    const versions = await sql<{ version: number }>(`SELECT version FROM "${schema}".schema_version ORDER BY version`);
-    expect(versions.map((v) => v.version)).toEqual(schemaMigrations().map((m) => m.version));
-    const jobs = app.get(JobQueue);
-    await waitFor('the kept job to run', async () => (await jobs.get(queued))?.state === 'succeeded');
-    expect((await jobs.get(queued))!.result).toBe(42);
-    const old = (await jobs.get(failed))!;
-    expect(old).toMatchObject({ state: 'failed', attempt: 3, lastError: { message: 'old' } });
-    expect(old.executions).toMatchObject([{ attempt: 3, workerId: 'old-worker', state: 'failed' }]);
+    await sql(`UPDATE "${schema}".worker SET stopped_at = now() WHERE id = 'worker-0.1.0'`);
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    try {
+      expect(await migrateSchema(ds, schema)).toEqual({ applied: [breaking[0]!.version], deferred: [], routines: [] });
+    } finally {
+      await ds.destroy();
+    }
+    expect(await dumpSchema(schema)).toBe(readFileSync(SNAPSHOT, 'utf8'));
+  });
 
-    expect(await dumpSchema(schema)).toBe(await dumpSchema(await freshSchema('fresh')));
+  it('a schema an unreleased build made is refused at start with the fix; migrate --reset-unreleased makes it a fresh one, jobs kept', async () => {
+    const schema = uniqueSchema('dev');
+    schemas.push(schema);
+    await sql(readFileSync(UNRELEASED_DEV, 'utf8').replaceAll('__SCHEMA__', schema));
+    const before = await recorded(schema);
+    expect(before.map((r) => r.version)).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
+    const kept = await oldJobs(schema);
+
+    const refusal = new RegExp(
+      `Schema "${schema}" records version\\(s\\) 4-22 of the job tables as an unreleased build of nestjs-durable-jobs wrote them .*` +
+        `Potential fix: stop the apps on it and run "npx nestjs-durable-jobs migrate --reset-unreleased --schema ${schema}"`,
+    );
+    await expect(startJobsApp(schema, { worker: { enabled: false } }, { providers: [] })).rejects.toThrow(refusal);
+    await expect(
+      startJobsApp(schema, { worker: { enabled: false }, migrationsRun: false }, { providers: [] }),
+    ).rejects.toThrow(refusal);
+    const plain = await runCli(['migrate', '--schema', schema]);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toMatch(refusal);
+
+    // Not under a running app: a live worker refuses the reset, and nothing changes.
+    await sql(
+      `INSERT INTO "${schema}".worker (id, host, pid, concurrency, started_at, last_heartbeat, schema_version)
+       VALUES ('dev-worker', 'dev-host', 1, 1, now(), now(), 22)`,
+    );
+    const alive = await runCli(['migrate', '--reset-unreleased', '--schema', schema]);
+    expect(alive.code).toBe(1);
+    expect(alive.stderr).toMatch(
+      /migrate --reset-unreleased: 1 worker\(s\) on schema "\w+" are alive .*nothing was reset.*Potential fix: stop the apps/,
+    );
+    expect(await recorded(schema)).toEqual(before);
+
+    await sql(`UPDATE "${schema}".worker SET stopped_at = now()`);
+    const unreleased = THIS_BUILD.map((m) => m.version).filter((v) => v > LAST_RELEASED_VERSION);
+    expect(json(await runCli(['migrate', '--reset-unreleased', '--schema', schema, '--json']))).toEqual({
+      schema,
+      reset: before.map((r) => r.version).filter((v) => v > LAST_RELEASED_VERSION),
+      applied: unreleased,
+      version: THIS_BUILD.at(-1)!.version,
+      deferred: [],
+      routines: ROUTINES.map((r) => r.name),
+    });
+    expect(await recorded(schema)).toEqual(THIS_BUILD);
+    expect(await dumpSchema(schema)).toBe(readFileSync(SNAPSHOT, 'utf8'));
+    const again = await runCli(['migrate', '--reset-unreleased', '--schema', schema]);
+    expect(again).toMatchObject({ code: 0 });
+    expect(again.stdout).toMatch(/no unreleased version of another build to reset\n.* is up to date/);
+
+    await runsOldJobs(schema, kept);
   });
 });
 

@@ -10,7 +10,13 @@ import { quoteIdent } from '../connection/sql-identifiers.js';
  * changed table ships as the next version. `:SCHEMA` stands for the quoted
  * schema name. Files hold schema only (tables, columns, indexes,
  * constraints); the database routines are code (lib/storage/routines),
- * except the functions versions 1-8 shipped as released.
+ * except the functions version 1 shipped as released.
+ *
+ * The versions after the last released one may still change before the
+ * next release: they are written to run again over a schema that has them
+ * (IF NOT EXISTS, a changed constraint dropped before it is added), and a
+ * schema that recorded other texts of them is refused at start, with
+ * `migrate --reset-unreleased` as the fix.
  *
  * A file whose first line is `-- breaking: <why>` is a version an older
  * build cannot run beside: a build that does not know it refuses to start
@@ -28,6 +34,13 @@ export interface SchemaMigration {
   /** Why an older build cannot run beside this version, or null when it can. */
   breaking: string | null;
 }
+
+/**
+ * The latest version a release shipped (0.1.0: versions 1 to 3). Raised at
+ * each release that adds versions, with their checksums pinned in
+ * test/unit/migrations.spec.ts.
+ */
+export const LAST_RELEASED_VERSION = 3;
 
 const FILE = /^(\d{4})-([a-z0-9-]+)\.sql$/;
 const BREAKING = /^-- breaking: (.+)$/;

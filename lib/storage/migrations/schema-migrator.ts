@@ -2,7 +2,13 @@ import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { JobsError } from '../../model/index.js';
 import { quoteIdent } from '../connection/sql-identifiers.js';
 import { installRoutines, missingRoutines } from '../routines/routine-installer.js';
-import { latestSchemaVersion, migrationSql, schemaMigrations, type SchemaMigration } from './migration-files.js';
+import {
+  LAST_RELEASED_VERSION,
+  latestSchemaVersion,
+  migrationSql,
+  schemaMigrations,
+  type SchemaMigration,
+} from './migration-files.js';
 
 /**
  * What release 0.1.0 recorded for versions 1-3: it checksummed the same SQL
@@ -31,13 +37,51 @@ const appliedRows = (s: string) =>
      FROM ${s}.schema_version v`;
 
 /**
+ * Recorded versions after the last released one whose text differs from
+ * this build's file: an unreleased build (a development build from main)
+ * applied another text of them.
+ */
+function staleUnreleased(rows: AppliedRow[]): AppliedRow[] {
+  const byVersion = new Map(schemaMigrations().map((m) => [m.version, m]));
+  return rows.filter(
+    (r) =>
+      r.version > LAST_RELEASED_VERSION &&
+      byVersion.has(r.version) &&
+      byVersion.get(r.version)!.checksum !== r.checksum,
+  );
+}
+
+/** Versions as a short list: runs of consecutive numbers as "4-22". */
+function versionList(versions: number[]): string {
+  const runs: Array<[number, number]> = [];
+  for (const v of [...versions].sort((a, b) => a - b)) {
+    const last = runs.at(-1);
+    if (last && v === last[1] + 1) last[1] = v;
+    else runs.push([v, v]);
+  }
+  return runs.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(', ');
+}
+
+/**
  * Applied versions; throws when one was applied from different SQL than
  * this build's, or is a breaking version this build does not know (a newer
  * build dropped or changed what this one needs). An unknown version that is
- * not breaking is one an older build runs beside.
+ * not breaking is one an older build runs beside. Unreleased versions
+ * written by another unreleased build are the first thing it names, with
+ * `migrate --reset-unreleased` as the fix.
  */
 function checkApplied(schema: string, rows: AppliedRow[]): Set<number> {
   const byVersion = new Map(schemaMigrations().map((m) => [m.version, m]));
+  if (staleUnreleased(rows).length) {
+    const unreleased = rows.map((r) => r.version).filter((v) => v > LAST_RELEASED_VERSION);
+    throw new JobsError(
+      `Schema "${schema}" records version(s) ${versionList(unreleased)} of the job tables as an unreleased build of nestjs-durable-jobs wrote them ` +
+        `(a development build from main: the versions after ${LAST_RELEASED_VERSION}, the last released one, may change until they are released, ` +
+        `and this build's differ), so this build cannot tell what the schema holds. ` +
+        `Potential fix: stop the apps on it and run "npx nestjs-durable-jobs migrate --reset-unreleased --schema ${schema}", which forgets those versions ` +
+        `and applies this build's, keeping the jobs; or, in development, drop the schema (DROP SCHEMA "${schema}" CASCADE, or delete .jobs-data for the embedded database).`,
+    );
+  }
   for (const row of rows) {
     const migration = byVersion.get(row.version);
     if (!migration && row.breaking) {
@@ -85,6 +129,16 @@ export interface SchemaMigrationResult {
   routines: string[];
 }
 
+/** What `resetUnreleasedVersions` did. */
+export interface UnreleasedResetResult extends SchemaMigrationResult {
+  /**
+   * The recorded versions after the last released one that it forgot (and
+   * applied again from this build's files); empty when the schema held
+   * none written by another unreleased build, and it only migrated.
+   */
+  removed: number[];
+}
+
 /** How the migrator judges the workers of older builds. */
 export interface SchemaMigrationOptions {
   /**
@@ -99,8 +153,8 @@ const DEFAULT_WORKER_STALE_AFTER = 30_000;
 /**
  * Live workers whose build does not know `version`: not stopped, beating
  * within the window, registered without a schema version or with an older
- * one. Read through to_jsonb so a worker table without that column (before
- * version 10) answers too.
+ * one. Read through to_jsonb so a worker table without that column
+ * (release 0.1.0's) answers too.
  */
 async function olderLiveWorkers(runner: QueryRunner, s: string, version: number, staleAfter: number): Promise<number> {
   const rows = (await runner.query(
@@ -108,6 +162,15 @@ async function olderLiveWorkers(runner: QueryRunner, s: string, version: number,
       WHERE w.stopped_at IS NULL AND w.last_heartbeat > $1
         AND coalesce((to_jsonb(w) ->> 'schema_version')::int, 0) < $2`,
     [new Date(Date.now() - staleAfter), version],
+  )) as Array<{ n: number }>;
+  return rows[0]?.n ?? 0;
+}
+
+/** Live workers of any build: not stopped, beating within the window. */
+async function liveWorkers(runner: QueryRunner, s: string, staleAfter: number): Promise<number> {
+  const rows = (await runner.query(
+    `SELECT count(*)::int AS n FROM ${s}.worker w WHERE w.stopped_at IS NULL AND w.last_heartbeat > $1`,
+    [new Date(Date.now() - staleAfter)],
   )) as Array<{ n: number }>;
   return rows[0]?.n ?? 0;
 }
@@ -131,9 +194,38 @@ export async function migrateSchema(
   schema: string,
   options: SchemaMigrationOptions = {},
 ): Promise<SchemaMigrationResult> {
+  const { applied, deferred, routines } = await migrateLocked(dataSource, schema, options, false);
+  return { applied, deferred, routines };
+}
+
+/**
+ * `migrate --reset-unreleased`: for a schema that recorded versions after
+ * the last released one as another unreleased build wrote them (a
+ * development database made from main), forgets the records of every
+ * version after the last released one and applies this build's versions,
+ * which run again over what those builds made, then migrates as a start
+ * does; all in one transaction under the migrator's lock. Refused while a
+ * worker of the schema is alive: it must not change the tables under a
+ * running app. A schema without such versions is only migrated.
+ */
+export async function resetUnreleasedVersions(
+  dataSource: DataSource,
+  schema: string,
+  options: SchemaMigrationOptions = {},
+): Promise<UnreleasedResetResult> {
+  return migrateLocked(dataSource, schema, options, true);
+}
+
+async function migrateLocked(
+  dataSource: DataSource,
+  schema: string,
+  options: SchemaMigrationOptions,
+  resetUnreleased: boolean,
+): Promise<UnreleasedResetResult> {
   const runner = dataSource.createQueryRunner();
   const s = quoteIdent(schema);
-  const result: SchemaMigrationResult = { applied: [], deferred: [], routines: [] };
+  const staleAfter = options.workerStaleAfter ?? DEFAULT_WORKER_STALE_AFTER;
+  const result: UnreleasedResetResult = { applied: [], deferred: [], routines: [], removed: [] };
   try {
     await runner.connect();
     await runner.startTransaction();
@@ -142,11 +234,25 @@ export async function migrateSchema(
     await lockSchema(runner, schema);
     await runner.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
     for (const statement of versionTable(s)) await runner.query(statement);
-    const done = checkApplied(schema, (await runner.query(appliedRows(s))) as AppliedRow[]);
+    let rows = (await runner.query(appliedRows(s))) as AppliedRow[];
+    if (resetUnreleased && staleUnreleased(rows).length) {
+      const alive = await liveWorkers(runner, s, staleAfter);
+      if (alive > 0) {
+        throw new JobsError(
+          `migrate --reset-unreleased: ${alive} worker(s) on schema "${schema}" are alive (a heartbeat within the last ${staleAfter / 1000} s), ` +
+            `so nothing was reset: it changes the tables those apps run on. ` +
+            `Potential fix: stop the apps on the schema (or wait until their heartbeats are older than that), then run it again.`,
+        );
+      }
+      result.removed = rows.map((r) => r.version).filter((v) => v > LAST_RELEASED_VERSION);
+      result.removed.sort((a, b) => a - b);
+      await runner.query(`DELETE FROM ${s}.schema_version WHERE version > $1`, [LAST_RELEASED_VERSION]);
+      rows = rows.filter((r) => r.version <= LAST_RELEASED_VERSION);
+    }
+    const done = checkApplied(schema, rows);
     for (const migration of schemaMigrations()) {
       if (done.has(migration.version)) continue;
       if (migration.breaking !== null) {
-        const staleAfter = options.workerStaleAfter ?? DEFAULT_WORKER_STALE_AFTER;
         const older = await olderLiveWorkers(runner, s, migration.version, staleAfter);
         if (older > 0) {
           result.deferred.push({ version: migration.version, breaking: migration.breaking, olderWorkers: older });

@@ -20,7 +20,7 @@ function liveServing(w: string, queue: string, liveSince: string): string {
  *
  * - `uq`: the queues that hold queued jobs, one probe of the claim index per queue.
  * - `uh`: of those, each with the names its live workers handle. A live worker of a build before
- *   version 19 recorded no `job_names`: it counts as handling every name, so an upgrade raises no
+ *   version 4 recorded no `job_names`: it counts as handling every name, so an upgrade raises no
  *   alarm; such a queue is left out.
  * - `up`: the names among the first due jobs of each queue (UNHANDLED_SCAN per part) that none of
  *   its live workers handles.

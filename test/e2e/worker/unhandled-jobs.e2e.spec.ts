@@ -101,7 +101,7 @@ describe('jobs no live worker handles', () => {
     await jobs.enqueue(Legacy, null);
     expect((await monitor.unhandledJobs()).map((u) => u.name)).toEqual(['uh-known', 'uh-legacy']);
 
-    // What a worker of a build from before version 19 writes: no job_names; it serves uh-c.
+    // What a worker of a build from before schema version 4 writes: no job_names; it serves uh-c.
     await sql(
       `INSERT INTO "${schema}".worker (id, host, pid, queues, concurrency, started_at, last_heartbeat)
        VALUES ('old-build:1:000000', 'old-build', 1, '{uh-c}', 1, now(), now())`,

@@ -4,7 +4,7 @@ import { NEW_JOB_COLUMN_NAMES, unnestNewJobs } from '../job-encoding.js';
 
 /**
  * The ways a job holds its unique key without a window (its unique_while), each with the states
- * it holds the key in: the predicates of migration 0005's unique indexes. Every
+ * it holds the key in: the predicates of schema version 4's unique indexes. Every
  * look-up of holders has one branch per way with that predicate, so that each branch is a probe
  * of its index: one OR of them matched no index and read the whole table.
  */

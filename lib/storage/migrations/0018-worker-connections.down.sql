@@ -1,2 +1,0 @@
-ALTER TABLE :SCHEMA.worker DROP COLUMN IF EXISTS connections_max;
-ALTER TABLE :SCHEMA.worker DROP COLUMN IF EXISTS connections_open;

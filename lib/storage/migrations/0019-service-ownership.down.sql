@@ -1,8 +1,0 @@
-DROP TABLE IF EXISTS :SCHEMA.service_instance;
-DROP TABLE IF EXISTS :SCHEMA.service_owner;
-DROP TABLE IF EXISTS :SCHEMA.service_build;
-ALTER TABLE :SCHEMA.worker DROP COLUMN IF EXISTS job_names, DROP COLUMN IF EXISTS service;
-ALTER TABLE :SCHEMA.job_rate_limit DROP COLUMN IF EXISTS code_service;
-ALTER TABLE :SCHEMA.job_name_limit DROP COLUMN IF EXISTS code_service;
-ALTER TABLE :SCHEMA.job_queue DROP COLUMN IF EXISTS code_service;
-ALTER TABLE :SCHEMA.recurring_schedule DROP COLUMN IF EXISTS definition_hash, DROP COLUMN IF EXISTS service;
