@@ -23,6 +23,28 @@ const LAYERS = {
   testing: ['model', 'queue', 'monitoring', 'scheduler', 'discovery', 'worker', 'storage:interface', 'root'],
 };
 
+/**
+ * Storage's folders, from the ground floor up: what each may import of the
+ * others (the table of docs/contributing/architecture.md, "Storage"). No row
+ * names a folder that names it back, so there is no loop among them; a file
+ * directly in storage/ belongs to no row and may import none of them.
+ */
+export const STORAGE_FOLDERS = {
+  sql: [],
+  embedded: [],
+  routines: ['sql'],
+  migrations: ['sql', 'routines'],
+  notifications: ['sql'],
+  jobs: ['sql', 'routines', 'migrations'],
+  workflows: ['sql', 'routines', 'jobs'],
+  queues: ['sql'],
+  schedules: ['sql'],
+  services: ['sql', 'queues', 'schedules'],
+  admin: ['sql', 'routines', 'jobs', 'workflows'],
+  monitoring: ['sql', 'jobs', 'workflows', 'queues', 'schedules', 'admin'],
+  connection: ['sql', 'embedded', 'routines', 'migrations'],
+};
+
 const lib = path.resolve('lib');
 
 const DASHBOARD_ASSETS = 'lib/dashboard/assets/**/*.js';
@@ -56,6 +78,12 @@ function layerOf(file) {
   return rest.length === 0 ? 'root' : first;
 }
 
+/** The folder of storage/ a file is in; '' for a file directly in storage/. */
+function storageFolderOf(file) {
+  const [, folder, ...rest] = path.relative(lib, file).split(path.sep);
+  return rest.length === 0 ? '' : folder;
+}
+
 const layers = {
   meta: {
     type: 'problem',
@@ -63,6 +91,8 @@ const layers = {
     messages: {
       forbidden:
         '{{from}}/ may not import {{target}} ({{to}}/{{which}}); allowed: {{allowed}}. See docs/contributing/architecture.md, "Layers".',
+      storage:
+        'storage/{{from}} may not import {{target}} (storage/{{to}}); allowed: {{allowed}}. See docs/contributing/architecture.md, "Storage".',
     },
     schema: [],
   },
@@ -75,6 +105,7 @@ const layers = {
       if (typeof spec !== 'string' || !spec.startsWith('.')) return;
       const target = path.resolve(path.dirname(context.filename), spec).replace(/\.js$/, '.ts');
       const to = layerOf(target);
+      if (to === 'storage' && from === 'storage') return checkStorage(node, spec, target);
       if (!to || to === from) return;
       const isInterface = target.endsWith('.interface.ts');
       if (allowed.includes(to) || (isInterface && allowed.includes(`${to}:interface`))) return;
@@ -87,6 +118,23 @@ const layers = {
           target: spec,
           which: isInterface ? 'an interface' : 'an implementation',
           allowed: allowed.join(', ') || 'nothing of ours',
+        },
+      });
+    };
+    const checkStorage = (node, spec, target) => {
+      const own = storageFolderOf(context.filename);
+      const other = storageFolderOf(target);
+      if (own === other && own !== '') return;
+      const allowed = STORAGE_FOLDERS[own] ?? [];
+      if (other !== '' && allowed.includes(other)) return;
+      context.report({
+        node,
+        messageId: 'storage',
+        data: {
+          from: own ? `${own}/` : '',
+          to: other ? `${other}/` : '',
+          target: spec,
+          allowed: allowed.map((f) => `${f}/`).join(', ') || 'no other storage folder',
         },
       });
     };

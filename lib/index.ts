@@ -39,7 +39,7 @@ export {
   startEmbeddedPostgres,
   type EmbeddedPostgresOptions,
   type EmbeddedPostgresHandle,
-} from './storage/connection/embedded-postgres.js';
+} from './storage/embedded/embedded-postgres.js';
 export {
   Clock,
   SystemClock,

@@ -10,8 +10,8 @@ import type {
   RateLimit,
 } from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
-import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
-import type { DatabaseTimeouts } from './storage/connection/timeouts.js';
+import type { EmbeddedPostgresOptions } from './storage/embedded/embedded-postgres.js';
+import type { DatabaseTimeouts } from './storage/sql/timeouts.js';
 import type { RetentionOptions } from './worker/retention-options.js';
 import type { WorkerOptions } from './worker/worker-options.js';
 

@@ -18,8 +18,8 @@ import {
   type OptionField,
 } from './model/index.js';
 import type { SchedulerOptions } from './scheduler/scheduler-options.js';
-import type { EmbeddedPostgresOptions } from './storage/connection/embedded-postgres.js';
-import { TIMEOUTS_SHAPE } from './storage/connection/timeouts.js';
+import type { EmbeddedPostgresOptions } from './storage/embedded/embedded-postgres.js';
+import { TIMEOUTS_SHAPE } from './storage/sql/timeouts.js';
 import type { RetentionOptions } from './worker/retention-options.js';
 import type { WorkerOptions, WorkerQueueOptions } from './worker/worker-options.js';
 

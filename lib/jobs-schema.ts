@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { checkSchemaName, initialize } from './storage/connection/connection-options.js';
 import { JobsConnection } from './storage/connection/jobs-connection.js';
-import { resolveTimeouts } from './storage/connection/timeouts.js';
+import { resolveTimeouts } from './storage/sql/timeouts.js';
 import { latestSchemaVersion } from './storage/migrations/migration-files.js';
 import { grantSchema, type SchemaGrant } from './storage/migrations/schema-grants.js';
 import {

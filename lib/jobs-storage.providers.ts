@@ -30,7 +30,7 @@ import { PostgresScheduleStorage } from './storage/schedules/postgres-schedule-s
 import { PostgresServiceStorage } from './storage/services/postgres-service-storage.js';
 import { SERVICE_STORAGE } from './storage/services/service-storage.interface.js';
 import { SCHEDULE_STORAGE } from './storage/schedules/schedule-storage.interface.js';
-import { StorageContext } from './storage/storage-context.js';
+import { StorageContext } from './storage/sql/storage-context.js';
 import { PostgresWorkflowStorage } from './storage/workflows/postgres-workflow-storage.js';
 import { WORKFLOW_STORAGE } from './storage/workflows/workflow-storage.interface.js';
 

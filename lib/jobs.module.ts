@@ -60,8 +60,8 @@ import { resolveSchedulerOptions, SCHEDULER_OPTIONS } from './scheduler/schedule
 import { SchedulesExplorer } from './scheduler/schedules.explorer.js';
 import { JobsConnection } from './storage/connection/jobs-connection.js';
 import { ReplicaConnection, type ReplicaSource } from './storage/connection/replica-connection.js';
-import { resolveTimeouts } from './storage/connection/timeouts.js';
-import { StorageContext } from './storage/storage-context.js';
+import { resolveTimeouts } from './storage/sql/timeouts.js';
+import { StorageContext } from './storage/sql/storage-context.js';
 import { AttemptRunner } from './worker/attempt-runner.service.js';
 import { FailureHooks } from './worker/failure-hooks.service.js';
 import { JobRescuer } from './worker/job-rescuer.service.js';

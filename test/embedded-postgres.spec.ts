@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres } from '../lib/storage/connection/embedded-postgres.js';
+import { startEmbeddedPostgres } from '../lib/storage/embedded/embedded-postgres.js';
 import { AppProcess, killServersOn, leftOn, NOTHING_LEFT, processesOn, ROOT } from './support/app-process.js';
 
 const quiet = { log: () => undefined, warn: () => undefined };
@@ -35,7 +35,7 @@ async function query<T>(url: string, text: string): Promise<T[]> {
 
 /** A script run in a child process of its own, with `startEmbeddedPostgres` and `pg` in scope. */
 function runScript(script: string, env: Record<string, string | undefined> = {}): AppProcess {
-  const module = new URL('../lib/storage/connection/embedded-postgres.ts', import.meta.url).href;
+  const module = new URL('../lib/storage/embedded/embedded-postgres.ts', import.meta.url).href;
   const prelude =
     `const { startEmbeddedPostgres } = await import(${JSON.stringify(module)});` +
     `const { default: pg } = await import('pg');`;

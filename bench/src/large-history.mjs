@@ -59,7 +59,7 @@ const { claimStatements } = await import(
 );
 // The worker's sessions' planner settings: the probe's claims run as the worker's do.
 const { WORKER_PLANNER_SETTINGS } = await import(
-  new URL('../../dist/lib/storage/connection/worker-pool.js', import.meta.url).href
+  new URL('../../dist/lib/storage/jobs/worker-pool.js', import.meta.url).href
 );
 const WORKER_SESSION_OPTIONS = WORKER_PLANNER_SETTINGS.map(([name, value]) => `-c ${name}=${value}`).join(' ');
 

@@ -1,14 +1,6 @@
 import { JobsError } from './errors.js';
-import type { JobOptions } from './job-options.js';
+import type { DeclaredKey, JobOptions } from './job-options.js';
 import { checkKey, describeValue } from './validation.js';
-
-/**
- * A flow-control key a job type declares (`@Job` or an `externalJobs`
- * entry): a fixed string, or a function of each enqueue's payload.
- */
-// The payload's type is the handler's, which a decorator's options cannot name.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type DeclaredKey = string | ((payload: any) => string);
 
 /** The flow-control keys a job type may declare. */
 export type DeclaredKeyField = 'serialKey' | 'group';

@@ -9,6 +9,7 @@ export * from './job-context-data.js';
 export * from './job-interceptor.js';
 export * from './schedule.js';
 export * from './payload.js';
+export * from './job-write-rules.js';
 export * from './monitoring.js';
 export * from './job-events.js';
 export * from './job-tracing.js';

@@ -1,8 +1,15 @@
 import { DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
-import type { DeclaredKey } from './declared-keys.js';
 import type { UniqueOptions } from './job-context.js';
 import type { JobInterceptorClass } from './job-interceptor.js';
 import type { RateLimit } from './queue-settings.js';
+
+/**
+ * A flow-control key a job type declares (`@Job` or an `externalJobs`
+ * entry): a fixed string, or a function of each enqueue's payload.
+ */
+// The payload's type is the handler's, which a decorator's options cannot name.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type DeclaredKey = string | ((payload: any) => string);
 
 /** The queue of a job that names none. Workers serve every queue unless told otherwise. */
 export const DEFAULT_QUEUE = 'default';

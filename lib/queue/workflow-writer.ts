@@ -17,7 +17,7 @@ import {
   type StepOptions,
 } from '../model/index.js';
 import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
-import type { StorageTx } from '../storage/storage-tx.interface.js';
+import type { StorageTx } from '../storage/sql/storage-tx.interface.js';
 import {
   WORKFLOW_STORAGE,
   type NewDependency,

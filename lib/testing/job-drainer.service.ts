@@ -24,7 +24,7 @@ import {
 } from '../storage/jobs/maintenance/maintenance-storage.interface.js';
 import { OUTCOME_STORAGE, type OutcomeStorage } from '../storage/jobs/outcomes/outcome-storage.interface.js';
 import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
-import type { TxScope } from '../storage/storage-tx.interface.js';
+import type { TxScope } from '../storage/sql/storage-tx.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 import { AttemptRunner } from '../worker/attempt-runner.service.js';
 import { Claimer } from '../worker/claiming/claimer.js';

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { CancelResult, JobControlStorage } from '../storage/jobs/control/job-control-storage.interface.js';
 import type { EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
-import type { TxScope } from '../storage/storage-tx.interface.js';
+import type { TxScope } from '../storage/sql/storage-tx.interface.js';
 import type { WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
 
 /** What the testing kit does when the app writes through storage (set by the JobDrainer). */

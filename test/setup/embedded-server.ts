@@ -5,7 +5,7 @@
  * once ready; stops the server when told (SIGTERM) or when its parent is
  * gone (stdin closes).
  */
-import { startEmbeddedPostgres } from '../../lib/storage/connection/embedded-postgres.js';
+import { startEmbeddedPostgres } from '../../lib/storage/embedded/embedded-postgres.js';
 
 const quiet = { log: () => undefined, warn: (msg: string) => process.stderr.write(`${msg}\n`) };
 const handle = await startEmbeddedPostgres({ dataDir: '.jobs-data/test', logger: quiet });

@@ -12,7 +12,7 @@ import {
   track,
   untrack,
   type LiveServer,
-} from '../../lib/storage/connection/server-process.js';
+} from '../../lib/storage/embedded/server-process.js';
 
 const run = promisify(execFile);
 const TOOLS = ['initdb', 'postgres', 'pg_basebackup'] as const;

@@ -1,4 +1,4 @@
-import { connectionBudget } from '../../lib/storage/connection/connection-budget.js';
+import { connectionBudget } from '../../lib/storage/sql/connection-budget.js';
 import { JobsError } from '../../lib/model/index.js';
 
 const owned = { maxConnections: undefined, owned: true, worker: true, listening: true };

@@ -17,10 +17,10 @@ import {
   toDatabaseError,
   type ClaimedJob,
 } from '../../lib/model/index.js';
-import { startEmbeddedPostgres } from '../../lib/storage/connection/embedded-postgres.js';
+import { startEmbeddedPostgres } from '../../lib/storage/embedded/embedded-postgres.js';
 import { JobsConnection } from '../../lib/storage/connection/jobs-connection.js';
-import { resolveTimeouts } from '../../lib/storage/connection/timeouts.js';
-import { pgPoolOf } from '../../lib/storage/connection/pg-driver.js';
+import { resolveTimeouts } from '../../lib/storage/sql/timeouts.js';
+import { pgPoolOf } from '../../lib/storage/sql/pg-driver.js';
 import { jobContext, type ContextHost } from '../../lib/worker/attempt-context.js';
 import type { RunnerDeps } from '../../lib/worker/runner-deps.js';
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { LAST_RELEASED_VERSION, schemaMigrations } from '../../lib/storage/migrations/migration-files.js';
-import { TOPIC_PREFIXES } from '../../lib/storage/notifications/notification-topics.js';
+import { TOPIC_PREFIXES } from '../../lib/storage/sql/notification-topics.js';
 
 const unreleased = () => schemaMigrations().filter((m) => m.version > LAST_RELEASED_VERSION);
 

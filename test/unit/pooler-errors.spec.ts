@@ -1,5 +1,5 @@
 import { JobsDatabaseError, JobsError } from '../../lib/model/index.js';
-import { poolerRefusal } from '../../lib/storage/connection/pooler-errors.js';
+import { poolerRefusal } from '../../lib/storage/sql/pooler-errors.js';
 
 describe("a pooler's refusals", () => {
   it('a named prepared statement missing on the server session becomes a JobsError naming pooler: transaction', () => {

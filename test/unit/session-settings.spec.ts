@@ -1,4 +1,4 @@
-import { SessionSettings, sessionSettingsFor } from '../../lib/storage/connection/session-settings.js';
+import { SessionSettings, sessionSettingsFor } from '../../lib/storage/sql/session-settings.js';
 
 const settings = [
   ['statement_timeout', '30000'],

@@ -5,7 +5,7 @@ import { PostgresAdminStorage } from '../../lib/storage/admin/postgres-admin-sto
 import type { BulkChunk, JobFilter } from '../../lib/storage/admin/admin-storage.interface.js';
 import { routineSql, type Routine } from '../../lib/storage/routines/routine.js';
 import { ROUTINES } from '../../lib/storage/routines/routine-catalog.js';
-import type { StorageContext } from '../../lib/storage/storage-context.js';
+import type { StorageContext } from '../../lib/storage/sql/storage-context.js';
 
 /**
  * Every database routine and every statement of the storage folders, rendered as PostgreSQL
@@ -20,7 +20,7 @@ import type { StorageContext } from '../../lib/storage/storage-context.js';
  *
  * Not rendered: SQL outside those objects, none of it on the hot path: the migrator's and the
  * routine installer's own reads of the catalog, the session settings, LISTEN, savepoints, and the
- * replica's lag and WAL position reads (monitoring/replica-lag.ts, connection/wal-position.ts).
+ * replica's lag and WAL position reads (monitoring/replica-lag.ts, sql/wal-position.ts).
  */
 
 const SCHEMA = 'durable_jobs';

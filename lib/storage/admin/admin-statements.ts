@@ -1,6 +1,6 @@
 import { LIVE_JOB_STATES, NOT_STARTED_STATES, RETRYABLE_STATES } from '../../model/index.js';
-import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
-import { notifySql } from '../notifications/notification-topics.js';
+import { quoteIdent, sqlLiterals } from '../sql/sql-identifiers.js';
+import { notifySql } from '../sql/notification-topics.js';
 import { noLiveChildren, noPendingHook } from '../jobs/job-fragments.js';
 import { ROUTINE_NAMES } from '../routines/routine-catalog.js';
 

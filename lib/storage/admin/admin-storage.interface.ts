@@ -6,7 +6,7 @@ import type {
   JobState,
   JobSummary,
 } from '../../model/index.js';
-import type { BatchRoundResult, SettledBatchState } from '../workflows/settled-batch-rounds.js';
+import type { BatchRoundResult, SettledBatchState } from '../jobs/maintenance/settled-batch-rounds.js';
 
 /** Filters shared by searches and bulk actions; null fields match everything. */
 export interface JobFilter {

@@ -8,10 +8,10 @@ import {
   type JobState,
   type JobSummary,
 } from '../../model/index.js';
-import { inOneSnapshot, type PoolExecutor } from '../connection/sql-executor.js';
+import { inOneSnapshot, type PoolExecutor } from '../sql/sql-executor.js';
 import { FIRST_UUID, uuidv7Floor } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
-import type { StorageContext } from '../storage-context.js';
+import type { StorageContext } from '../sql/storage-context.js';
 import { batchSummaryFromRow } from '../workflows/batch-rows.js';
 import {
   deleteSettledBatchRound,
@@ -19,7 +19,7 @@ import {
   type BatchRoundResult,
   type SettledBatchState,
   type SettledBatchStatements,
-} from '../workflows/settled-batch-rounds.js';
+} from '../jobs/maintenance/settled-batch-rounds.js';
 import type {
   AdminStorage,
   BatchQuery,

@@ -1,6 +1,6 @@
 import type { JobCipher, SerializedError } from '../../model/index.js';
-import type { SqlExecutor } from '../connection/sql-executor.js';
-import { quoteIdent } from '../connection/sql-identifiers.js';
+import type { SqlExecutor } from '../sql/sql-executor.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
 import type { ReencryptChunkResult } from './admin-storage.interface.js';
 
 /**

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { describeValue, JobsError, toDatabaseError } from '../../model/index.js';
-import type { SessionSettings } from './session-settings.js';
-import { pgSessionSettings, type ResolvedTimeouts } from './timeouts.js';
+import type { SessionSettings } from '../sql/session-settings.js';
+import { pgSessionSettings, type ResolvedTimeouts } from '../sql/timeouts.js';
 
 /** The first connection: a server that refuses it fails the start with a JobsDatabaseError, the driver's error its cause. */
 export async function initialize(ds: DataSource, what = 'connecting to PostgreSQL'): Promise<void> {

@@ -2,7 +2,7 @@ import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { JobsError, settlesWithin, toDatabaseError } from '../../model/index.js';
 import type { SchemaMigrationResult } from '../migrations/schema-migrator.js';
-import { connectionBudget } from './connection-budget.js';
+import { connectionBudget } from '../sql/connection-budget.js';
 import {
   checkSchemaName,
   givenPoolSize,
@@ -11,19 +11,19 @@ import {
   pgConfigOf,
   toPostgresOptions,
 } from './connection-options.js';
-import { ownSessionSettings, type ConnectionPlan } from './connection-plan.js';
+import { ownSessionSettings, type ConnectionPlan } from '../sql/connection-plan.js';
 import {
   startEmbeddedPostgres,
   type EmbeddedPostgresHandle,
   type EmbeddedPostgresOptions,
-} from './embedded-postgres.js';
-import { pgPoolOf } from './pg-driver.js';
+} from '../embedded/embedded-postgres.js';
+import { pgPoolOf } from '../sql/pg-driver.js';
 import { checkPooler, checkDirectConnection, checkNotTransactionPooled } from './pooler-checks.js';
 import { clientSessions, poolSessions } from './pooler-probe.js';
 import { prepareSchema } from './schema-preparation.js';
 import { checkDatabaseChoice } from './database-choice.js';
-import { sessionSettingsFor, type PoolerMode } from './session-settings.js';
-import type { ResolvedTimeouts } from './timeouts.js';
+import { sessionSettingsFor, type PoolerMode } from '../sql/session-settings.js';
+import type { ResolvedTimeouts } from '../sql/timeouts.js';
 
 export interface JobsConnectionSettings {
   dataSource?: DataSource;

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { describeValue, JobsError, toDatabaseError } from '../../model/index.js';
 import { clientSessions, sharesServerSessions, type ProbeSessions } from './pooler-probe.js';
-import type { PoolerMode } from './session-settings.js';
+import type { PoolerMode } from '../sql/session-settings.js';
 
 const POOLER_FIX = `pooler: 'transaction', with directConnection: <a URL straight to the server> for LISTEN and migrations`;
 

@@ -1,12 +1,12 @@
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { describeValue, JobsError, settlesWithin, toDatabaseError } from '../../model/index.js';
-import { quoteIdent } from './sql-identifiers.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
 import { initialize, ownedDataSource, toPostgresOptions } from './connection-options.js';
-import { ownSessionSettings } from './connection-plan.js';
-import type { PoolerMode } from './session-settings.js';
-import type { ResolvedTimeouts } from './timeouts.js';
-import { PRIMARY_WAL_POSITION } from './wal-position.js';
+import { ownSessionSettings } from '../sql/connection-plan.js';
+import type { PoolerMode } from '../sql/session-settings.js';
+import type { ResolvedTimeouts } from '../sql/timeouts.js';
+import { PRIMARY_WAL_POSITION } from '../sql/wal-position.js';
 
 /** What `monitoring.replica` takes: the app's DataSource on the replica, a postgres URL, or TypeORM postgres options. */
 export type ReplicaSource = DataSource | string | Record<string, unknown>;

@@ -11,8 +11,8 @@ import {
   type SchemaMigrationResult,
 } from '../migrations/schema-migrator.js';
 import { initialize, ownedDataSource } from './connection-options.js';
-import { ownSessionSettings } from './connection-plan.js';
-import type { ResolvedTimeouts } from './timeouts.js';
+import { ownSessionSettings } from '../sql/connection-plan.js';
+import type { ResolvedTimeouts } from '../sql/timeouts.js';
 
 export interface SchemaPreparation {
   schema: string;

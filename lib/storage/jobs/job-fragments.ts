@@ -1,5 +1,5 @@
 import { LIVE_JOB_STATES } from '../../model/index.js';
-import { sqlLiterals } from '../connection/sql-identifiers.js';
+import { sqlLiterals } from '../sql/sql-identifiers.js';
 import { ROUTINE_NAMES } from '../routines/routine-catalog.js';
 
 /**

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { JobCipher, JobStep, NewStep, StoredStep } from '../../model/index.js';
-import { executorFor, ignoreError, type PoolExecutor } from '../connection/sql-executor.js';
-import type { StorageContext } from '../storage-context.js';
-import type { TxScope } from '../storage-tx.interface.js';
+import { executorFor, ignoreError, type PoolExecutor } from '../sql/sql-executor.js';
+import type { StorageContext } from '../sql/storage-context.js';
+import type { TxScope } from '../sql/storage-tx.interface.js';
 import type { HeldJob } from './outcomes/outcome-storage.interface.js';
 import { jobStepFromRow } from './job-rows.js';
 import { sealJsonFor } from './job-sealing.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { PoolExecutor, SqlExecutor } from '../connection/sql-executor.js';
+import type { PoolExecutor, SqlExecutor } from '../sql/sql-executor.js';
 
 type Row = Record<string, unknown>;
 

@@ -1,4 +1,4 @@
-import { quoteIdent } from '../connection/sql-identifiers.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
 
 /**
  * The SQL of durable steps for one schema. A step is recorded by the

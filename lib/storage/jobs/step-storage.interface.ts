@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { JobStep, NewStep, StoredStep } from '../../model/index.js';
-import type { TxScope } from '../storage-tx.interface.js';
+import type { TxScope } from '../sql/storage-tx.interface.js';
 import type { HeldJob } from './outcomes/outcome-storage.interface.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
-import type { PoolExecutor } from '../connection/sql-executor.js';
-import { WorkerPool } from '../connection/worker-pool.js';
-import type { StorageContext } from '../storage-context.js';
+import type { PoolExecutor } from '../sql/sql-executor.js';
+import { WorkerPool } from './worker-pool.js';
+import type { StorageContext } from '../sql/storage-context.js';
 
 /** How long closing the worker's pools may wait for their sessions to end. */
 const CLOSE_WITHIN_MS = 5_000;

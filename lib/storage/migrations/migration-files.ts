@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { JobsError } from '../../model/index.js';
-import { quoteIdent } from '../connection/sql-identifiers.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
 
 /**
  * One version of the schema: `NNNN-name.sql` beside this file, and its

@@ -1,6 +1,6 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import { JobsError, toDatabaseError } from '../../model/index.js';
-import { quoteIdent } from '../connection/sql-identifiers.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
 
 /** What `migrate --grant` gave one role on the schema, read back from the catalog after granting. */
 export interface SchemaGrant {

@@ -1,6 +1,6 @@
 import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { JobsError } from '../../model/index.js';
-import { quoteIdent } from '../connection/sql-identifiers.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
 import { installRoutines, missingRoutines } from '../routines/routine-installer.js';
 import {
   LAST_RELEASED_VERSION,

@@ -1,5 +1,5 @@
-import { quoteIdent } from '../connection/sql-identifiers.js';
-import { unhandledPairs } from './unhandled-jobs-sql.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
+import { unhandledPairs } from '../jobs/unhandled-jobs-sql.js';
 
 /**
  * What operators read. Each part of the counts is served by an index that

@@ -4,7 +4,7 @@ import type { PostgresEnqueueStorage } from '../jobs/enqueue/postgres-enqueue-st
 import type { PostgresOutcomeStorage } from '../jobs/outcomes/postgres-outcome-storage.js';
 import { PostgresQueueStorage } from '../queues/postgres-queue-storage.js';
 import { PostgresScheduleStorage } from '../schedules/postgres-schedule-storage.js';
-import type { StorageContext } from '../storage-context.js';
+import type { StorageContext } from '../sql/storage-context.js';
 import { PostgresWorkflowStorage } from '../workflows/postgres-workflow-storage.js';
 import type { MonitoringReads } from './monitoring-reads.interface.js';
 import { PostgresMonitoringStorage } from './postgres-monitoring-storage.js';

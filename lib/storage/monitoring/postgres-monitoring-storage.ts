@@ -2,8 +2,8 @@ import type { QueueLag, UnhandledJob } from '../../model/index.js';
 import { uuidv7Floor } from '../jobs/job-encoding.js';
 import type { CountRow, MonitoringStorage, WorkerRow } from './monitoring-storage.interface.js';
 import { monitoringStatements, type MonitoringStatements } from './monitoring-statements.js';
-import { PoolExecutor } from '../connection/sql-executor.js';
-import type { StorageContext } from '../storage-context.js';
+import { PoolExecutor } from '../sql/sql-executor.js';
+import type { StorageContext } from '../sql/storage-context.js';
 
 type Row = Record<string, unknown>;
 

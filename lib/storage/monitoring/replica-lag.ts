@@ -1,6 +1,6 @@
 import type { ReplicaLag } from '../../model/index.js';
-import type { PoolExecutor } from '../connection/sql-executor.js';
-import { PRIMARY_WAL_POSITION } from '../connection/wal-position.js';
+import type { PoolExecutor } from '../sql/sql-executor.js';
+import { PRIMARY_WAL_POSITION } from '../sql/wal-position.js';
 
 // $1 the primary's position, read first: the replica may have replayed past it since, hence greatest(…, 0).
 const REPLICA_POSITION = `SELECT pg_is_in_recovery() AS standby,

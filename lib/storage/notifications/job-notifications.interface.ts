@@ -1,6 +1,6 @@
-import type { JobNotification } from './notification-topics.js';
+import type { JobNotification } from '../sql/notification-topics.js';
 
-export type { JobNotification, NotificationTopic } from './notification-topics.js';
+export type { JobNotification, NotificationTopic } from '../sql/notification-topics.js';
 
 export interface NotificationSubscriber {
   /** A notification on the schema's channel, already decoded. */

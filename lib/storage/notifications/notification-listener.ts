@@ -1,12 +1,12 @@
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
 import { settlesWithin } from '../../model/index.js';
-import { pgPoolOf } from '../connection/pg-driver.js';
-import { quoteIdent } from '../connection/sql-identifiers.js';
-import { pgSessionSettings } from '../connection/timeouts.js';
-import type { StorageContext } from '../storage-context.js';
+import { pgPoolOf } from '../sql/pg-driver.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
+import { pgSessionSettings } from '../sql/timeouts.js';
+import type { StorageContext } from '../sql/storage-context.js';
 import { JobNotifications, type NotificationSubscriber } from './job-notifications.interface.js';
-import { decodeNotification } from './notification-topics.js';
+import { decodeNotification } from '../sql/notification-topics.js';
 
 /** How long stopping may wait for the database to acknowledge UNLISTEN before the socket is dropped. */
 const STOP_WITHIN_MS = 2_000;

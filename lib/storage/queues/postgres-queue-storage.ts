@@ -1,5 +1,5 @@
-import type { SqlExecutor } from '../connection/sql-executor.js';
-import type { StorageContext } from '../storage-context.js';
+import type { SqlExecutor } from '../sql/sql-executor.js';
+import type { StorageContext } from '../sql/storage-context.js';
 import type {
   CodeLimits,
   GroupLimit,

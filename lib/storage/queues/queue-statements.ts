@@ -1,5 +1,5 @@
-import { quoteIdent } from '../connection/sql-identifiers.js';
-import { notifySql } from '../notifications/notification-topics.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
+import { notifySql } from '../sql/notification-topics.js';
 
 /**
  * A run-time change of a queue's or a job name's limits (row alias q): $2/$3 say whether the

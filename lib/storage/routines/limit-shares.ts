@@ -21,7 +21,7 @@
  * test/unit/claim-fragments.spec.ts checks against its SQL.
  */
 
-import { notifySql } from '../notifications/notification-topics.js';
+import { notifySql } from '../sql/notification-topics.js';
 import { activeInQueue, heldInQueue } from './sql-fragments.js';
 
 /**

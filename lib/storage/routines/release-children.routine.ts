@@ -1,4 +1,4 @@
-import { notifySql } from '../notifications/notification-topics.js';
+import { notifySql } from '../sql/notification-topics.js';
 import { defineRoutine } from './routine.js';
 import { DEPENDENCY_NOT_MET_JSON } from './sql-fragments.js';
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { quoteIdent } from '../connection/sql-identifiers.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
 
 /**
  * A database routine as code: its CREATE FUNCTION text, with `:SCHEMA`

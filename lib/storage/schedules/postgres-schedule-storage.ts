@@ -19,8 +19,8 @@ import type {
   ScheduleTiming,
 } from './schedule-storage.interface.js';
 import { scheduleStatements, type ScheduleStatements } from './schedule-statements.js';
-import type { SqlExecutor } from '../connection/sql-executor.js';
-import type { StorageContext } from '../storage-context.js';
+import type { SqlExecutor } from '../sql/sql-executor.js';
+import type { StorageContext } from '../sql/storage-context.js';
 
 type Row = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 import { JOB_DEFAULTS, LIVE_JOB_STATES } from '../../model/index.js';
-import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
-import { notifySql } from '../notifications/notification-topics.js';
+import { quoteIdent, sqlLiterals } from '../sql/sql-identifiers.js';
+import { notifySql } from '../sql/notification-topics.js';
 
 /** Columns of a schedule definition, as the JSON record set the writes take. */
 const DEFINITION_RECORD = `(name text, job_name text, cron text, time_zone text, payload jsonb, options jsonb,

@@ -1,10 +1,10 @@
 import type { JobCipher } from '../../model/index.js';
-import type { SqlExecutor } from '../connection/sql-executor.js';
+import type { SqlExecutor } from '../sql/sql-executor.js';
 import { encodeCodeLimits } from '../queues/postgres-queue-storage.js';
 import { queueStatements, type QueueStatements } from '../queues/queue-statements.js';
 import { encodeDefinitions } from '../schedules/postgres-schedule-storage.js';
 import { scheduleStatements, type ScheduleStatements } from '../schedules/schedule-statements.js';
-import type { StorageContext } from '../storage-context.js';
+import type { StorageContext } from '../sql/storage-context.js';
 import type {
   CheckInResult,
   CodeDeclarations,

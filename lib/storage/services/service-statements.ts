@@ -1,4 +1,4 @@
-import { quoteIdent } from '../connection/sql-identifiers.js';
+import { quoteIdent } from '../sql/sql-identifiers.js';
 
 /**
  * The SQL of services, their builds and instances, for one schema. A build is what one

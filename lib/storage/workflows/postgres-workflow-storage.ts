@@ -17,15 +17,15 @@ import {
   underSavepoint,
   UNDONE,
   type SqlExecutor,
-} from '../connection/sql-executor.js';
+} from '../sql/sql-executor.js';
 import { dueQueues, encodeFlags, encodeNewJobColumns, queueFeatures } from '../jobs/job-encoding.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { PostgresEnqueueStorage } from '../jobs/enqueue/postgres-enqueue-storage.js';
 import type { PostgresOutcomeStorage } from '../jobs/outcomes/postgres-outcome-storage.js';
 import { batchInfoFromRow } from './batch-rows.js';
 import { edgeRow, edgesBefore } from './edge-rows.js';
-import type { StorageContext } from '../storage-context.js';
-import type { StorageTx, TxScope } from '../storage-tx.interface.js';
+import type { StorageContext } from '../sql/storage-context.js';
+import type { StorageTx, TxScope } from '../sql/storage-tx.interface.js';
 import type {
   BatchGraph,
   BatchMember,

@@ -1,7 +1,7 @@
 import { NOT_STARTED_STATES } from '../../model/index.js';
-import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
+import { quoteIdent, sqlLiterals } from '../sql/sql-identifiers.js';
 import { NEW_JOB_COLUMN_NAMES, unnestNewJobs } from '../jobs/job-encoding.js';
-import { notifySql } from '../notifications/notification-topics.js';
+import { notifySql } from '../sql/notification-topics.js';
 import { ROUTINE_NAMES } from '../routines/routine-catalog.js';
 import { BATCH_STOPPED_JSON, batchStopping, DEPENDENCY_NOT_MET_JSON } from '../routines/sql-fragments.js';
 

@@ -8,7 +8,7 @@ import type {
   NewJob,
 } from '../../model/index.js';
 import type { EntityManager } from 'typeorm';
-import type { StorageTx, TxScope } from '../storage-tx.interface.js';
+import type { StorageTx, TxScope } from '../sql/storage-tx.interface.js';
 
 interface NewBatch {
   id: string;

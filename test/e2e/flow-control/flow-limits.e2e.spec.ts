@@ -5,7 +5,7 @@ import type { ClaimedJob, FinishedAttempt } from '../../../lib/model/index.js';
 import { type ClaimRequest } from '../../../lib/storage/jobs/claim/claim-storage.interface.js';
 import { JobWorker } from '../../../lib/worker/job-worker.service.js';
 import pg from 'pg';
-import { notificationChannel } from '../../../lib/storage/notifications/notification-topics.js';
+import { notificationChannel } from '../../../lib/storage/sql/notification-topics.js';
 import { runCli } from '../../support/cli-process.js';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../../support/database.js';
 import { flowApps, limitedQueueOf } from '../../support/flow-apps.js';

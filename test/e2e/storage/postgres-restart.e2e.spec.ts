@@ -5,11 +5,8 @@ import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import pg from 'pg';
 import { Job, JobQueue, JobsModule, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
-import {
-  startEmbeddedPostgres,
-  type EmbeddedPostgresHandle,
-} from '../../../lib/storage/connection/embedded-postgres.js';
-import { freePort } from '../../../lib/storage/connection/server-process.js';
+import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../../lib/storage/embedded/embedded-postgres.js';
+import { freePort } from '../../../lib/storage/embedded/server-process.js';
 import { killServersOn } from '../../support/app-process.js';
 import { waitFor } from '../../support/wait.js';
 

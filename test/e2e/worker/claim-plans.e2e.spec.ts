@@ -1,7 +1,7 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { Job, JobQueue, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 import pg from 'pg';
-import { WORKER_PLANNER_SETTINGS } from '../../../lib/storage/connection/worker-pool.js';
+import { WORKER_PLANNER_SETTINGS } from '../../../lib/storage/jobs/worker-pool.js';
 import { claimStatements } from '../../../lib/storage/jobs/claim/claim-statements.js';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../../support/database.js';
 import { startJobsApp } from '../../support/jobs-app.js';

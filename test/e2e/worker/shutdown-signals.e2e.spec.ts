@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres } from '../../../lib/storage/connection/embedded-postgres.js';
+import { startEmbeddedPostgres } from '../../../lib/storage/embedded/embedded-postgres.js';
 import { jobInfoFromRows } from '../../../lib/storage/jobs/job-rows.js';
 import { AppProcess, killServersOn, leftOn, NOTHING_LEFT, ROOT } from '../../support/app-process.js';
 import { waitFor } from '../../support/wait.js';

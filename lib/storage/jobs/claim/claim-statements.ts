@@ -1,4 +1,4 @@
-import { quoteIdent } from '../../connection/sql-identifiers.js';
+import { quoteIdent } from '../../sql/sql-identifiers.js';
 import { LINEAGE_COLUMNS, lineageIfParents, lineageJoin } from '../job-fragments.js';
 import { ROUTINE_NAMES } from '../../routines/routine-catalog.js';
 import { waitingWithout } from '../../routines/limit-shares.js';

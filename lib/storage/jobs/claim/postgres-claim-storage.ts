@@ -1,5 +1,5 @@
 import type { ClaimedJob, JobCipher } from '../../../model/index.js';
-import type { StorageContext } from '../../storage-context.js';
+import type { StorageContext } from '../../sql/storage-context.js';
 import { claimedJobs, claimResult, type ClaimRow } from '../job-rows.js';
 import { StatementRunner } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';

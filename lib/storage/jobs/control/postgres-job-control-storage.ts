@@ -9,8 +9,8 @@ import {
   type JobState,
   type JobStep,
 } from '../../../model/index.js';
-import { inOneSnapshot, type PoolExecutor, type SqlExecutor } from '../../connection/sql-executor.js';
-import type { StorageContext } from '../../storage-context.js';
+import { inOneSnapshot, type PoolExecutor, type SqlExecutor } from '../../sql/sql-executor.js';
+import type { StorageContext } from '../../sql/storage-context.js';
 import { executionPageFromRows, jobInfoFromRows } from '../job-rows.js';
 import { StatementRunner } from '../statement-runner.js';
 import { stepStatements, type StepStatements } from '../step-statements.js';

@@ -1,5 +1,5 @@
-import { quoteIdent } from '../../connection/sql-identifiers.js';
-import { notifySql } from '../../notifications/notification-topics.js';
+import { quoteIdent } from '../../sql/sql-identifiers.js';
+import { notifySql } from '../../sql/notification-topics.js';
 import { NEW_JOB_COLUMN_NAMES, unnestNewJobs } from '../job-encoding.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { NewJob } from '../../../model/index.js';
-import type { TxScope } from '../../storage-tx.interface.js';
+import type { TxScope } from '../../sql/storage-tx.interface.js';
 
 /**
  * How jobs are written. `tx` is a transaction a write joins: the caller's

@@ -1,7 +1,7 @@
 import type { NewJob } from '../../../model/index.js';
-import { executorFor, type PoolExecutor, type SqlExecutor } from '../../connection/sql-executor.js';
-import type { StorageContext } from '../../storage-context.js';
-import type { TxScope } from '../../storage-tx.interface.js';
+import { executorFor, type PoolExecutor, type SqlExecutor } from '../../sql/sql-executor.js';
+import type { StorageContext } from '../../sql/storage-context.js';
+import type { TxScope } from '../../sql/storage-tx.interface.js';
 import { dueQueues, encodeNewJobColumns, encodeUniformJobs, queueFeatures } from '../job-encoding.js';
 import { StatementRunner } from '../statement-runner.js';
 import type { EnqueueStorage } from './enqueue-storage.interface.js';

@@ -1,5 +1,5 @@
 import { StorageFailure, type NewJob } from '../../../model/index.js';
-import { underSavepoint, UNDONE, type SqlExecutor } from '../../connection/sql-executor.js';
+import { underSavepoint, UNDONE, type SqlExecutor } from '../../sql/sql-executor.js';
 import { dueQueues, encodeNewJobColumns, encodeNewJobValues, encodeUniformJobs } from '../job-encoding.js';
 import type { EnqueueStatements } from './enqueue-statements.js';
 

@@ -1,9 +1,9 @@
 import { DeadlineExceededError, JobCancelledError, LeaseLostError, RATE_START_LAG_MS } from '../../../model/index.js';
-import { quoteIdent } from '../../connection/sql-identifiers.js';
-import { notifySql } from '../../notifications/notification-topics.js';
+import { quoteIdent } from '../../sql/sql-identifiers.js';
+import { notifySql } from '../../sql/notification-topics.js';
 import { noLiveChildren, settleCte } from '../job-fragments.js';
 import { latestSchemaVersion } from '../../migrations/migration-files.js';
-import { noLiveHandler, unhandledPairs } from '../../monitoring/unhandled-jobs-sql.js';
+import { noLiveHandler, unhandledPairs } from '../unhandled-jobs-sql.js';
 
 /** The error an interrupted attempt records: the one its worker's signal aborted with. */
 const LEASE_LOST = LeaseLostError.name;

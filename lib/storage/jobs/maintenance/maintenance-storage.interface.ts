@@ -1,4 +1,4 @@
-import type { BatchRoundResult, SettledBatchState } from '../../workflows/settled-batch-rounds.js';
+import type { BatchRoundResult, SettledBatchState } from './settled-batch-rounds.js';
 
 /** A worker process as it registers in the worker table. */
 export interface WorkerRegistration {

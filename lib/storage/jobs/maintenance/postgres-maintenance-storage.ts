@@ -1,12 +1,12 @@
-import type { ConnectionGauge } from '../../connection/connection-budget.js';
-import type { SqlExecutor } from '../../connection/sql-executor.js';
-import type { StorageContext } from '../../storage-context.js';
+import type { ConnectionGauge } from '../../sql/connection-budget.js';
+import type { SqlExecutor } from '../../sql/sql-executor.js';
+import type { StorageContext } from '../../sql/storage-context.js';
 import {
   deleteSettledBatchRound,
   settledBatchStatements,
   type SettledBatchState,
   type SettledBatchStatements,
-} from '../../workflows/settled-batch-rounds.js';
+} from './settled-batch-rounds.js';
 import { FIRST_UUID, uuidv7Floor } from '../job-encoding.js';
 import { StatementRunner } from '../statement-runner.js';
 import type {

@@ -1,6 +1,6 @@
 import { JobCancelledError } from '../../../model/index.js';
-import { quoteIdent } from '../../connection/sql-identifiers.js';
-import { notifySql } from '../../notifications/notification-topics.js';
+import { quoteIdent } from '../../sql/sql-identifiers.js';
+import { notifySql } from '../../sql/notification-topics.js';
 import { lineageJoin, LINEAGE_COLUMNS, settleCte } from '../job-fragments.js';
 import { ROUTINE_NAMES } from '../../routines/routine-catalog.js';
 import { outcomeFence } from '../../routines/sql-fragments.js';

@@ -1,6 +1,6 @@
 import { boundError, type FinishedAttempt, type JobCipher, type SerializedError } from '../../../model/index.js';
-import type { SqlExecutor } from '../../connection/sql-executor.js';
-import type { StorageContext } from '../../storage-context.js';
+import type { SqlExecutor } from '../../sql/sql-executor.js';
+import type { StorageContext } from '../../sql/storage-context.js';
 import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
 import { encodeOutcomes, uuidList } from '../job-encoding.js';
 import { claimResult, type ClaimRow } from '../job-rows.js';

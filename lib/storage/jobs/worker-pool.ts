@@ -1,11 +1,11 @@
 import pg from 'pg';
 import { settlesWithin } from '../../model/index.js';
-import type { StorageContext } from '../storage-context.js';
-import { ownSessionSettings } from './connection-plan.js';
-import { pgPoolOf } from './pg-driver.js';
-import type { ServerSetting, SessionSettings } from './session-settings.js';
-import { PoolExecutor } from './sql-executor.js';
-import { pgSessionSettings } from './timeouts.js';
+import type { StorageContext } from '../sql/storage-context.js';
+import { ownSessionSettings } from '../sql/connection-plan.js';
+import { pgPoolOf } from '../sql/pg-driver.js';
+import type { ServerSetting, SessionSettings } from '../sql/session-settings.js';
+import { PoolExecutor } from '../sql/sql-executor.js';
+import { pgSessionSettings } from '../sql/timeouts.js';
 
 /**
  * The worker's sessions plan without bitmap scans and sequential scans, so

@@ -1,7 +1,7 @@
 import type { EntityManager, DataSource } from 'typeorm';
 import { StorageFailure } from '../../model/index.js';
 import { managerDataSource } from '../../model/entity-manager.js';
-import type { StorageTx, TxScope } from '../storage-tx.interface.js';
+import type { StorageTx, TxScope } from './storage-tx.interface.js';
 import { pgPoolOf } from './pg-driver.js';
 import { poolerRefusal } from './pooler-errors.js';
 import { sessionSettingsFor, type SessionSettings } from './session-settings.js';

@@ -1,8 +1,8 @@
-import { LIVE_JOB_STATES, type BatchState } from '../../model/index.js';
-import { quoteIdent, sqlLiterals } from '../connection/sql-identifiers.js';
-import type { SqlExecutor } from '../connection/sql-executor.js';
-import { FIRST_UUID, uuidv7Floor } from '../jobs/job-encoding.js';
-import { noLiveChildren, noPendingHook } from '../jobs/job-fragments.js';
+import { LIVE_JOB_STATES, type BatchState } from '../../../model/index.js';
+import { quoteIdent, sqlLiterals } from '../../sql/sql-identifiers.js';
+import type { SqlExecutor } from '../../sql/sql-executor.js';
+import { FIRST_UUID, uuidv7Floor } from '../job-encoding.js';
+import { noLiveChildren, noPendingHook } from '../job-fragments.js';
 
 /** Batches looked at per round; the member bound usually stops it sooner. */
 const BATCH_CANDIDATES = 100;

@@ -1,11 +1,11 @@
 import type { DataSource } from 'typeorm';
-import { DEFAULT_MAX_ERROR_BYTES, JobCipher } from '../model/index.js';
-import { connectionBudget } from './connection/connection-budget.js';
-import type { ConnectionPlan } from './connection/connection-plan.js';
-import { sessionSettingsFor } from './connection/session-settings.js';
-import { PoolExecutor } from './connection/sql-executor.js';
-import type { ResolvedTimeouts } from './connection/timeouts.js';
-import { notificationChannel } from './notifications/notification-topics.js';
+import { DEFAULT_MAX_ERROR_BYTES, JobCipher } from '../../model/index.js';
+import { connectionBudget } from './connection-budget.js';
+import type { ConnectionPlan } from './connection-plan.js';
+import { sessionSettingsFor } from './session-settings.js';
+import { PoolExecutor } from './sql-executor.js';
+import type { ResolvedTimeouts } from './timeouts.js';
+import { notificationChannel } from './notification-topics.js';
 
 /** A direct connection to a DataSource the app owns, with the default budget. */
 const DIRECT_PLAN: ConnectionPlan = {
