@@ -1,12 +1,9 @@
-import type { Logger } from '@nestjs/common';
-import type { JobRegistry } from '../../discovery/job-registry.js';
-import type { ClaimedJob, Clock, FinishedAttempt } from '../../model/index.js';
-import type { ClaimRequest, ClaimResult, ClaimStorage } from '../../storage/jobs/claim/claim-storage.interface.js';
-import type { OutcomeStorage } from '../../storage/jobs/outcomes/outcome-storage.interface.js';
-import type { QueueStorage } from '../../storage/queues/queue-storage.interface.js';
+import type { ClaimedJob, FinishedAttempt } from '../../model/index.js';
+import type { ClaimRequest, ClaimResult } from '../../storage/jobs/claim/claim-storage.interface.js';
 import type { ClaimOnOutcomeWrite } from '../completion-batcher.js';
-import type { ResolvedWorkerOptions } from '../worker-options.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
+import { AheadJobs } from './ahead-jobs.js';
+import type { ClaimerDeps } from './claimer-deps.js';
 import { ClaimRequests } from './claim-requests.js';
 import { ControlledLedger } from './controlled-ledger.js';
 import { HandBacks } from './hand-backs.js';
@@ -17,25 +14,6 @@ import { RateWake } from './rate-wake.js';
 import { ServedQueues } from './served-queues.js';
 import { StartDeadlines } from './start-deadlines.js';
 import { UnstartedJobs } from './unstarted-jobs.js';
-
-/** What a Claimer claims with and for. */
-interface ClaimerDeps {
-  /** The worker id its claims carry. */
-  workerId: string;
-  claims: ClaimStorage;
-  /** Where jobs that never started are handed back. */
-  outcomes: OutcomeStorage;
-  queueStorage: QueueStorage;
-  /** The job names its passes ask for, and the queues of their handlers. */
-  registry: JobRegistry;
-  clock: Clock;
-  options: ResolvedWorkerOptions;
-  logger: Logger;
-  /** Starts an attempt of a claimed job; it counts as running until attemptEnded. */
-  runAttempt: (job: ClaimedJob) => void;
-  /** Jobs a claim just handed this worker, before they join the unstarted ones (see supersede). */
-  claimedAgain?: (jobs: readonly ClaimedJob[]) => void;
-}
 
 /**
  * Claims a worker's jobs: which queues to ask and in what order, through
@@ -56,6 +34,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   private readonly handBacks: HandBacks;
   private readonly concurrency: number;
   private readonly unstartedJobs = new UnstartedJobs();
+  private readonly ahead: AheadJobs;
   /** This instance's own caps on queues (worker.queues.<name>.concurrency). */
   private readonly slots: QueueSlots;
   private readonly requests: ClaimRequests;
@@ -78,6 +57,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
     this.controlled = new ControlledLedger(this.settings, this.prefetch);
     this.deadlines = new StartDeadlines(deps.clock);
     this.handBacks = new HandBacks(deps, (job) => this.jobReleased(job));
+    this.ahead = new AheadJobs(this.unstartedJobs, this.settings, this.controlled, this.handBacks);
     this.slots = new QueueSlots(deps.options.queueSlots, (queue) => this.unstartedJobs.countOf(queue));
     const { settings, prefetch, handlerTimes, slots } = this;
     this.requests = new ClaimRequests({ ...deps, settings, prefetch, handlerTimes, slots });
@@ -131,9 +111,8 @@ export class Claimer implements ClaimOnOutcomeWrite {
    * first.
    */
   successorFor(job: ClaimedJob): ClaimedJob | undefined {
-    if (!this.active || !this.unstartedJobs.aheadCount) return undefined;
-    if (!this.controlled.holds(job) || !this.mayHoldAhead(job.queue)) return undefined;
-    const next = this.unstartedJobs.nextAhead(job.queue);
+    if (!this.active) return undefined;
+    const next = this.ahead.successorOf(job);
     if (!next) return undefined;
     this.running++;
     this.slots.started(next);
@@ -263,7 +242,7 @@ export class Claimer implements ClaimOnOutcomeWrite {
   }
 
   private startUnstarted(): void {
-    if (this.unstartedJobs.aheadCount) this.handBackStrandedAhead();
+    this.ahead.handBackStranded();
     let late: ClaimedJob[] | null = null;
     while (this.active && this.running < this.concurrency && this.unstartedJobs.length) {
       const job = this.unstartedJobs.shift()!;
@@ -277,21 +256,6 @@ export class Claimer implements ClaimOnOutcomeWrite {
       this.deps.runAttempt(job);
     }
     if (late) this.handBacks.unspent(late, 'that missed their start');
-  }
-
-  /** Whether jobs of `queue` may start in the place of its successes here: it is limited as a whole, and not paused. */
-  private mayHoldAhead(queue: string): boolean {
-    return this.settings.limitedAsAWhole(queue) && !this.settings.paused(queue);
-  }
-
-  /**
-   * Jobs claimed ahead in a queue paused since, or whose settings changed so that a claim would
-   * not take jobs ahead (a limit removed; groups, serial keys, a job-name limit or a rate added):
-   * back to the queue, not held here where nothing would start or count them.
-   */
-  private handBackStrandedAhead(): void {
-    const stranded = this.unstartedJobs.takeAll((j) => !this.mayHoldAhead(j.queue), true);
-    if (stranded.length) this.handBacks.unspent(stranded, 'claimed ahead in a queue paused or changed since');
   }
 
   /**
