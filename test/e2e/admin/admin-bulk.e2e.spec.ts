@@ -1,17 +1,18 @@
-import type { INestApplication } from '@nestjs/common';
 import pg from 'pg';
 import { BatchBuilder, BULK_CHUNK, JobQueue, JobsAdmin, JobsError, type JobState } from 'nestjs-durable-jobs';
 import { canTransition } from '../../../lib/model/job-state.js';
 import { uuidv7 } from '../../../lib/model/uuid.js';
 import { AdminWork, adminProviders, behaviour } from '../../support/admin.jobs.js';
-import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../../support/database.js';
+import { databaseUrl, sql, uniqueSchema } from '../../support/database.js';
 import { startJobsApp } from '../../support/jobs-app.js';
 import { waitFor } from '../../support/wait.js';
+import { appFixture } from '../../support/app-fixture.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const schemas: string[] = [];
-const apps: INestApplication[] = [];
+// Held handlers are released before the apps close: Jest runs a file's afterAll hooks in the order they were added.
+afterAll(() => behaviour.releaseAll());
+const { apps, schemas } = appFixture();
 
 async function boot(prefix: string) {
   const schema = uniqueSchema(prefix);
@@ -51,12 +52,6 @@ async function fabricate(schema: string, state: JobState, count: number, at: Dat
   );
   return ids;
 }
-
-afterAll(async () => {
-  behaviour.releaseAll();
-  for (const app of apps) await app.close().catch(() => undefined);
-  await dropSchemas(...schemas);
-});
 
 describe('JobsAdmin bulk actions', () => {
   let t: Awaited<ReturnType<typeof boot>>;

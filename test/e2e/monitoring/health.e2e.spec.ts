@@ -1,4 +1,4 @@
-import type { INestApplication, Type } from '@nestjs/common';
+import type { Type } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { Job, JobQueue, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
 import { JobsHealthIndicator, type JobsHealthOptions, type JobsSystemHealthOptions } from 'nestjs-durable-jobs/health';
@@ -7,6 +7,7 @@ import { checkHealth, checkSystemHealth } from '../../support/health-check.js';
 import { startJobsApp } from '../../support/jobs-app.js';
 import { JobWorker } from '../../../lib/worker/job-worker.service.js';
 import { waitFor } from '../../support/wait.js';
+import { appFixture } from '../../support/app-fixture.js';
 
 @Job('served', { queue: 'served' })
 class Served implements JobHandler<null> {
@@ -18,8 +19,8 @@ class Unserved implements JobHandler<null> {
   run() {}
 }
 
-const schemas: string[] = [];
-const apps: INestApplication[] = [];
+// Each test's apps close when it ends: the suite's test files share the server's connections.
+const { apps, schemas } = appFixture({ closeApps: 'each' });
 
 async function boot(schema: string, options: Partial<JobsModuleOptions>, handlers: Type[] = [Served, Unserved]) {
   const app = await startJobsApp(schema, options, {
@@ -31,15 +32,6 @@ async function boot(schema: string, options: Partial<JobsModuleOptions>, handler
   const system = (opts: JobsSystemHealthOptions = {}) => checkSystemHealth(app, opts);
   return { app, check, system };
 }
-
-// Each test's apps close when it ends: the suite's test files share the server's connections.
-afterEach(async () => {
-  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
-});
-
-afterAll(async () => {
-  await dropSchemas(...schemas);
-});
 
 describe('JobsHealthIndicator (terminus)', () => {
   it('readiness stays up while a queue is stranded; the system check is down and names it', async () => {

@@ -14,8 +14,9 @@ import {
   type JobsModuleOptions,
 } from 'nestjs-durable-jobs';
 import type { DataSource } from 'typeorm';
-import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../../support/database.js';
+import { databaseUrl, sql, uniqueSchema } from '../../support/database.js';
 import { waitFor } from '../../support/wait.js';
+import { appFixture } from '../../support/app-fixture.js';
 
 /** `@OnJobEvent` listeners on providers, fed by a real worker on a real database. */
 
@@ -157,8 +158,7 @@ class Recorder implements LoggerService {
   verbose = () => undefined;
 }
 
-const schemas: string[] = [];
-const apps: INestApplication[] = [];
+const { apps, schemas } = appFixture();
 
 async function boot(options: Partial<JobsModuleOptions>, providers: unknown[], logger: LoggerService | false) {
   const schema = uniqueSchema('events');
@@ -173,11 +173,6 @@ async function boot(options: Partial<JobsModuleOptions>, providers: unknown[], l
   await app.init();
   return { app, schema };
 }
-
-afterAll(async () => {
-  for (const app of apps) await app.close().catch(() => undefined);
-  await dropSchemas(...schemas);
-});
 
 describe('@OnJobEvent', () => {
   const logs = new Recorder();

@@ -13,10 +13,11 @@ import {
 import type { DataSource } from 'typeorm';
 import { JobsTester, JobsTestingModule } from 'nestjs-durable-jobs/testing';
 import { JobWorker } from '../../../lib/worker/job-worker.service.js';
-import { dropSchemas, jobsConnection, sql, uniqueSchema } from '../../support/database.js';
+import { jobsConnection, sql, uniqueSchema } from '../../support/database.js';
 import { startJobsApp } from '../../support/jobs-app.js';
 import { sampler, succeededCount } from '../../support/samplers.js';
 import { waitFor } from '../../support/wait.js';
+import { appFixture } from '../../support/app-fixture.js';
 
 /**
  * worker.queues' object form: a queue capped per instance
@@ -61,16 +62,7 @@ const RUN_TABLE = (schema: string) => `CREATE TABLE IF NOT EXISTS "${schema}".qs
   id bigserial PRIMARY KEY, job_id uuid NOT NULL, queue text NOT NULL, instance text NOT NULL,
   started_at timestamptz NOT NULL DEFAULT clock_timestamp(), ended_at timestamptz)`;
 
-const schemas: string[] = [];
-const apps: INestApplication[] = [];
-
-afterEach(async () => {
-  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
-});
-
-afterAll(async () => {
-  await dropSchemas(...schemas);
-});
+const { apps, schemas } = appFixture({ closeApps: 'each' });
 
 function newSchema(): string {
   const schema = uniqueSchema('qslots');

@@ -1,8 +1,8 @@
-import type { INestApplication } from '@nestjs/common';
 import { BatchBuilder, Job, JobQueue, JobsMonitor, type JobHandler, type JobsModuleOptions } from 'nestjs-durable-jobs';
-import { dropSchemas, sql, uniqueSchema } from '../../support/database.js';
+import { sql, uniqueSchema } from '../../support/database.js';
 import { startJobsApp } from '../../support/jobs-app.js';
 import { waitFor } from '../../support/wait.js';
+import { appFixture } from '../../support/app-fixture.js';
 
 @Job('uh-known', { queue: 'uh-a' })
 class Known implements JobHandler<null> {
@@ -25,8 +25,7 @@ class Legacy implements JobHandler<null> {
 }
 
 const ALL = [Known, Gone, Elsewhere, Legacy];
-const schemas: string[] = [];
-const apps: INestApplication[] = [];
+const { apps, schemas } = appFixture({ closeApps: 'each' });
 
 async function boot(schema: string, options: Partial<JobsModuleOptions>, providers = ALL) {
   const app = await startJobsApp(schema, options, { providers });
@@ -41,14 +40,6 @@ function newSchema(): string {
 }
 
 const HOUR = 3_600_000;
-
-afterEach(async () => {
-  for (const app of apps.splice(0).reverse()) await app.close().catch(() => undefined);
-});
-
-afterAll(async () => {
-  await dropSchemas(...schemas);
-});
 
 describe('jobs no live worker handles', () => {
   it('a worker records its service and the job names it handles', async () => {
