@@ -10,6 +10,7 @@ export * from './job-interceptor.js';
 export * from './schedule.js';
 export * from './payload.js';
 export * from './job-write-rules.js';
+export * from './job-sealing.js';
 export * from './monitoring.js';
 export * from './job-events.js';
 export * from './job-tracing.js';

@@ -1,6 +1,7 @@
 import {
   JobsError,
   runningJobContext,
+  sealContext,
   serializeContext,
   type JobCipher,
   type JobContextSource,
@@ -21,9 +22,7 @@ export function storedContext(
     given !== undefined
       ? serializeContext(where, given)
       : serializeContext(`${where} (the default context)`, defaultContext(where, contextFrom));
-  if (json == null) return null;
-  // An encrypted job without keys was refused with its payload already.
-  return encrypted || cipher.all ? cipher.sealJson(json) : json;
+  return json == null ? null : sealContext(cipher, json, encrypted);
 }
 
 /**

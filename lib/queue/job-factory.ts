@@ -22,7 +22,7 @@ import {
   type JobHandler,
   type NewJob,
 } from '../model/index.js';
-import { JOB_WRITE_RULES, serializePayload, type JobWriteRules } from '../model/index.js';
+import { JOB_WRITE_RULES, sealPayload, serializePayload, type JobWriteRules } from '../model/index.js';
 import { storedContext } from './job-context-capture.js';
 import { ENQUEUE_OPTIONS_SHAPE, type EnqueueOptions } from './queue-options.js';
 
@@ -130,15 +130,7 @@ export class JobFactory {
 
   /** The payload as stored: its JSON, checked against the size limit, and sealed for an encrypted job. */
   private payloadJson(name: string, payload: unknown, encrypted: boolean): string {
-    const json = serializePayload(name, payload, this.writeRules.maxPayloadBytes);
-    if (!encrypted && !this.cipher.all) return json;
-    if (!this.cipher.enabled) {
-      throw new JobsError(
-        `enqueue('${name}'): the job is declared { encrypted: true }, but JobsModule has no "encryption" keys, so its payload would be stored in plain text. ` +
-          `Potential fix: JobsModule.forRoot({ encryption: { keys: { '2026-12': process.env.JOBS_KEY }, current: '2026-12' } }).`,
-      );
-    }
-    return this.cipher.sealJson(json);
+    return sealPayload(this.cipher, name, serializePayload(name, payload, this.writeRules.maxPayloadBytes), encrypted);
   }
 }
 

@@ -1,5 +1,12 @@
-import { boundError, type ClaimedJob, type FinishedAttempt, type JobCipher, type NewJob } from '../../model/index.js';
-import { sealErrorFor, sealValueFor } from './job-sealing.js';
+import {
+  boundError,
+  type ClaimedJob,
+  type FinishedAttempt,
+  type JobCipher,
+  type NewJob,
+  sealErrorFor,
+  sealValueFor,
+} from '../../model/index.js';
 
 /**
  * The columns a new job is written with, in the order of the insert

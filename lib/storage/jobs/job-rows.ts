@@ -1,20 +1,20 @@
 import {
-  formatExecutionCursor,
-  JobCipher,
-  LATEST_EXECUTIONS,
   type ClaimedJob,
   type ExecutionCursor,
-  type JobExecutionPage,
   type FailureHookInfo,
+  formatExecutionCursor,
+  JobCipher,
   type JobExecution,
+  type JobExecutionPage,
   type JobInfo,
   type JobState,
   type JobStep,
   type JobSummary,
+  LATEST_EXECUTIONS,
+  openClaimed,
   type SerializedError,
 } from '../../model/index.js';
 import type { ClaimResult } from './claim/claim-storage.interface.js';
-import { openClaimed } from './job-sealing.js';
 
 type Row = Record<string, unknown>;
 

@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { JobCipher, JobStep, NewStep, StoredStep } from '../../model/index.js';
+import { type JobCipher, type JobStep, type NewStep, sealJsonFor, type StoredStep } from '../../model/index.js';
 import { executorFor, ignoreError, type PoolExecutor } from '../sql/sql-executor.js';
 import type { StorageContext } from '../sql/storage-context.js';
 import type { TxScope } from '../sql/storage-tx.interface.js';
 import type { HeldJob } from './outcomes/outcome-storage.interface.js';
 import { jobStepFromRow } from './job-rows.js';
-import { sealJsonFor } from './job-sealing.js';
 import { stepStatements, type StepStatements } from './step-statements.js';
 import type { HandlerTransactionSource, StepStorage } from './step-storage.interface.js';
 import type { WorkerConnections } from './worker-connections.js';

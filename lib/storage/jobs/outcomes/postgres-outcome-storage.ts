@@ -1,10 +1,16 @@
-import { boundError, type FinishedAttempt, type JobCipher, type SerializedError } from '../../../model/index.js';
+import {
+  boundError,
+  type FinishedAttempt,
+  type JobCipher,
+  openClaimed,
+  sealErrorFor,
+  type SerializedError,
+} from '../../../model/index.js';
 import type { SqlExecutor } from '../../sql/sql-executor.js';
 import type { StorageContext } from '../../sql/storage-context.js';
 import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
 import { encodeOutcomes, uuidList } from '../job-encoding.js';
 import { claimResult, type ClaimRow } from '../job-rows.js';
-import { openClaimed, sealErrorFor } from '../job-sealing.js';
 import { StatementRunner } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';
 import type { FailedJob, FailureHookEnd, HeldJob, LeaseRenewal, OutcomeStorage } from './outcome-storage.interface.js';

@@ -1,11 +1,33 @@
-import {
-  EncryptedValueError,
-  isSealed,
-  sealedKeyId,
-  type ClaimedJob,
-  type JobCipher,
-  type SerializedError,
-} from '../../model/index.js';
+import { EncryptedValueError, JobsError, type SerializedError } from './errors.js';
+import { isSealed, sealedKeyId, type JobCipher } from './job-cipher.js';
+import type { ClaimedJob } from './records.js';
+
+/**
+ * Every sealing and opening of a job's values, in one place: a new job's
+ * payload and context on their way in (the queue layer), an attempt's
+ * result, step results and errors on their way in, and a claimed job's
+ * values on their way out (storage).
+ */
+
+/**
+ * A new job's payload as stored: sealed for an encrypted job (or when every job is), refused when
+ * the job is declared encrypted and JobsModule has no keys, so it is never stored in plain text.
+ */
+export function sealPayload(cipher: JobCipher, name: string, json: string, encrypted: boolean): string {
+  if (!encrypted && !cipher.all) return json;
+  if (!cipher.enabled) {
+    throw new JobsError(
+      `enqueue('${name}'): the job is declared { encrypted: true }, but JobsModule has no "encryption" keys, so its payload would be stored in plain text. ` +
+        `Potential fix: JobsModule.forRoot({ encryption: { keys: { '2026-12': process.env.JOBS_KEY }, current: '2026-12' } }).`,
+    );
+  }
+  return cipher.sealJson(json);
+}
+
+/** A new job's context as stored: sealed as its payload is (an encrypted job without keys was refused with its payload). */
+export function sealContext(cipher: JobCipher, json: string, encrypted: boolean): string {
+  return encrypted || cipher.all ? cipher.sealJson(json) : json;
+}
 
 /**
  * Claimed jobs as a worker takes them: a sealed payload (and context) opened, and the job
