@@ -118,7 +118,7 @@ export function encodeNewJobValues(j: NewJob): unknown[] {
 /**
  * Jobs that share every column but id and payload (one job type, one set of
  * options, one context: the usual bulk call), as two array literals and the shared values
- * in the order of NEW_JOB_COLUMNS from the third on; null when they differ.
+ * in the order of NEW_JOB_COLUMNS, id and payload left out; null when they differ.
  * With `unique`, jobs that also each have their own unique key (held the
  * same way): the key's place holds a third array literal.
  */
