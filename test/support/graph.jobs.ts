@@ -1,5 +1,7 @@
 import { DataSource } from 'typeorm';
 import { Job, PermanentJobError, type DependencyOn, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
+import { sleepUnlessAborted } from './wait.js';
+import { sql } from './database.js';
 
 /** Work a GraphStep adds as it runs: a continuation (`on`) or a new member of its batch (`add`). */
 export interface AddedWork {
@@ -49,7 +51,7 @@ export class GraphStep implements JobHandler<GraphStepPayload> {
       }
     }
     if (payload.afterBatchFailure) await this.untilBatchFailed(schema, ctx);
-    if (payload.ms) await sleep(payload.ms, ctx.signal);
+    if (payload.ms) await sleepUnlessAborted(payload.ms, ctx.signal);
     await this.dataSource.query(`UPDATE "${schema}".graph_run SET ended_at = clock_timestamp() WHERE id = $1`, [
       row!.id,
     ]);
@@ -83,19 +85,29 @@ export class GraphTick implements JobHandler<{ i: number }> {
   }
 }
 
-/** Ends early when the attempt is aborted (a cancel, shutdown), so no timer outlives the app. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason as Error);
-    });
-  });
-}
-
 export const GRAPH_RUN_TABLE = (schema: string) => `CREATE TABLE "${schema}".graph_run (
   id bigserial PRIMARY KEY, tag text NOT NULL, job_id uuid NOT NULL, batch_id uuid,
   started_at timestamptz NOT NULL DEFAULT clock_timestamp(), ended_at timestamptz)`;
 
 export const graphProviders = [GraphStep, GraphTick];
+
+/** A row of `graph_run`: one run of a GraphStep or GraphTick. */
+export interface GraphRun {
+  tag: string;
+  job_id: string;
+  batch_id: string | null;
+  started_at: Date;
+  ended_at: Date | null;
+}
+
+/** The reads of `<schema>.graph_run` a spec makes: runs by tag prefix, in start order, and the one run of a tag. */
+export function graphRuns(schema: string) {
+  const runs = (prefix: string) =>
+    sql<GraphRun>(`SELECT * FROM "${schema}".graph_run WHERE tag LIKE $1 ORDER BY started_at`, [`${prefix}%`]);
+  const run = async (tag: string) => {
+    const found = (await runs(tag)).filter((r) => r.tag === tag);
+    expect(found).toHaveLength(1);
+    return found[0]!;
+  };
+  return { runs, run };
+}

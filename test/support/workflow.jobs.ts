@@ -2,6 +2,7 @@ import { Inject } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Job, PermanentJobError, type JobContext, type JobHandler } from 'nestjs-durable-jobs';
 import { INSTANCE_NAME } from './probe.jobs.js';
+import { sleepUnlessAborted } from './wait.js';
 
 export interface StepPayload {
   tag: string;
@@ -39,7 +40,7 @@ export class Step implements JobHandler<StepPayload> {
        RETURNING id`,
       [payload.tag, ctx.jobId, this.instance, ctx.attempt],
     )) as Array<{ id: number }>;
-    if (payload.ms) await sleep(payload.ms, ctx.signal);
+    if (payload.ms) await sleepUnlessAborted(payload.ms, ctx.signal);
     await this.dataSource.query(`UPDATE ${table} SET ended_at = clock_timestamp() WHERE id = $1`, [row!.id]);
     if (payload.failUntilAttempt && ctx.attempt < payload.failUntilAttempt) {
       throw new PermanentJobError(`${payload.tag} fails on attempt ${ctx.attempt}`);
@@ -74,16 +75,6 @@ export class Continue implements JobHandler<{ tag: string; fail: boolean; badOn?
     ctx.continueWith(Step, { tag: `${payload.tag}-always` }, { on: 'always' });
     if (payload.fail) throw new PermanentJobError('told to fail');
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason as Error);
-    });
-  });
 }
 
 export const WF_RUN_TABLE = (schema: string) => `CREATE TABLE "${schema}".wf_run (

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { BatchBuilder, JobQueue } from 'nestjs-durable-jobs';
 import { dropSchemas, sql, uniqueSchema } from '../../support/database.js';
-import { GRAPH_RUN_TABLE, GraphStep, graphProviders } from '../../support/graph.jobs.js';
+import { GRAPH_RUN_TABLE, graphRuns, GraphStep, graphProviders } from '../../support/graph.jobs.js';
 import { startSampleApp } from '../../support/sample-app.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -15,20 +15,7 @@ let app: INestApplication;
 let jobs: JobQueue;
 let batches: BatchBuilder;
 
-interface Run {
-  tag: string;
-  job_id: string;
-  batch_id: string | null;
-  started_at: Date;
-  ended_at: Date | null;
-}
-const runs = (prefix: string) =>
-  sql<Run>(`SELECT * FROM "${schema}".graph_run WHERE tag LIKE $1 ORDER BY started_at`, [`${prefix}%`]);
-const run = async (tag: string) => {
-  const found = (await sql<Run>(`SELECT * FROM "${schema}".graph_run WHERE tag = $1`, [tag])) as Run[];
-  expect(found).toHaveLength(1);
-  return found[0]!;
-};
+const { runs, run } = graphRuns(schema);
 const parentsOf = async (id: string) =>
   (
     await sql<{ parent_job_id: string }>(

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { BatchBuilder, JobQueue, JobsError } from 'nestjs-durable-jobs';
 import { dropSchemas, sql, uniqueSchema } from '../../support/database.js';
-import { GRAPH_RUN_TABLE, GraphStep, GraphTick, graphProviders } from '../../support/graph.jobs.js';
+import { GRAPH_RUN_TABLE, graphRuns, GraphStep, GraphTick, graphProviders } from '../../support/graph.jobs.js';
 import { startSampleApp } from '../../support/sample-app.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -14,20 +14,7 @@ let app: INestApplication;
 let jobs: JobQueue;
 let batches: BatchBuilder;
 
-interface Run {
-  tag: string;
-  job_id: string;
-  batch_id: string | null;
-  started_at: Date;
-  ended_at: Date | null;
-}
-const runs = (prefix: string) =>
-  sql<Run>(`SELECT * FROM "${schema}".graph_run WHERE tag LIKE $1 ORDER BY started_at`, [`${prefix}%`]);
-const run = async (tag: string) => {
-  const found = await runs(tag);
-  expect(found.filter((r) => r.tag === tag)).toHaveLength(1);
-  return found.find((r) => r.tag === tag)!;
-};
+const { runs, run } = graphRuns(schema);
 const jobRows = async () => (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}_jobs".job`))[0]!.n;
 const batchRows = async () =>
   (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}_jobs".job_batch`))[0]!.n;
