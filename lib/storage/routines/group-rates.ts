@@ -15,11 +15,14 @@
  * test/unit/claim-fragments.spec.ts checks against its SQL.
  */
 
-import { RATE_START_LAG_MS } from '../../model/index.js';
 import { dueInGroup } from './claim-columns.js';
+import { rateLogWrite, rateWindowOf } from './sql-fragments.js';
 
 /** How long a start counts in a group's window: `per` plus the start lag, as rateWindow counts a queue's. */
-const WINDOW = `make_interval(secs => (v_q.group_rate_per_ms + ${RATE_START_LAG_MS}) / 1000.0)`;
+const WINDOW = rateWindowOf('v_q.group_rate_per_ms');
+
+/** A group row's log written at the turn: its entries in the window, then this claim's starts of it. */
+const groupLog = rateLogWrite('r', 'v_turn', 'EXCLUDED.rate_log_n[1]', WINDOW);
 
 /** The starts (alias `x`, columns at and n) of group row `r` in its window at the turn, and the oldest of them. */
 const inWindow = (r: string) => `SELECT sum(x.n) AS used, min(x.at) AS oldest
@@ -95,10 +98,8 @@ export const WRITE_GROUP_LOGS = `IF v_q.group_rate_max IS NOT NULL THEN
       SELECT p_queue, c.g, ARRAY[v_turn], ARRAY[count(*)::int], v_turn
         FROM unnest(v_chosen_groups) AS c(g) WHERE c.g IS NOT NULL GROUP BY c.g ORDER BY c.g
       ON CONFLICT ON CONSTRAINT job_group_rate_pkey DO UPDATE
-        SET rate_log_at = (SELECT coalesce(array_agg(x.at ORDER BY x.at), '{}') FROM unnest(r.rate_log_at, r.rate_log_n) AS x(at, n)
-                            WHERE x.at > v_turn - ${WINDOW}) || v_turn,
-            rate_log_n = (SELECT coalesce(array_agg(x.n ORDER BY x.at), '{}') FROM unnest(r.rate_log_at, r.rate_log_n) AS x(at, n)
-                           WHERE x.at > v_turn - ${WINDOW}) || EXCLUDED.rate_log_n[1],
+        SET rate_log_at = ${groupLog.at},
+            rate_log_n = ${groupLog.n},
             last_at = greatest(r.last_at, v_turn)
       RETURNING r.group_key, r.rate_log_at, r.rate_log_n
     )

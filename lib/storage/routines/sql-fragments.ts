@@ -139,7 +139,12 @@ export function outcomeFence(a: string, ids: string, worker: string, attempt: st
  * job is handed back), so the limit holds at the handlers' starts.
  */
 export function rateWindow(row: string): string {
-  return `make_interval(secs => (${row}.rate_per_ms + ${RATE_START_LAG_MS}) / 1000.0)`;
+  return rateWindowOf(`${row}.rate_per_ms`);
+}
+
+/** The same window for a `per` of `perMs` (SQL) ms: a group's, whose `per` is its queue's group_rate_per_ms. */
+export function rateWindowOf(perMs: string): string {
+  return `make_interval(secs => (${perMs} + ${RATE_START_LAG_MS}) / 1000.0)`;
 }
 
 /**
@@ -152,12 +157,17 @@ export function inRateWindow(x: string, row: string, turn: string): string {
 
 /**
  * The new rate log of row `row` (its rate_log_at and rate_log_n arrays): the
- * entries still inside the window at `turn`, then `count` starts at `turn`.
- * Returns the two SET values, in the log's time order.
+ * entries still inside the window at `turn` (row's own, or `window`), then
+ * `count` starts at `turn`. Returns the two SET values, in the log's time order.
  */
-export function rateLogWrite(row: string, turn: string, count: string): { at: string; n: string } {
+export function rateLogWrite(
+  row: string,
+  turn: string,
+  count: string,
+  window: string = rateWindow(row),
+): { at: string; n: string } {
   const kept = (column: 'at' | 'n') =>
     `(SELECT coalesce(array_agg(w.${column} ORDER BY w.at), '{}') FROM unnest(${row}.rate_log_at, ${row}.rate_log_n) AS w(at, n)
-                 WHERE ${inRateWindow('w', row, turn)})`;
+                 WHERE w.at > ${turn} - ${window})`;
   return { at: `${kept('at')} || ${turn}`, n: `${kept('n')} || ${count}` };
 }
