@@ -26,11 +26,11 @@ import { OUTCOME_STORAGE, type OutcomeStorage } from '../storage/jobs/outcomes/o
 import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
 import type { TxScope } from '../storage/sql/storage-tx.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
+import { AttemptEnding } from '../worker/attempt-ending.js';
 import { AttemptRunner } from '../worker/attempt-runner.service.js';
 import { Claimer } from '../worker/claiming/claimer.js';
 import { CompletionBatcher } from '../worker/completion-batcher.js';
 import { FailureHooks } from '../worker/failure-hooks.service.js';
-import { logOutcome } from '../worker/outcome-log.js';
 import { ReadersWriterLock } from '../worker/readers-writer-lock.js';
 import type { RunningJob, RunResult } from '../worker/running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from '../worker/worker-options.js';
@@ -93,6 +93,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
   private readonly reports: AttemptReport[] = [];
   private readonly commits = new CommitHooks(() => this.drainInline());
   private batcher: CompletionBatcher | null = null;
+  private ending: AttemptEnding | null = null;
   /** Drains run one after another: each starts after the writes that asked for it. */
   private tail: Promise<unknown> = Promise.resolve();
   private closing = false;
@@ -227,7 +228,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
     return [...all].sort();
   }
 
-  /** The tail of JobWorker's startJob, for one job at a time. */
+  /** Runs one claimed job, with the fault planned for it, and ends its attempt as the worker does. */
   private async runOne(job: ClaimedJob): Promise<AttemptReport> {
     const fault = this.faults.take(job.name);
     let diedAfterStep = false;
@@ -260,15 +261,8 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
     // A crash after the handler's work: nothing is written and the lease is left to run out. After
     // ctx.transaction() committed there is nothing left to lose: the job succeeded with it.
     if (fault?.kind === 'die' && !(result.outcome && result.recorded)) return this.report({ ...base, outcome: 'died' });
-    if (!result.outcome) return this.report({ ...base, outcome: 'lost' });
-    const { outcome } = result;
-    logOutcome(this.logger, job, outcome, this.clock);
-    const applied = result.recorded
-      ? true
-      : await this.batcher!.add({ job, outcome, continuations: result.continuations });
-    this.attempts.recorded(job, outcome, result.durationMs, applied);
-    if (!applied) return this.report({ ...base, outcome: 'lost' });
-    if (outcome.kind === 'failed' && outcome.hook) this.hooks.runLocal(run);
+    const { outcome, applied } = await this.ending!.end(run, result, true);
+    if (!outcome || !applied) return this.report({ ...base, outcome: 'lost' });
     switch (outcome.kind) {
       case 'succeeded':
         return this.report({ ...base, outcome: 'succeeded', result: outcome.result });
@@ -318,6 +312,17 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
       new ReadersWriterLock(),
       this.options.lease,
     );
+    // No slots: the drain claims one job at a time and releases it from the claimer at once.
+    this.ending = new AttemptEnding({
+      workerId: this.id,
+      attempts: this.attempts,
+      batcher: this.batcher,
+      hooks: this.hooks,
+      outcomes: this.outcomes,
+      clock: this.clock,
+      logger: this.logger,
+      slots: null,
+    });
   }
 
   /**

@@ -12,13 +12,13 @@ import {
 import { JobNotifications, type JobNotification } from '../storage/notifications/job-notifications.interface.js';
 import { QUEUE_STORAGE, type QueueStorage } from '../storage/queues/queue-storage.interface.js';
 import { WORKFLOW_STORAGE, type WorkflowStorage } from '../storage/workflows/workflow-storage.interface.js';
+import { AttemptEnding } from './attempt-ending.js';
 import { AttemptRunner } from './attempt-runner.service.js';
 import { Claimer } from './claiming/claimer.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { FailureHooks } from './failure-hooks.service.js';
 import { JobRescuer } from './job-rescuer.service.js';
 import { LeaseKeeper, type LeaseHolder } from './lease-keeper.service.js';
-import { logOutcome } from './outcome-log.js';
 import type { RunningJob } from './running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
@@ -41,10 +41,9 @@ export class JobWorker implements LeaseHolder {
   private readonly logger = new Logger('JobWorker');
   /** By job id: one attempt per job, the latest claim's (see claimedAgain). */
   private readonly running = new Map<string, RunningJob>();
-  /** Outcomes handed to the batcher but not yet written: their leases must stay alive. */
-  private readonly finishing = new Map<string, ClaimedJob>();
   private readonly claimer: Claimer;
   private readonly batcher: CompletionBatcher;
+  private readonly ending: AttemptEnding;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private timers: NodeJS.Timeout[] = [];
   private unsubscribe: Array<() => void> = [];
@@ -86,6 +85,16 @@ export class JobWorker implements LeaseHolder {
       options.lease,
       this.claimer,
     );
+    this.ending = new AttemptEnding({
+      workerId: this.id,
+      attempts,
+      batcher: this.batcher,
+      hooks,
+      outcomes,
+      clock,
+      logger: this.logger,
+      slots: this.claimer,
+    });
   }
 
   /**
@@ -155,47 +164,7 @@ export class JobWorker implements LeaseHolder {
       // Not the entry any more: the job was claimed again meanwhile, and this attempt's lease is gone.
       const current = this.running.get(job.id) === run;
       if (current) this.running.delete(job.id);
-      if (result.outcome && (current || result.recorded)) {
-        const { outcome } = result;
-        logOutcome(this.logger, job, outcome, this.clock);
-        // A success written here, as one statement of its own, may pass its slot to a job claimed ahead.
-        const plain = outcome.kind === 'succeeded' && !result.recorded && !result.continuations?.length;
-        const successor = plain ? this.claimer.successorFor(job) : undefined;
-        this.claimer.attemptEnded(job, true);
-        let applied: boolean | null = true;
-        // ctx.transaction() wrote it with the handler's own writes; everything else goes as for any outcome.
-        if (!result.recorded) {
-          this.finishing.set(job.id, job);
-          const { continuations } = result;
-          applied = await this.batcher.add(
-            successor ? { job, outcome, successor: successor.id } : { job, outcome, continuations },
-          );
-          if (this.finishing.get(job.id) === job) this.finishing.delete(job.id);
-        }
-        this.attempts.recorded(job, outcome, result.durationMs, applied);
-        if (applied === false) {
-          this.recordLostSpan(job);
-          this.logger.warn(
-            `Job ${job.name} ${job.id} attempt ${job.attempt}: its ${outcome.kind} outcome was not recorded, the job is no longer this worker's (its lease was taken)`,
-          );
-        } else if (outcome.kind === 'failed' && outcome.hook) {
-          this.hooks.runLocal(run);
-        }
-      } else {
-        this.claimer.attemptEnded(job, false);
-        if (result.outcome) {
-          // It ended before the stop sent by the claim of its next attempt could cut it short.
-          this.attempts.recorded(job, result.outcome, result.durationMs, false);
-          this.recordLostSpan(job);
-          this.logger.warn(
-            `Job ${job.name} ${job.id} attempt ${job.attempt}: its ${result.outcome.kind} outcome was not recorded, this worker claimed the job again after its lease ran out`,
-          );
-        } else if (result.reason === 'lost-lease') {
-          this.recordLostSpan(job);
-          this.logger.warn(`Job ${job.name} ${job.id} lost its lease; its outcome was discarded`);
-        }
-      }
-      this.claimer.jobReleased(job);
+      await this.ending.end(run, result, current);
       if (this.running.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     });
   }
@@ -208,29 +177,15 @@ export class JobWorker implements LeaseHolder {
    * held, so the renewals and the cancel go to the new attempt only.
    */
   private claimedAgain(jobs: readonly ClaimedJob[]): void {
-    if (this.running.size === 0 && this.finishing.size === 0) return;
+    if (this.running.size === 0 && this.ending.pending === 0) return;
     for (const job of jobs) {
       const run = this.running.get(job.id);
       if (run) {
         this.running.delete(job.id);
         run.stop('lost-lease');
       }
-      const finishing = this.finishing.get(job.id);
-      if (finishing) {
-        this.finishing.delete(job.id);
-        this.batcher.withdraw(finishing);
-      }
+      this.ending.withdraw(job.id);
     }
-  }
-
-  /** The rescue that took the job wrote its interrupted row without the span only this worker knows. */
-  private recordLostSpan(job: ClaimedJob): void {
-    if (!job.started?.traceId) return;
-    void this.outcomes
-      .recordLostSpan(this.id, job)
-      .catch((e: Error) =>
-        this.logger.error(`Recording the span of job ${job.id}'s lost attempt failed: ${e.message}`),
-      );
   }
 
   /**
@@ -268,7 +223,7 @@ export class JobWorker implements LeaseHolder {
   held(): HeldJob[] {
     const held: HeldJob[] = this.claimer.unstarted().map((j) => ({ id: j.id, attempt: j.attempt }));
     for (const { job } of this.running.values()) held.push({ id: job.id, attempt: job.attempt, started: job.started });
-    for (const { id, attempt } of this.finishing.values()) held.push({ id, attempt });
+    for (const { id, attempt } of this.ending.unwritten()) held.push({ id, attempt });
     return held;
   }
 
