@@ -13,8 +13,12 @@ import * as sqlFragments from '../../lib/storage/routines/sql-fragments.js';
  */
 
 const ROUTINES = path.resolve('lib/storage/routines');
-/** The files of the folder that are not fragments: the routines, their machinery, the shared SQL. */
-const NOT_FRAGMENTS = /\.routine\.ts$|^routine(-catalog|-installer)?\.ts$|^sql-fragments\.ts$/;
+/**
+ * The files of the folder that are not fragments: the routines, their machinery, the shared SQL,
+ * and claim_controlled's signature (the variables the fragments use, not one of them).
+ */
+const NOT_FRAGMENTS =
+  /\.routine\.ts$|^routine(-catalog|-installer)?\.ts$|^sql-fragments\.ts$|^claim-controlled-signature\.ts$/;
 
 interface Vars {
   reads: readonly string[];

@@ -4,6 +4,7 @@ import { JobCipher } from '../../lib/model/index.js';
 import { PostgresAdminStorage } from '../../lib/storage/admin/postgres-admin-storage.js';
 import type { BulkChunk, JobFilter } from '../../lib/storage/admin/admin-storage.interface.js';
 import { routineSql, type Routine } from '../../lib/storage/routines/routine.js';
+import { isStatement } from '../../lib/storage/sql/named-params.js';
 import { ROUTINES } from '../../lib/storage/routines/routine-catalog.js';
 import type { StorageContext } from '../../lib/storage/sql/storage-context.js';
 
@@ -15,8 +16,9 @@ import type { StorageContext } from '../../lib/storage/sql/storage-context.js';
  *
  * What is rendered is found, not listed: the routines of the catalog (and every defineRoutine of
  * lib/ must be in it), and every `export function <x>Statements(schema)` under lib/storage/, each
- * statement of the object it returns. A statement built per call (a function in that object)
- * needs its variants in CALL_VARIANTS below, or the test fails.
+ * statement of the object it returns (a Statement of sql/named-params.ts, rendered once; a bare
+ * string fails the test, its parameters unnamed). A statement built per call (a function in that
+ * object) needs its variants in CALL_VARIANTS below, or the test fails.
  *
  * Not rendered: SQL outside those objects, none of it on the hot path: the migrator's and the
  * routine installer's own reads of the catalog, the session settings, LISTEN, savepoints, and the
@@ -171,8 +173,14 @@ async function statementSnapshots(): Promise<{ snapshots: Snapshot[]; problems: 
     const statements: Array<[string, string]> = [];
     const notes: string[] = [];
     for (const [key, value] of Object.entries(build(SCHEMA))) {
+      if (isStatement(value)) {
+        statements.push([key, value.text]);
+        continue;
+      }
       if (typeof value === 'string') {
-        statements.push([key, value]);
+        problems.push(
+          `${builder}().${key} in ${relative(file)} is a bare text with positional parameters: make it a statement() of lib/storage/sql/named-params.ts`,
+        );
         continue;
       }
       const variants = CALL_VARIANTS[builder]?.[key];

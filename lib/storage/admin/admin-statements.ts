@@ -1,3 +1,4 @@
+import { statement } from '../sql/named-params.js';
 import { LIVE_JOB_STATES, NOT_STARTED_STATES, RETRYABLE_STATES } from '../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../sql/sql-identifiers.js';
 import { notifySql } from '../sql/notification-topics.js';
@@ -79,67 +80,94 @@ export function adminStatements(schema: string) {
     UNION ALL SELECT NULL, NULL FROM n
     UNION ALL SELECT NULL, id FROM c`,
 
-    // $1 id, $2 now, $3 the channel. Only a job queued for later moves.
-    runNow: `WITH prev AS (
-      SELECT id, run_at FROM ${s}.job WHERE id = $1 AND state = 'queued' AND run_at > $2 FOR UPDATE
+    // Only a job queued for later moves.
+    runNow: statement<{ jobId: string; now: Date; channel: string }>()(
+      ['jobId', 'now', 'channel'],
+      (p) => `WITH prev AS (
+      SELECT id, run_at FROM ${s}.job WHERE id = ${p.jobId} AND state = 'queued' AND run_at > ${p.now} FOR UPDATE
     ), u AS (
-      UPDATE ${s}.job j SET run_at = $2 FROM prev WHERE j.id = prev.id RETURNING j.id, j.queue, prev.run_at AS previous
+      UPDATE ${s}.job j SET run_at = ${p.now} FROM prev WHERE j.id = prev.id RETURNING j.id, j.queue, prev.run_at AS previous
     )
-    SELECT id, queue, previous, ${notifySql('queue', '$3', 'queue')} FROM u`,
+    SELECT id, queue, previous, ${notifySql('queue', p.channel, 'queue')} FROM u`,
+    ),
 
-    stateOf: `SELECT state, run_at, batch_id, failure_hook FROM ${s}.job WHERE id = $1`,
-    lockJob: `SELECT state, batch_id, failure_hook FROM ${s}.job WHERE id = $1 FOR UPDATE`,
+    stateOf: statement<{ jobId: string }>()(
+      ['jobId'],
+      (p) => `SELECT state, run_at, batch_id, failure_hook FROM ${s}.job WHERE id = ${p.jobId}`,
+    ),
+    lockJob: statement<{ jobId: string }>()(
+      ['jobId'],
+      (p) => `SELECT state, batch_id, failure_hook FROM ${s}.job WHERE id = ${p.jobId} FOR UPDATE`,
+    ),
 
     // Run after lockJob in the same transaction: an enqueue naming this job
     // as a parent locks it first, so the check sees every edge made before.
-    deleteJob: `WITH blockers AS (
+    deleteJob: statement<{ jobId: string }>()(
+      ['jobId'],
+      (p) => `WITH blockers AS (
       SELECT count(*)::int AS n FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
-       WHERE d.parent_job_id = $1 AND c.state IN (${LIVE})
+       WHERE d.parent_job_id = ${p.jobId} AND c.state IN (${LIVE})
     ), d AS (
-      DELETE FROM ${s}.job WHERE id = $1 AND (SELECT n FROM blockers) = 0 RETURNING id
+      DELETE FROM ${s}.job WHERE id = ${p.jobId} AND (SELECT n FROM blockers) = 0 RETURNING id
     )
     SELECT (SELECT n FROM blockers) AS children, (SELECT count(*) FROM d)::int AS deleted`,
+    ),
 
-    // Ids are UUIDv7: a job that ended before $4 was created before it, so
-    // the id bound ($2) makes the walk a key range (the failed index's, for
-    // failed jobs). $1 state, $3 the previous round's last id.
-    purgeCandidates: `SELECT id FROM ${s}.job
-      WHERE state = $1 AND id < $2::uuid AND id > $3::uuid AND completed_at < $4 AND batch_id IS NULL
-      ORDER BY id LIMIT $5 FOR UPDATE SKIP LOCKED`,
+    // Ids are UUIDv7: a job that ended before `before` was created before it, so
+    // the id bound (`beforeId`) makes the walk a key range (the failed index's, for
+    // failed jobs). `after`: the previous round's last id.
+    purgeCandidates: statement<{ state: string; beforeId: string; after: string; before: Date; limit: number }>()(
+      ['state', 'beforeId', 'after', 'before', 'limit'],
+      (p) => `SELECT id FROM ${s}.job
+      WHERE state = ${p.state} AND id < ${p.beforeId}::uuid AND id > ${p.after}::uuid AND completed_at < ${p.before} AND batch_id IS NULL
+      ORDER BY id LIMIT ${p.limit} FOR UPDATE SKIP LOCKED`,
+    ),
 
     // A second statement, after purgeCandidates locked the rows: its fresh
     // snapshot sees every edge made to them before (see deleteJob).
-    purgeJobs: `DELETE FROM ${s}.job j
-      WHERE j.id = ANY($1::uuid[]) AND ${noLiveChildren(s, 'j')} AND ${noPendingHook('j')}
+    purgeJobs: statement<{ ids: readonly string[] }>()(
+      ['ids'],
+      (p) => `DELETE FROM ${s}.job j
+      WHERE j.id = ANY(${p.ids}::uuid[]) AND ${noLiveChildren(s, 'j')} AND ${noPendingHook('j')}
       RETURNING j.id`,
+    ),
 
     listBatches: (where: string, limit: string) => `SELECT id, name, state, total, pending, succeeded, failed,
              cancelled, skipped, created_at, completed_at
         FROM ${s}.job_batch WHERE ${where} ORDER BY id DESC LIMIT ${limit}`,
 
     // Parents: jobs and batches; the edge says how the child wanted each to end.
-    parents: `SELECT d.trigger, d.parent_outcome, d.parent_job_id, d.parent_batch_id,
+    parents: statement<{ jobId: string }>()(
+      ['jobId'],
+      (p) => `SELECT d.trigger, d.parent_outcome, d.parent_job_id, d.parent_batch_id,
              p.name AS job_name, p.state AS job_state, b.name AS batch_name, b.state AS batch_state
         FROM ${s}.job_dependency d
         LEFT JOIN ${s}.job p ON p.id = d.parent_job_id
         LEFT JOIN ${s}.job_batch b ON b.id = d.parent_batch_id
-       WHERE d.child_id = $1
+       WHERE d.child_id = ${p.jobId}
        ORDER BY coalesce(d.parent_job_id, d.parent_batch_id)`,
-    children: `SELECT d.trigger, d.parent_outcome, c.id, c.name, c.state
+    ),
+    children: statement<{ jobId: string; limit: number }>()(
+      ['jobId', 'limit'],
+      (p) => `SELECT d.trigger, d.parent_outcome, c.id, c.name, c.state
         FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
-       WHERE d.parent_job_id = $1
-       ORDER BY c.id LIMIT $2`,
+       WHERE d.parent_job_id = ${p.jobId}
+       ORDER BY c.id LIMIT ${p.limit}`,
+    ),
 
     // completed_at has no index (it would cost every completion a write), so
-    // the window is read among the jobs created since $3, a primary-key range.
+    // the window is read among the jobs created since `createdFrom`, a primary-key range.
     // Minutes are cut from the epoch: the same in every session time zone.
-    throughput: `SELECT queue, to_timestamp(floor(extract(epoch FROM completed_at) / 60) * 60) AS minute,
+    throughput: statement<{ since: Date; until: Date; createdFrom: string; queue: string | null }>()(
+      ['since', 'until', 'createdFrom', 'queue'],
+      (p) => `SELECT queue, to_timestamp(floor(extract(epoch FROM completed_at) / 60) * 60) AS minute,
              count(*) FILTER (WHERE state = 'succeeded')::int AS succeeded,
              count(*) FILTER (WHERE state = 'failed')::int AS failed
         FROM ${s}.job
-       WHERE id >= $3::uuid AND state IN ('succeeded', 'failed') AND completed_at >= $1 AND completed_at < $2
-         AND ($4::text IS NULL OR queue = $4)
+       WHERE id >= ${p.createdFrom}::uuid AND state IN ('succeeded', 'failed') AND completed_at >= ${p.since} AND completed_at < ${p.until}
+         AND (${p.queue}::text IS NULL OR queue = ${p.queue})
        GROUP BY 1, 2`,
+    ),
   };
 }
 

@@ -69,8 +69,8 @@ export class PostgresAdminStorage implements AdminStorage {
   async jobEdges(id: string, childLimit: number) {
     // One snapshot: a parent settling between two reads would show its child released and itself still active.
     const [parents, children] = await inOneSnapshot(this.pool, async (tx) => [
-      await tx.query<Row>(this.sql.parents, [id]),
-      await tx.query<Row>(this.sql.children, [id, childLimit]),
+      await this.sql.parents.run(tx, { jobId: id }),
+      await this.sql.children.run(tx, { jobId: id, limit: childLimit }),
     ]);
     return {
       parents: parents.map((r): DependencyEdge => ({
@@ -96,22 +96,22 @@ export class PostgresAdminStorage implements AdminStorage {
 
   deleteJob(id: string): Promise<DeleteJobResult> {
     return this.pool.transaction(async (tx) => {
-      const [row] = await tx.query<Row>(this.sql.lockJob, [id]);
+      const [row] = await this.sql.lockJob.run(tx, { jobId: id });
       if (!row) return { outcome: 'not-found' };
       const state = row.state as JobState;
       if (LIVE_JOB_STATES.includes(state)) return { outcome: 'live', state };
       if (row.batch_id) return { outcome: 'batch-member', batchId: row.batch_id as string };
       if (row.failure_hook === 'pending' || row.failure_hook === 'running') return { outcome: 'hook-pending' };
-      const [result] = await tx.query<{ children: number; deleted: number }>(this.sql.deleteJob, [id]);
+      const [result] = await this.sql.deleteJob.run<{ children: number; deleted: number }>(tx, { jobId: id });
       if (result!.deleted === 1) return { outcome: 'deleted', state };
       return { outcome: 'children-waiting', children: result!.children };
     });
   }
 
   async runNow(id: string, now: Date): Promise<RunNowOutcome> {
-    const [moved] = await this.pool.query<Row>(this.sql.runNow, [id, now, this.channel]);
+    const [moved] = await this.sql.runNow.run(this.pool, { jobId: id, now, channel: this.channel });
     if (moved) return { outcome: 'moved', queue: moved.queue as string, previousRunAt: moved.previous as Date };
-    const [row] = await this.pool.query<Row>(this.sql.stateOf, [id]);
+    const [row] = await this.sql.stateOf.run(this.pool, { jobId: id });
     if (!row) return { outcome: 'not-found' };
     if (row.state !== 'queued') return { outcome: 'not-queued', state: row.state as JobState };
     return { outcome: 'due', runAt: row.run_at as Date };
@@ -152,16 +152,16 @@ export class PostgresAdminStorage implements AdminStorage {
 
   purgeChunk(c: PurgeChunk): Promise<ChunkResult> {
     return this.pool.transaction(async (tx) => {
-      const locked = await tx.query<{ id: string }>(this.sql.purgeCandidates, [
-        c.state,
-        uuidv7Floor(c.before),
-        c.after ?? FIRST_UUID,
-        c.before,
-        c.limit,
-      ]);
+      const locked = await this.sql.purgeCandidates.run<{ id: string }>(tx, {
+        state: c.state,
+        beforeId: uuidv7Floor(c.before),
+        after: c.after ?? FIRST_UUID,
+        before: c.before,
+        limit: c.limit,
+      });
       if (locked.length === 0) return { ids: [], last: null, seen: 0 };
       const ids = locked.map((r) => r.id);
-      const deleted = await tx.query<{ id: string }>(this.sql.purgeJobs, [ids]);
+      const deleted = await this.sql.purgeJobs.run<{ id: string }>(tx, { ids });
       return { ids: deleted.map((r) => r.id), last: ids[ids.length - 1]!, seen: ids.length };
     });
   }
@@ -196,6 +196,11 @@ export class PostgresAdminStorage implements AdminStorage {
   }
 
   throughput(since: Date, until: Date, createdSince: Date, queue: string | null): Promise<ThroughputRow[]> {
-    return this.pool.query<ThroughputRow>(this.sql.throughput, [since, until, uuidv7Floor(createdSince), queue]);
+    return this.sql.throughput.run<ThroughputRow>(this.pool, {
+      since,
+      until,
+      createdFrom: uuidv7Floor(createdSince),
+      queue,
+    });
   }
 }

@@ -1,3 +1,4 @@
+import { fixedStatement, statement } from '../sql/named-params.js';
 import type { JobCipher, SerializedError } from '../../model/index.js';
 import type { SqlExecutor } from '../sql/sql-executor.js';
 import { quoteIdent } from '../sql/sql-identifiers.js';
@@ -12,32 +13,61 @@ import type { ReencryptChunkResult } from './admin-storage.interface.js';
 export function reencryptStatements(schema: string) {
   const s = quoteIdent(schema);
   return {
-    jobs: `SELECT id, payload, result, last_error, progress_message, context FROM ${s}.job
-      WHERE id > $1 AND jsonb_typeof(payload) = 'string' AND left(payload #>> '{}', 6) = '$enc1:'
-      ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`,
-    executions: `SELECT id::text AS id, error FROM ${s}.job_execution WHERE job_id = ANY($1::uuid[]) AND error IS NOT NULL`,
-    steps: `SELECT job_id, name, result FROM ${s}.job_step WHERE job_id = ANY($1::uuid[]) AND jsonb_typeof(result) = 'string'`,
-    updateJobs: `UPDATE ${s}.job j
+    jobs: statement<{ after: string; limit: number }>()(
+      ['after', 'limit'],
+      (p) => `SELECT id, payload, result, last_error, progress_message, context FROM ${s}.job
+      WHERE id > ${p.after} AND jsonb_typeof(payload) = 'string' AND left(payload #>> '{}', 6) = '$enc1:'
+      ORDER BY id LIMIT ${p.limit} FOR UPDATE SKIP LOCKED`,
+    ),
+    executions: statement<{ ids: readonly string[] }>()(
+      ['ids'],
+      (p) =>
+        `SELECT id::text AS id, error FROM ${s}.job_execution WHERE job_id = ANY(${p.ids}::uuid[]) AND error IS NOT NULL`,
+    ),
+    steps: statement<{ ids: readonly string[] }>()(
+      ['ids'],
+      (p) =>
+        `SELECT job_id, name, result FROM ${s}.job_step WHERE job_id = ANY(${p.ids}::uuid[]) AND jsonb_typeof(result) = 'string'`,
+    ),
+    updateJobs: statement<{
+      ids: unknown[];
+      payloads: unknown[];
+      results: unknown[];
+      errors: unknown[];
+      progress: unknown[];
+      contexts: unknown[];
+    }>()(
+      ['ids', 'payloads', 'results', 'errors', 'progress', 'contexts'],
+      (p) => `UPDATE ${s}.job j
          SET payload = COALESCE(v.payload, j.payload), result = COALESCE(v.result, j.result),
              last_error = COALESCE(v.last_error, j.last_error), progress_message = COALESCE(v.progress, j.progress_message),
              context = COALESCE(v.context, j.context)
-        FROM unnest($1::uuid[], $2::jsonb[], $3::jsonb[], $4::jsonb[], $5::text[], $6::jsonb[])
+        FROM unnest(${p.ids}::uuid[], ${p.payloads}::jsonb[], ${p.results}::jsonb[], ${p.errors}::jsonb[], ${p.progress}::text[], ${p.contexts}::jsonb[])
           AS v(id, payload, result, last_error, progress, context)
        WHERE j.id = v.id`,
-    updateExecutions: `UPDATE ${s}.job_execution e SET error = v.error
-        FROM unnest($1::bigint[], $2::jsonb[]) AS v(id, error) WHERE e.id = v.id`,
-    schedules: `SELECT name, payload FROM ${s}.recurring_schedule
-      WHERE jsonb_typeof(payload) = 'string' AND left(payload #>> '{}', 6) = '$enc1:' FOR UPDATE SKIP LOCKED`,
-    updateSchedules: `UPDATE ${s}.recurring_schedule r SET payload = v.payload
-        FROM unnest($1::text[], $2::jsonb[]) AS v(name, payload) WHERE r.name = v.name`,
-    updateSteps: `UPDATE ${s}.job_step t SET result = v.result
-        FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) AS v(job_id, name, result)
+    ),
+    updateExecutions: statement<{ ids: unknown[]; errors: unknown[] }>()(
+      ['ids', 'errors'],
+      (p) => `UPDATE ${s}.job_execution e SET error = v.error
+        FROM unnest(${p.ids}::bigint[], ${p.errors}::jsonb[]) AS v(id, error) WHERE e.id = v.id`,
+    ),
+    schedules: fixedStatement(`SELECT name, payload FROM ${s}.recurring_schedule
+      WHERE jsonb_typeof(payload) = 'string' AND left(payload #>> '{}', 6) = '$enc1:' FOR UPDATE SKIP LOCKED`),
+    updateSchedules: statement<{ names: unknown[]; payloads: unknown[] }>()(
+      ['names', 'payloads'],
+      (p) => `UPDATE ${s}.recurring_schedule r SET payload = v.payload
+        FROM unnest(${p.names}::text[], ${p.payloads}::jsonb[]) AS v(name, payload) WHERE r.name = v.name`,
+    ),
+    updateSteps: statement<{ jobIds: unknown[]; names: unknown[]; results: unknown[] }>()(
+      ['jobIds', 'names', 'results'],
+      (p) => `UPDATE ${s}.job_step t SET result = v.result
+        FROM unnest(${p.jobIds}::uuid[], ${p.names}::text[], ${p.results}::jsonb[]) AS v(job_id, name, result)
        WHERE t.job_id = v.job_id AND t.name = v.name`,
+    ),
   };
 }
 
 type Statements = ReturnType<typeof reencryptStatements>;
-type Row = Record<string, unknown>;
 
 /** Re-seals what one round of jobs holds under older keys with the current one, in `tx`. */
 export async function reencryptChunk(
@@ -47,7 +77,7 @@ export async function reencryptChunk(
   after: string,
   limit: number,
 ): Promise<ReencryptChunkResult> {
-  const jobs = await tx.query<Row>(sql.jobs, [after, limit]);
+  const jobs = await sql.jobs.run(tx, { after, limit });
   const result: ReencryptChunkResult = { jobs: jobs.length, values: 0, unreadable: 0, last: null };
   if (jobs.length === 0) return result;
   result.last = jobs[jobs.length - 1]!.id as string;
@@ -63,10 +93,7 @@ export async function reencryptChunk(
     }
   };
   const ids = jobs.map((j) => j.id as string);
-  const [executions, steps] = await Promise.all([
-    tx.query<Row>(sql.executions, [ids]),
-    tx.query<Row>(sql.steps, [ids]),
-  ]);
+  const [executions, steps] = await Promise.all([sql.executions.run(tx, { ids }), sql.steps.run(tx, { ids })]);
 
   const jobUpdates: Array<[string, string | null, string | null, string | null, string | null, string | null]> = [];
   for (const j of jobs) {
@@ -88,9 +115,24 @@ export async function reencryptChunk(
     .map((t) => [t.job_id as string, t.name as string, reseal(t.result, true)] as const)
     .filter(([, , value]) => value !== null);
 
-  if (jobUpdates.length) await tx.query(sql.updateJobs, columns(jobUpdates, 6));
-  if (executionUpdates.length) await tx.query(sql.updateExecutions, columns(executionUpdates, 2));
-  if (stepUpdates.length) await tx.query(sql.updateSteps, columns(stepUpdates, 3));
+  if (jobUpdates.length) {
+    const at = (i: number) => column(jobUpdates, i);
+    await sql.updateJobs.run(tx, {
+      ids: at(0),
+      payloads: at(1),
+      results: at(2),
+      errors: at(3),
+      progress: at(4),
+      contexts: at(5),
+    });
+  }
+  if (executionUpdates.length) {
+    await sql.updateExecutions.run(tx, { ids: column(executionUpdates, 0), errors: column(executionUpdates, 1) });
+  }
+  if (stepUpdates.length) {
+    const at = (i: number) => column(stepUpdates, i);
+    await sql.updateSteps.run(tx, { jobIds: at(0), names: at(1), results: at(2) });
+  }
   return result;
 }
 
@@ -100,7 +142,7 @@ export async function reencryptSchedules(
   sql: Statements,
   cipher: JobCipher,
 ): Promise<Omit<ReencryptChunkResult, 'jobs' | 'last'>> {
-  const rows = await tx.query<Row>(sql.schedules, []);
+  const rows = await sql.schedules.run(tx, {});
   const result = { values: 0, unreadable: 0 };
   const updates: Array<[string, string]> = [];
   for (const r of rows) {
@@ -111,7 +153,9 @@ export async function reencryptSchedules(
       result.unreadable++;
     }
   }
-  if (updates.length) await tx.query(sql.updateSchedules, columns(updates, 2));
+  if (updates.length) {
+    await sql.updateSchedules.run(tx, { names: column(updates, 0), payloads: column(updates, 1) });
+  }
   result.values = updates.length;
   return result;
 }
@@ -128,7 +172,7 @@ function resealError(
   return JSON.stringify({ ...error, message: message ?? error.message, ...(stack !== null ? { stack } : {}) });
 }
 
-/** Rows as one array per column, for unnest(). */
-function columns(rows: ReadonlyArray<readonly unknown[]>, width: number): unknown[][] {
-  return Array.from({ length: width }, (_, i) => rows.map((r) => r[i]));
+/** Column `i` of rows, as one array for unnest(). */
+function column(rows: ReadonlyArray<readonly unknown[]>, i: number): unknown[] {
+  return rows.map((r) => r[i]);
 }

@@ -13,7 +13,7 @@ import {
  * statements' parameters $1..$19 (see unnestNewJobs), each with its array
  * type for unnest().
  */
-const NEW_JOB_COLUMNS = [
+export const NEW_JOB_COLUMNS = [
   ['id', 'uuid'],
   ['name', 'text'],
   ['queue', 'text'],

@@ -10,8 +10,6 @@ import { stepStatements, type StepStatements } from './step-statements.js';
 import type { HandlerTransactionSource, StepStorage } from './step-storage.interface.js';
 import type { WorkerConnections } from './worker-connections.js';
 
-type Row = Record<string, unknown>;
-
 /** The part of a `pg` client the handler's transaction listens on. */
 interface ErrorEmitter {
   on(event: 'error', listener: (error: Error) => void): unknown;
@@ -23,7 +21,8 @@ export class PostgresStepStorage implements StepStorage {
   private readonly pool: PoolExecutor;
   private readonly dataSource: DataSource;
   private readonly cipher: JobCipher;
-  private readonly names: { record: string; load: string };
+  /** record and load, prepared: see the constructor. */
+  private readonly prepared: Pick<StepStatements, 'record' | 'load'>;
 
   constructor(
     private readonly context: StorageContext,
@@ -34,9 +33,12 @@ export class PostgresStepStorage implements StepStorage {
   ) {
     this.sql = stepStatements(context.schema);
     // Prepared once per connection: a step's record is a statement per step, on the handler's path.
-    const named = (key: keyof StepStatements) =>
-      `durable_jobs_step_${key}_${createHash('sha1').update(this.sql[key]).digest('hex').slice(0, 12)}`;
-    this.names = { record: named('record'), load: named('load') };
+    const named = (key: string, text: string) =>
+      `durable_jobs_step_${key}_${createHash('sha1').update(text).digest('hex').slice(0, 12)}`;
+    this.prepared = {
+      record: this.sql.record.named(named('record', this.sql.record.text)),
+      load: this.sql.load.named(named('load', this.sql.load.text)),
+    };
     this.pool = context.executor;
     this.dataSource = context.dataSource;
     this.cipher = context.cipher;
@@ -53,7 +55,7 @@ export class PostgresStepStorage implements StepStorage {
   }
 
   async loadSteps(jobId: string): Promise<StoredStep[]> {
-    const rows = await this.steps().query<StoredStep>(this.sql.load, [jobId], this.names.load);
+    const rows = await this.prepared.load.run<StoredStep>(this.steps(), { jobId });
     // A step sealed with a key this process lacks (or altered) fails the load: the attempt cannot answer from it.
     return rows.map((r) => ({
       ...r,
@@ -63,28 +65,23 @@ export class PostgresStepStorage implements StepStorage {
   }
 
   async recordStep(workerId: string, job: HeldJob, step: NewStep, tx?: TxScope, withSuccess = false): Promise<boolean> {
-    const statement = withSuccess ? this.sql.recordWithSuccess : this.sql.record;
     // Named only on the step pool's connections: a transaction's connection is the app's.
-    const name = tx ? undefined : this.names.record;
-    const rows = await (tx ? executorFor(tx, this.pool) : this.steps()).query<Row>(
-      statement,
-      [
-        job.id,
-        job.attempt,
-        workerId,
-        step.name,
-        step.kind,
-        sealJsonFor(this.cipher, job, step.resultJson),
-        step.completedAt,
-        step.wakeAt,
-      ],
-      name,
-    );
+    const statement = withSuccess ? this.sql.recordWithSuccess : tx ? this.sql.record : this.prepared.record;
+    const rows = await statement.run(tx ? executorFor(tx, this.pool) : this.steps(), {
+      jobId: job.id,
+      attempt: job.attempt,
+      workerId,
+      name: step.name,
+      kind: step.kind,
+      result: sealJsonFor(this.cipher, job, step.resultJson),
+      completedAt: step.completedAt,
+      wakeAt: step.wakeAt,
+    });
     return rows.length > 0;
   }
 
   async listSteps(jobId: string, withResults: boolean): Promise<JobStep[]> {
-    const rows = await this.pool.query<JobStep>(this.sql.list, [jobId, withResults]);
+    const rows = await this.sql.list.run<JobStep>(this.pool, { jobId, withResults });
     return rows.map((r) => jobStepFromRow(r, withResults, this.cipher));
   }
 

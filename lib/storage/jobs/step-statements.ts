@@ -1,3 +1,4 @@
+import { statement } from '../sql/named-params.js';
 import { quoteIdent } from '../sql/sql-identifiers.js';
 
 /**
@@ -9,33 +10,58 @@ import { quoteIdent } from '../sql/sql-identifiers.js';
  * nothing. Two records of one attempt share the row lock without waiting
  * on each other.
  */
+/** One step record: the fenced attempt's row, and the step. */
+export interface StepRecordParams {
+  jobId: string;
+  attempt: number;
+  workerId: string;
+  name: string;
+  kind: string;
+  result: string | null;
+  completedAt: Date;
+  wakeAt: Date | null;
+}
+
+const RECORD = ['jobId', 'attempt', 'workerId', 'name', 'kind', 'result', 'completedAt', 'wakeAt'] as const;
+
 export function stepStatements(schema: string) {
   const s = quoteIdent(schema);
   return {
-    // $1 job, $2 attempt, $3 worker, $4 name, $5 kind, $6 result, $7 completed at, $8 wake at.
-    record: `INSERT INTO ${s}.job_step (job_id, name, kind, attempt, result, completed_at, wake_at)
-      SELECT j.id, $4, $5, j.attempt, $6::jsonb, $7, $8
+    record: statement<StepRecordParams>()(
+      RECORD,
+      (p) => `INSERT INTO ${s}.job_step (job_id, name, kind, attempt, result, completed_at, wake_at)
+      SELECT j.id, ${p.name}, ${p.kind}, j.attempt, ${p.result}::jsonb, ${p.completedAt}, ${p.wakeAt}
         FROM ${s}.job j
-       WHERE j.id = $1 AND j.attempt = $2 AND j.worker_id = $3 AND j.state = 'active'
+       WHERE j.id = ${p.jobId} AND j.attempt = ${p.attempt} AND j.worker_id = ${p.workerId} AND j.state = 'active'
          FOR SHARE OF j
       RETURNING job_id`,
+    ),
 
     // A step recorded in ctx.transaction(), which writes the job's success (fenced) before it
     // commits: the two commit together or not at all, so the record takes no lock of its own. A
     // share lock held until that commit would stall the attempt's progress writes, which it awaits.
-    recordWithSuccess: `INSERT INTO ${s}.job_step (job_id, name, kind, attempt, result, completed_at, wake_at)
-      SELECT j.id, $4, $5, j.attempt, $6::jsonb, $7, $8
+    recordWithSuccess: statement<StepRecordParams>()(
+      RECORD,
+      (p) => `INSERT INTO ${s}.job_step (job_id, name, kind, attempt, result, completed_at, wake_at)
+      SELECT j.id, ${p.name}, ${p.kind}, j.attempt, ${p.result}::jsonb, ${p.completedAt}, ${p.wakeAt}
         FROM ${s}.job j
-       WHERE j.id = $1 AND j.attempt = $2 AND j.worker_id = $3 AND j.state = 'active'
+       WHERE j.id = ${p.jobId} AND j.attempt = ${p.attempt} AND j.worker_id = ${p.workerId} AND j.state = 'active'
       RETURNING job_id`,
+    ),
 
     // What an attempt replays; read once, on its first step or sleep.
-    load: `SELECT name, kind, attempt, result, wake_at AS "wakeAt" FROM ${s}.job_step WHERE job_id = $1`,
+    load: statement<{ jobId: string }>()(
+      ['jobId'],
+      (p) => `SELECT name, kind, attempt, result, wake_at AS "wakeAt" FROM ${s}.job_step WHERE job_id = ${p.jobId}`,
+    ),
 
-    // The steps JobQueue.get() shows, results only when asked for ($2).
-    list: `SELECT name, kind, attempt, completed_at AS "completedAt", wake_at AS "wakeAt",
-                  CASE WHEN $2::boolean THEN result END AS result
-             FROM ${s}.job_step WHERE job_id = $1 ORDER BY seq`,
+    // The steps JobQueue.get() shows, results only when asked for.
+    list: statement<{ jobId: string; withResults: boolean }>()(
+      ['jobId', 'withResults'],
+      (p) => `SELECT name, kind, attempt, completed_at AS "completedAt", wake_at AS "wakeAt",
+                  CASE WHEN ${p.withResults}::boolean THEN result END AS result
+             FROM ${s}.job_step WHERE job_id = ${p.jobId} ORDER BY seq`,
+    ),
   };
 }
 

@@ -1,3 +1,4 @@
+import { statement } from '../sql/named-params.js';
 import { quoteIdent } from '../sql/sql-identifiers.js';
 import { unhandledPairs } from '../jobs/unhandled-jobs-sql.js';
 
@@ -11,9 +12,11 @@ import { unhandledPairs } from '../jobs/unhandled-jobs-sql.js';
 export function monitoringStatements(schema: string) {
   const s = quoteIdent(schema);
   return {
-    // $1 now, $2 the smallest id of the finished-jobs window (null: skip them;
+    // `finishedFrom`: the smallest id of the finished-jobs window (null: skip them;
     // the statement is unnamed, so its plan folds that branch away).
-    counts: `SELECT queue, CASE WHEN run_at <= $1 THEN 'queued' ELSE 'scheduled' END AS state, count(*)::int AS n
+    counts: statement<{ now: Date; finishedFrom: string | null }>()(
+      ['now', 'finishedFrom'],
+      (p) => `SELECT queue, CASE WHEN run_at <= ${p.now} THEN 'queued' ELSE 'scheduled' END AS state, count(*)::int AS n
         FROM ${s}.job WHERE state = 'queued' GROUP BY 1, 2
       UNION ALL
       SELECT queue, 'waiting', count(*)::int FROM ${s}.job WHERE state = 'waiting' GROUP BY 1
@@ -22,29 +25,42 @@ export function monitoringStatements(schema: string) {
        WHERE lease_expires_at IS NOT NULL AND state = 'active' GROUP BY 1
       UNION ALL
       SELECT queue, state, count(*)::int FROM ${s}.job
-       WHERE $2::uuid IS NOT NULL AND id >= $2::uuid AND state IN ('succeeded', 'failed', 'cancelled', 'skipped') GROUP BY 1, 2`,
+       WHERE ${p.finishedFrom}::uuid IS NOT NULL AND id >= ${p.finishedFrom}::uuid AND state IN ('succeeded', 'failed', 'cancelled', 'skipped') GROUP BY 1, 2`,
+    ),
 
-    // $1 now. The queued rows are read off the claim index (its predicate is state = 'queued'),
+    // The queued rows are read off the claim index (its predicate is state = 'queued'),
     // the same rows the counts' queued part reads.
-    queueLag: `SELECT queue, count(*)::int AS due, min(run_at) AS oldest_due_at
-      FROM ${s}.job WHERE state = 'queued' AND run_at <= $1
+    queueLag: statement<{ now: Date }>()(
+      ['now'],
+      (p) => `SELECT queue, count(*)::int AS due, min(run_at) AS oldest_due_at
+      FROM ${s}.job WHERE state = 'queued' AND run_at <= ${p.now}
       GROUP BY queue ORDER BY queue`,
+    ),
 
-    // $1 now, $2 the oldest heartbeat of a live worker.
-    unhandledPairs: `WITH RECURSIVE ${unhandledPairs(s, '$1', '$2')}
+    // `liveSince`: the oldest heartbeat of a live worker.
+    unhandledPairs: statement<{ now: Date; liveSince: Date }>()(
+      ['now', 'liveSince'],
+      (p) => `WITH RECURSIVE ${unhandledPairs(s, p.now, p.liveSince)}
     SELECT queue, name FROM up`,
+    ),
 
-    // The due jobs of the names unhandledPairs found ($2 their queues, $3 their names), counted
+    // The due jobs of the names unhandledPairs found (their queues and names), counted
     // in full: only read while some job has no live worker to run it.
-    unhandledCounts: `SELECT queue, name, count(*)::int AS due, min(run_at) AS oldest_due_at
-      FROM ${s}.job WHERE state = 'queued' AND queue = ANY($2::text[]) AND name = ANY($3::text[]) AND run_at <= $1
+    unhandledCounts: statement<{ now: Date; queues: readonly string[]; names: readonly string[] }>()(
+      ['now', 'queues', 'names'],
+      (p) => `SELECT queue, name, count(*)::int AS due, min(run_at) AS oldest_due_at
+      FROM ${s}.job WHERE state = 'queued' AND queue = ANY(${p.queues}::text[]) AND name = ANY(${p.names}::text[]) AND run_at <= ${p.now}
       GROUP BY queue, name`,
+    ),
 
-    // Running workers, and those stopped since $1.
-    workers: `SELECT id, host, pid, queues, concurrency, active, started_at, last_heartbeat, stopped_at,
+    // Running workers, and those stopped since `stoppedSince`.
+    workers: statement<{ stoppedSince: Date }>()(
+      ['stoppedSince'],
+      (p) => `SELECT id, host, pid, queues, concurrency, active, started_at, last_heartbeat, stopped_at,
                      connections_open, connections_max
-      FROM ${s}.worker WHERE stopped_at IS NULL OR stopped_at >= $1
+      FROM ${s}.worker WHERE stopped_at IS NULL OR stopped_at >= ${p.stoppedSince}
       ORDER BY started_at DESC, id`,
+    ),
   };
 }
 

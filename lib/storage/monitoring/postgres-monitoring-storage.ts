@@ -5,8 +5,6 @@ import { monitoringStatements, type MonitoringStatements } from './monitoring-st
 import { PoolExecutor } from '../sql/sql-executor.js';
 import type { StorageContext } from '../sql/storage-context.js';
 
-type Row = Record<string, unknown>;
-
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export class PostgresMonitoringStorage implements MonitoringStorage {
@@ -19,23 +17,23 @@ export class PostgresMonitoringStorage implements MonitoringStorage {
   }
 
   async counts(now: Date, finishedSince: Date | null): Promise<CountRow[]> {
-    return this.pool.query<CountRow>(this.sql.counts, [now, finishedSince && uuidv7Floor(finishedSince)]);
+    return this.sql.counts.run<CountRow>(this.pool, { now, finishedFrom: finishedSince && uuidv7Floor(finishedSince) });
   }
 
   async queueLag(now: Date): Promise<QueueLag[]> {
-    const rows = await this.pool.query<Row>(this.sql.queueLag, [now]);
+    const rows = await this.sql.queueLag.run(this.pool, { now });
     return rows.map((r) => ({ queue: r.queue as string, due: r.due as number, oldestDueAt: r.oldest_due_at as Date }));
   }
 
   async unhandledJobs(now: Date, liveSince: Date): Promise<UnhandledJob[]> {
-    const pairs = await this.pool.query<{ queue: string; name: string }>(this.sql.unhandledPairs, [now, liveSince]);
+    const pairs = await this.sql.unhandledPairs.run<{ queue: string; name: string }>(this.pool, { now, liveSince });
     if (!pairs.length) return [];
     const found = new Set(pairs.map((p) => `${p.queue}\n${p.name}`));
-    const rows = await this.pool.query<Row>(this.sql.unhandledCounts, [
+    const rows = await this.sql.unhandledCounts.run(this.pool, {
       now,
-      [...new Set(pairs.map((p) => p.queue))],
-      [...new Set(pairs.map((p) => p.name))],
-    ]);
+      queues: [...new Set(pairs.map((p) => p.queue))],
+      names: [...new Set(pairs.map((p) => p.name))],
+    });
     return rows
       .filter((r) => found.has(`${r.queue as string}\n${r.name as string}`))
       .map((r) => ({
@@ -48,7 +46,7 @@ export class PostgresMonitoringStorage implements MonitoringStorage {
   }
 
   async workers(stoppedSince: Date): Promise<WorkerRow[]> {
-    const rows = await this.pool.query<Row>(this.sql.workers, [stoppedSince]);
+    const rows = await this.sql.workers.run(this.pool, { stoppedSince });
     return rows.map((r) => ({
       id: r.id as string,
       host: r.host as string,

@@ -1,3 +1,4 @@
+import type { ArgsOf, Statement } from '../sql/named-params.js';
 import type { SqlExecutor } from '../sql/sql-executor.js';
 import type { StorageContext } from '../sql/storage-context.js';
 import type {
@@ -26,16 +27,16 @@ export class PostgresQueueStorage implements QueueStorage {
     this.channel = context.channel;
   }
 
-  private run(key: keyof QueueStatements, values: unknown[]): Promise<Row[]> {
-    return this.pool.query<Row>(this.sql[key], values);
+  private run<K extends keyof QueueStatements>(key: K, args: ArgsOf<QueueStatements[K]>): Promise<Row[]> {
+    return (this.sql[key] as Statement<ArgsOf<QueueStatements[K]>>).run(this.pool, args);
   }
 
   async hasJobs(queue: string): Promise<boolean> {
-    return (await this.run('hasJobs', [queue]))[0]!['found'] === true;
+    return (await this.run('hasJobs', { queue }))[0]!['found'] === true;
   }
 
   async configs(): Promise<QueueConfig[]> {
-    return (await this.run('configs', [])).map((r) => ({
+    return (await this.run('configs', {})).map((r) => ({
       queue: r.queue as string,
       ...limitsOf(r),
       paused: r.paused as boolean,
@@ -56,26 +57,26 @@ export class PostgresQueueStorage implements QueueStorage {
   }
 
   async setPaused(queue: string, paused: boolean, now: Date): Promise<void> {
-    await this.run('setPaused', [queue, paused, now, this.channel]);
+    await this.run('setPaused', { queue, paused, now, channel: this.channel });
   }
 
   async setLimits(queue: string, name: string | null, change: LimitChange, now: Date): Promise<void> {
-    const values = [
+    const limits = {
       queue,
-      change.concurrency !== undefined,
-      change.rateLimit !== undefined,
-      this.channel,
-      change.concurrency ?? null,
-      change.rateLimit?.max ?? null,
-      change.rateLimit?.per ?? null,
+      setsConcurrency: change.concurrency !== undefined,
+      setsRate: change.rateLimit !== undefined,
+      channel: this.channel,
+      concurrency: change.concurrency ?? null,
+      rateMax: change.rateLimit?.max ?? null,
+      ratePer: change.rateLimit?.per ?? null,
       now,
-    ];
-    if (name === null) await this.run('setQueueLimits', values);
-    else await this.run('setNameLimits', [...values, name]);
+    };
+    if (name === null) await this.run('setQueueLimits', limits);
+    else await this.run('setNameLimits', { ...limits, name });
   }
 
   async groupLimits(): Promise<GroupLimit[]> {
-    return (await this.run('groupLimits', [])).map((r) => ({
+    return (await this.run('groupLimits', {})).map((r) => ({
       queue: r.queue as string,
       group: r.group_key as string,
       concurrency: r.concurrency as number,
@@ -83,18 +84,24 @@ export class PostgresQueueStorage implements QueueStorage {
   }
 
   async setGroupLimit(queue: string, group: string, concurrency: number | null, now: Date): Promise<void> {
-    await this.run('setGroupLimit', [queue, group, concurrency, now, this.channel]);
+    await this.run('setGroupLimit', { queue, group, concurrency, now, channel: this.channel });
   }
 
   async rateLimits(): Promise<RateLimitConfig[]> {
-    return (await this.run('rateLimits', [])).map((r) => {
+    return (await this.run('rateLimits', {})).map((r) => {
       const { rateLimit, rateSource, service } = limitsOf(r);
       return { key: r.key as string, rateLimit, rateSource, service, jobs: r.jobs as RateLimitConfig['jobs'] };
     });
   }
 
   async setRateLimit(key: string, limit: RateLimit | null, now: Date): Promise<void> {
-    await this.run('setRateLimit', [key, limit?.max ?? null, limit?.per ?? null, now, this.channel]);
+    await this.run('setRateLimit', {
+      key,
+      max: limit?.max ?? null,
+      per: limit?.per ?? null,
+      now,
+      channel: this.channel,
+    });
   }
 }
 
@@ -108,7 +115,7 @@ function limitsOf(r: Row): Limits {
   };
 }
 
-/** syncCode's and codeConflicts' declarations ($1) and keyed limits ($4 / $3), as JSON. */
+/** syncCode's and codeConflicts' declarations (`limits`) and keyed limits (`keys`), as JSON. */
 export function encodeCodeLimits(
   declared: readonly CodeLimits[],
   keys: Readonly<Record<string, RateLimit>>,

@@ -1,16 +1,33 @@
+import { fixedStatement, statement, type Placeholders } from '../sql/named-params.js';
 import { quoteIdent } from '../sql/sql-identifiers.js';
 import { notifySql } from '../sql/notification-topics.js';
 
 /**
- * A run-time change of a queue's or a job name's limits (row alias q): $2/$3 say whether the
- * concurrency / the rate changes, $5 concurrency, $6 rate max, $7 rate per, $8 now.
+ * A run-time change of a queue's or a job name's limits: `setsConcurrency` / `setsRate` say whether
+ * the concurrency / the rate changes.
  */
-const RUNTIME_LIMITS_SET = `SET concurrency = CASE WHEN $2 THEN $5 ELSE q.concurrency END,
-            concurrency_source = CASE WHEN $2 THEN 'runtime' ELSE q.concurrency_source END,
-            rate_max = CASE WHEN $3 THEN $6 ELSE q.rate_max END,
-            rate_per_ms = CASE WHEN $3 THEN $7 ELSE q.rate_per_ms END,
-            rate_source = CASE WHEN $3 THEN 'runtime' ELSE q.rate_source END,
-            updated_at = $8`;
+export interface LimitsParams {
+  queue: string;
+  setsConcurrency: boolean;
+  setsRate: boolean;
+  channel: string;
+  concurrency: number | null;
+  rateMax: number | null;
+  ratePer: number | null;
+  now: Date;
+}
+
+const LIMITS = ['queue', 'setsConcurrency', 'setsRate', 'channel', 'concurrency', 'rateMax', 'ratePer', 'now'] as const;
+
+/** The SET list of a run-time change of limits (row alias q). */
+const runtimeLimitsSet = (
+  p: Placeholders<LimitsParams>,
+) => `SET concurrency = CASE WHEN ${p.setsConcurrency} THEN ${p.concurrency} ELSE q.concurrency END,
+            concurrency_source = CASE WHEN ${p.setsConcurrency} THEN 'runtime' ELSE q.concurrency_source END,
+            rate_max = CASE WHEN ${p.setsRate} THEN ${p.rateMax} ELSE q.rate_max END,
+            rate_per_ms = CASE WHEN ${p.setsRate} THEN ${p.ratePer} ELSE q.rate_per_ms END,
+            rate_source = CASE WHEN ${p.setsRate} THEN 'runtime' ELSE q.rate_source END,
+            updated_at = ${p.now}`;
 
 /**
  * The SQL of queue settings. Each limit is stored three ways: the value in
@@ -34,36 +51,37 @@ export function queueStatements(schema: string) {
         rate_source = CASE WHEN ${t}.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN 'code' ELSE ${t}.rate_source END,
         rate_code = EXCLUDED.rate_code`;
   return {
-    // $1: [{ queue, name (null for the queue), declared (false: a queue row only for its names' limits),
+    // `limits`: [{ queue, name (null for the queue), declared (false: a queue row only for its names' limits),
     // concurrency, rate: {max, per} | null, min_inflight, share, group_concurrency, group_rate: {max, per} | null,
-    // rate_key }], $2 now,
-    // $3 channel, $4: [{ key, rate: {max, per} }], the keyed rate limits, $5 this service.
+    // rate_key }]; `keys`: [{ key, rate: {max, per} }], the keyed rate limits; `service`: this service.
     // The groups' settings are the code's alone. Only this service's declarations are written or
     // removed (code_service); one written before declarations had owners counts as this service's.
-    syncCode: `WITH d AS (
-      SELECT * FROM jsonb_to_recordset($1::jsonb)
+    syncCode: statement<{ limits: string; now: Date; channel: string; keys: string; service: string }>()(
+      ['limits', 'now', 'channel', 'keys', 'service'],
+      (p) => `WITH d AS (
+      SELECT * FROM jsonb_to_recordset(${p.limits}::jsonb)
         AS d(queue text, name text, declared boolean, concurrency int, rate jsonb, min_inflight int, share real,
              group_concurrency int, group_rate jsonb, rate_key text)
     ), k AS (
-      SELECT * FROM jsonb_to_recordset($4::jsonb) AS k(key text, rate jsonb)
+      SELECT * FROM jsonb_to_recordset(${p.keys}::jsonb) AS k(key text, rate jsonb)
     ), krows AS (
       -- In key order: the order the controlled claim locks keys in.
       INSERT INTO ${s}.job_rate_limit AS q (key, rate_max, rate_per_ms, rate_code, code_service, updated_at)
-      SELECT k.key, (k.rate ->> 'max')::int, (k.rate ->> 'per')::int, k.rate, $5, $2 FROM k ORDER BY k.key
+      SELECT k.key, (k.rate ->> 'max')::int, (k.rate ->> 'per')::int, k.rate, ${p.service}, ${p.now} FROM k ORDER BY k.key
       ON CONFLICT (key) DO UPDATE SET
         rate_max = CASE WHEN q.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN EXCLUDED.rate_max ELSE q.rate_max END,
         rate_per_ms = CASE WHEN q.rate_code IS DISTINCT FROM EXCLUDED.rate_code
                            THEN EXCLUDED.rate_per_ms ELSE q.rate_per_ms END,
         rate_source = CASE WHEN q.rate_code IS DISTINCT FROM EXCLUDED.rate_code THEN 'code' ELSE q.rate_source END,
-        rate_code = EXCLUDED.rate_code, code_service = EXCLUDED.code_service, updated_at = $2
+        rate_code = EXCLUDED.rate_code, code_service = EXCLUDED.code_service, updated_at = ${p.now}
         WHERE q.code_service IS NULL OR q.code_service = EXCLUDED.code_service
     ), gone_keys AS (
       DELETE FROM ${s}.job_rate_limit q
-       WHERE q.rate_source = 'code' AND (q.code_service IS NULL OR q.code_service = $5)
+       WHERE q.rate_source = 'code' AND (q.code_service IS NULL OR q.code_service = ${p.service})
          AND NOT EXISTS (SELECT 1 FROM k WHERE k.key = q.key)
     ), bare AS (
       INSERT INTO ${s}.job_queue (name, updated_at)
-      SELECT d.queue, $2 FROM d WHERE d.name IS NULL AND NOT d.declared
+      SELECT d.queue, ${p.now} FROM d WHERE d.name IS NULL AND NOT d.declared
       ON CONFLICT (name) DO NOTHING
     ), qrows AS (
       INSERT INTO ${s}.job_queue AS q (name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
@@ -71,22 +89,22 @@ export function queueStatements(schema: string) {
                                         group_rate_per_ms, code_service, updated_at)
       SELECT d.queue, d.concurrency, d.concurrency, (d.rate ->> 'max')::int, (d.rate ->> 'per')::int, d.rate,
              coalesce(d.min_inflight, 2), coalesce(d.share, 0.5), d.group_concurrency, (d.group_rate ->> 'max')::int,
-             (d.group_rate ->> 'per')::int, $5, $2
+             (d.group_rate ->> 'per')::int, ${p.service}, ${p.now}
         FROM d WHERE d.name IS NULL AND d.declared
       ON CONFLICT (name) DO UPDATE SET ${fromCode('q')},
         group_min_inflight = EXCLUDED.group_min_inflight, group_share = EXCLUDED.group_share,
         group_concurrency = EXCLUDED.group_concurrency, group_rate_max = EXCLUDED.group_rate_max,
-        group_rate_per_ms = EXCLUDED.group_rate_per_ms, code_service = EXCLUDED.code_service, updated_at = $2
+        group_rate_per_ms = EXCLUDED.group_rate_per_ms, code_service = EXCLUDED.code_service, updated_at = ${p.now}
         WHERE q.code_service IS NULL OR q.code_service = EXCLUDED.code_service
       RETURNING q.name
     ), nrows AS (
       INSERT INTO ${s}.job_name_limit AS q (queue, name, concurrency, concurrency_code, rate_max, rate_per_ms, rate_code,
                                             rate_key, code_service, updated_at)
       SELECT d.queue, d.name, d.concurrency, d.concurrency, (d.rate ->> 'max')::int, (d.rate ->> 'per')::int, d.rate,
-             d.rate_key, $5, $2
+             d.rate_key, ${p.service}, ${p.now}
         FROM d WHERE d.name IS NOT NULL
       ON CONFLICT (queue, name) DO UPDATE SET ${fromCode('q')}, rate_key = EXCLUDED.rate_key,
-        code_service = EXCLUDED.code_service, updated_at = $2
+        code_service = EXCLUDED.code_service, updated_at = ${p.now}
         WHERE q.code_service IS NULL OR q.code_service = EXCLUDED.code_service
       RETURNING q.queue
     ), gone AS (
@@ -99,37 +117,40 @@ export function queueStatements(schema: string) {
              rate_per_ms = CASE WHEN q.rate_code IS NOT NULL THEN NULL ELSE q.rate_per_ms END,
              rate_source = CASE WHEN q.rate_code IS NOT NULL THEN 'code' ELSE q.rate_source END,
              rate_code = NULL, group_concurrency = NULL, group_rate_max = NULL, group_rate_per_ms = NULL,
-             code_service = NULL, updated_at = $2
+             code_service = NULL, updated_at = ${p.now}
        WHERE (q.concurrency_code IS NOT NULL OR q.rate_code IS NOT NULL OR q.group_concurrency IS NOT NULL
               OR q.group_rate_max IS NOT NULL)
-         AND (q.code_service IS NULL OR q.code_service = $5)
+         AND (q.code_service IS NULL OR q.code_service = ${p.service})
          AND NOT EXISTS (SELECT 1 FROM d WHERE d.name IS NULL AND d.declared AND d.queue = q.name)
       RETURNING q.name
     ), gone_names AS (
       DELETE FROM ${s}.job_name_limit q
        WHERE q.concurrency_source = 'code' AND q.rate_source = 'code'
-         AND (q.code_service IS NULL OR q.code_service = $5)
+         AND (q.code_service IS NULL OR q.code_service = ${p.service})
          AND NOT EXISTS (SELECT 1 FROM d WHERE d.name = q.name AND d.queue = q.queue)
       RETURNING q.queue
     )
-    SELECT ${notifySql('queues', '$3', 'x.q')}
+    SELECT ${notifySql('queues', p.channel, 'x.q')}
       FROM (SELECT name AS q FROM qrows UNION SELECT queue FROM nrows UNION SELECT name FROM gone
             UNION SELECT queue FROM gone_names) x`,
+    ),
 
     /**
-     * The declarations (syncCode's $1 and $4) another service ($2) owns with other values: what
+     * The declarations (syncCode's `limits` and `keys`) another service owns with other values: what
      * a start must refuse rather than overwrite. kind: queue, job or key; name: the job name for a job.
      */
-    codeConflicts: `WITH d AS (
-      SELECT * FROM jsonb_to_recordset($1::jsonb)
+    codeConflicts: statement<{ limits: string; service: string; keys: string }>()(
+      ['limits', 'service', 'keys'],
+      (p) => `WITH d AS (
+      SELECT * FROM jsonb_to_recordset(${p.limits}::jsonb)
         AS d(queue text, name text, declared boolean, concurrency int, rate jsonb, min_inflight int, share real,
              group_concurrency int, group_rate jsonb, rate_key text)
     ), k AS (
-      SELECT * FROM jsonb_to_recordset($3::jsonb) AS k(key text, rate jsonb)
+      SELECT * FROM jsonb_to_recordset(${p.keys}::jsonb) AS k(key text, rate jsonb)
     )
     SELECT 'queue' AS kind, d.queue AS target, q.code_service AS service
       FROM d JOIN ${s}.job_queue q ON q.name = d.queue
-     WHERE d.name IS NULL AND d.declared AND q.code_service <> $2
+     WHERE d.name IS NULL AND d.declared AND q.code_service <> ${p.service}
        AND (q.concurrency_code IS DISTINCT FROM d.concurrency OR q.rate_code IS DISTINCT FROM d.rate
             OR q.group_min_inflight IS DISTINCT FROM coalesce(d.min_inflight, 2)
             OR q.group_share IS DISTINCT FROM coalesce(d.share, 0.5)
@@ -139,18 +160,23 @@ export function queueStatements(schema: string) {
     UNION ALL
     SELECT 'job', d.queue || '/' || d.name, l.code_service
       FROM d JOIN ${s}.job_name_limit l ON l.queue = d.queue AND l.name = d.name
-     WHERE l.code_service <> $2
+     WHERE l.code_service <> ${p.service}
        AND (l.concurrency_code IS DISTINCT FROM d.concurrency OR l.rate_code IS DISTINCT FROM d.rate
             OR l.rate_key IS DISTINCT FROM d.rate_key)
     UNION ALL
     SELECT 'key', k.key, r.code_service
       FROM k JOIN ${s}.job_rate_limit r ON r.key = k.key
-     WHERE r.code_service <> $2 AND r.rate_code IS DISTINCT FROM k.rate
+     WHERE r.code_service <> ${p.service} AND r.rate_code IS DISTINCT FROM k.rate
     ORDER BY 1, 2`,
+    ),
 
-    /** $1 queue. Any job at all, ended ones included: the typo check of pause and setLimits, not a hot path. */
-    hasJobs: `SELECT EXISTS (SELECT 1 FROM ${s}.job WHERE queue = $1) AS found`,
-    configs: `SELECT q.name AS queue, q.concurrency, q.concurrency_source, q.rate_max, q.rate_per_ms, q.rate_source, q.paused,
+    /** Any job at all, ended ones included: the typo check of pause and setLimits, not a hot path. */
+    hasJobs: statement<{ queue: string }>()(
+      ['queue'],
+      (p) => `SELECT EXISTS (SELECT 1 FROM ${s}.job WHERE queue = ${p.queue}) AS found`,
+    ),
+    configs:
+      fixedStatement(`SELECT q.name AS queue, q.concurrency, q.concurrency_source, q.rate_max, q.rate_per_ms, q.rate_source, q.paused,
              q.has_groups, q.has_serial, q.group_min_inflight, q.group_share, q.group_concurrency, q.group_rate_max,
              q.group_rate_per_ms, q.code_service,
              (SELECT count(*)::int FROM ${s}.job_group_limit g WHERE g.queue = q.name) AS group_limits,
@@ -158,71 +184,93 @@ export function queueStatements(schema: string) {
                          'concurrency_source', l.concurrency_source, 'rate_max', l.rate_max, 'rate_per_ms', l.rate_per_ms,
                          'rate_source', l.rate_source, 'rate_key', l.rate_key, 'code_service', l.code_service) ORDER BY l.name)
                          FROM ${s}.job_name_limit l WHERE l.queue = q.name), '[]') AS names
-        FROM ${s}.job_queue q ORDER BY q.name`,
+        FROM ${s}.job_queue q ORDER BY q.name`),
 
-    setPaused: `WITH u AS (
-      INSERT INTO ${s}.job_queue AS q (name, paused, updated_at) VALUES ($1, $2, $3)
+    setPaused: statement<{ queue: string; paused: boolean; now: Date; channel: string }>()(
+      ['queue', 'paused', 'now', 'channel'],
+      (p) => `WITH u AS (
+      INSERT INTO ${s}.job_queue AS q (name, paused, updated_at) VALUES (${p.queue}, ${p.paused}, ${p.now})
       ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, updated_at = EXCLUDED.updated_at
       RETURNING q.name
     )
-    SELECT ${notifySql('queues', '$4', 'u.name')} FROM u`,
+    SELECT ${notifySql('queues', p.channel, 'u.name')} FROM u`,
+    ),
 
-    // $2..$4: whether each limit changes, $5 concurrency, $6 rate max, $7 rate per.
-    setQueueLimits: `WITH u AS (
+    setQueueLimits: statement<LimitsParams>()(
+      LIMITS,
+      (p) => `WITH u AS (
       INSERT INTO ${s}.job_queue AS q (name, concurrency, concurrency_source, rate_max, rate_per_ms, rate_source, updated_at)
-      VALUES ($1, $5, 'runtime', $6, $7, 'runtime', $8)
+      VALUES (${p.queue}, ${p.concurrency}, 'runtime', ${p.rateMax}, ${p.ratePer}, 'runtime', ${p.now})
       ON CONFLICT (name) DO UPDATE
-        ${RUNTIME_LIMITS_SET}
+        ${runtimeLimitsSet(p)}
       RETURNING q.name
     )
-    SELECT ${notifySql('queues', '$4', 'u.name')} FROM u`,
+    SELECT ${notifySql('queues', p.channel, 'u.name')} FROM u`,
+    ),
 
     // A job name's limits live in its queue's row's company: the queue gets a row too (the claim looks there first).
-    setNameLimits: `WITH qr AS (
-      INSERT INTO ${s}.job_queue (name, updated_at) VALUES ($1, $8) ON CONFLICT (name) DO NOTHING
+    setNameLimits: statement<LimitsParams & { name: string }>()(
+      [...LIMITS, 'name'],
+      (p) => `WITH qr AS (
+      INSERT INTO ${s}.job_queue (name, updated_at) VALUES (${p.queue}, ${p.now}) ON CONFLICT (name) DO NOTHING
     ), u AS (
       INSERT INTO ${s}.job_name_limit AS q (queue, name, concurrency, concurrency_source, rate_max, rate_per_ms,
                                             rate_source, updated_at)
-      VALUES ($1, $9, $5, 'runtime', $6, $7, 'runtime', $8)
+      VALUES (${p.queue}, ${p.name}, ${p.concurrency}, 'runtime', ${p.rateMax}, ${p.ratePer}, 'runtime', ${p.now})
       ON CONFLICT (queue, name) DO UPDATE
-        ${RUNTIME_LIMITS_SET}
+        ${runtimeLimitsSet(p)}
       RETURNING q.queue
     )
-    SELECT ${notifySql('queues', '$4', 'u.queue')} FROM u`,
+    SELECT ${notifySql('queues', p.channel, 'u.queue')} FROM u`,
+    ),
 
     /** The groups with limits of their own, by queue and group. */
-    groupLimits: `SELECT queue, group_key, concurrency FROM ${s}.job_group_limit ORDER BY queue, group_key`,
+    groupLimits: fixedStatement(
+      `SELECT queue, group_key, concurrency FROM ${s}.job_group_limit ORDER BY queue, group_key`,
+    ),
 
-    // $1 queue, $2 group, $3 concurrency (null removes the group's own limit), $4 now, $5 channel. The queue
+    // A concurrency of null removes the group's own limit. The queue
     // gets a row too: the claim reads a group's limit through its queue's row.
-    setGroupLimit: `WITH qr AS (
-      INSERT INTO ${s}.job_queue (name, updated_at) VALUES ($1, $4) ON CONFLICT (name) DO NOTHING
+    setGroupLimit: statement<{
+      queue: string;
+      group: string;
+      concurrency: number | null;
+      now: Date;
+      channel: string;
+    }>()(
+      ['queue', 'group', 'concurrency', 'now', 'channel'],
+      (p) => `WITH qr AS (
+      INSERT INTO ${s}.job_queue (name, updated_at) VALUES (${p.queue}, ${p.now}) ON CONFLICT (name) DO NOTHING
     ), gone AS (
-      DELETE FROM ${s}.job_group_limit g WHERE $3::int IS NULL AND g.queue = $1 AND g.group_key = $2
+      DELETE FROM ${s}.job_group_limit g WHERE ${p.concurrency}::int IS NULL AND g.queue = ${p.queue} AND g.group_key = ${p.group}
       RETURNING g.queue
     ), u AS (
       INSERT INTO ${s}.job_group_limit AS g (queue, group_key, concurrency, updated_at)
-      SELECT $1, $2, $3::int, $4 WHERE $3::int IS NOT NULL
+      SELECT ${p.queue}, ${p.group}, ${p.concurrency}::int, ${p.now} WHERE ${p.concurrency}::int IS NOT NULL
       ON CONFLICT (queue, group_key) DO UPDATE SET concurrency = EXCLUDED.concurrency, updated_at = EXCLUDED.updated_at
       RETURNING g.queue
     )
-    SELECT ${notifySql('queues', '$5', '$1::text')}`,
+    SELECT ${notifySql('queues', p.channel, `${p.queue}::text`)}`,
+    ),
 
-    rateLimits: `SELECT k.key, k.rate_max, k.rate_per_ms, k.rate_source, k.code_service,
+    rateLimits: fixedStatement(`SELECT k.key, k.rate_max, k.rate_per_ms, k.rate_source, k.code_service,
              coalesce((SELECT jsonb_agg(jsonb_build_object('queue', l.queue, 'name', l.name) ORDER BY l.queue, l.name)
                          FROM ${s}.job_name_limit l WHERE l.rate_key = k.key), '[]') AS jobs
-        FROM ${s}.job_rate_limit k ORDER BY k.key`,
+        FROM ${s}.job_rate_limit k ORDER BY k.key`),
 
-    // $1 key, $2 max, $3 per (both null: no limit), $4 now, $5 channel; announced on each queue referring to the key.
-    setRateLimit: `WITH u AS (
+    // max and per both null: no limit. Announced on each queue referring to the key.
+    setRateLimit: statement<{ key: string; max: number | null; per: number | null; now: Date; channel: string }>()(
+      ['key', 'max', 'per', 'now', 'channel'],
+      (p) => `WITH u AS (
       INSERT INTO ${s}.job_rate_limit AS k (key, rate_max, rate_per_ms, rate_source, updated_at)
-      VALUES ($1, $2, $3, 'runtime', $4)
+      VALUES (${p.key}, ${p.max}, ${p.per}, 'runtime', ${p.now})
       ON CONFLICT (key) DO UPDATE
-        SET rate_max = EXCLUDED.rate_max, rate_per_ms = EXCLUDED.rate_per_ms, rate_source = 'runtime', updated_at = $4
+        SET rate_max = EXCLUDED.rate_max, rate_per_ms = EXCLUDED.rate_per_ms, rate_source = 'runtime', updated_at = ${p.now}
       RETURNING k.key
     )
-    SELECT ${notifySql('queues', '$5', 'q.queue')}
+    SELECT ${notifySql('queues', p.channel, 'q.queue')}
       FROM (SELECT DISTINCT l.queue FROM ${s}.job_name_limit l JOIN u ON l.rate_key = u.key) q`,
+    ),
   };
 }
 

@@ -12,6 +12,7 @@ import {
 import { claimAhead, COUNT_OWN_AHEAD } from './claim-ahead.js';
 import { ACTIVE, CLAIMED_COLUMNS, DUE, dueInGroup, limitedClaim, RETURNED, WRITE } from './claim-columns.js';
 import { LIMIT_SHARE, RECORD_WAIT } from './limit-shares.js';
+import { CLAIM_CONTROLLED_SIGNATURE } from './claim-controlled-signature.js';
 import { defineRoutine } from './routine.js';
 import { claimOrder, claimSet, duePlainJob, inRateWindow, rateLogWrite } from './sql-fragments.js';
 
@@ -61,52 +62,7 @@ const queueLog = rateLogWrite('jq', 'v_turn', 'v_claimed');
  */
 export const CLAIM_CONTROLLED = defineRoutine(
   'claim_controlled',
-  `CREATE FUNCTION :SCHEMA.:ROUTINE(
-  p_queue text, p_names text[], p_limit int, p_now timestamptz, p_worker text, p_lease_ms float8, p_channel text,
-  p_share boolean, p_ahead int)
-RETURNS TABLE (id uuid, name text, queue text, payload jsonb, attempt int, max_attempts int, timeout_ms int,
-               batch_id uuid, trace_context jsonb, deadline timestamptz, run_at timestamptz, wait_ms float8, reserved boolean,
-               context jsonb)
-LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan
-AS $fn$
-#variable_conflict use_column
-DECLARE
-  v_q record;
-  v_room int := p_limit;
-  v_active int;
-  -- The queue's concurrency limit: this worker's active jobs, the free slots, the most this claim
-  -- may take of them, the other workers waiting for slots (LIMIT_SHARE), and this one's wait.
-  v_mine int;
-  v_free int;
-  v_bound int;
-  v_waiting int := 0;
-  v_wants boolean;
-  -- Jobs this worker holds claimed ahead, and how many more this claim takes (claimAhead).
-  v_held_ahead int := 0;
-  v_ahead int;
-  v_until timestamptz;
-  v_in_window int;
-  v_oldest timestamptz;
-  v_wait float8;
-  v_groups text[] := '{}';
-  v_per_group int;
-  v_ids uuid[];
-  v_chosen_groups text[];
-  v_chosen_names text[];
-  v_claimed int := 0;
-  v_named boolean;
-  v_counted boolean;
-  v_walk int;
-  v_group_limited boolean;
-  v_full text[] := '{}';
-  v_fresh text[] := '{}';
-  v_last_arrival timestamptz;
-  v_seen timestamptz;
-  -- The keyed rate limits this queue's job names refer to, locked in key order.
-  v_keys text[] := '{}';
-  -- The time this claim counts rate windows at and stamps its starts with (RATE_TURN).
-  v_turn timestamptz := p_now;
+  `${CLAIM_CONTROLLED_SIGNATURE}
 BEGIN
   SELECT * INTO v_q FROM :SCHEMA.job_queue jq WHERE jq.name = p_queue;
   IF NOT FOUND OR v_q.paused OR (p_limit < 1 AND p_ahead < 1) THEN

@@ -19,6 +19,7 @@ import type {
   ScheduleTiming,
 } from './schedule-storage.interface.js';
 import { scheduleStatements, type ScheduleStatements } from './schedule-statements.js';
+import { withNames, type ArgsOf, type Statement } from '../sql/named-params.js';
 import type { SqlExecutor } from '../sql/sql-executor.js';
 import type { StorageContext } from '../sql/storage-context.js';
 
@@ -27,6 +28,8 @@ type Row = Record<string, unknown>;
 export class PostgresScheduleStorage implements ScheduleStorage {
   private readonly cipher: JobCipher;
   private readonly sql: ScheduleStatements;
+  /** The statements run on the pool, each prepared under the prefix and its key. */
+  private readonly named: ScheduleStatements;
   private readonly pool: SqlExecutor;
   /** Named prepared statements, distinct from the job storage's names. */
   private readonly prefix: string;
@@ -38,44 +41,56 @@ export class PostgresScheduleStorage implements ScheduleStorage {
     this.channel = context.channel;
     this.cipher = context.cipher;
     this.prefix = `djs_${createHash('sha1').update(context.schema).digest('hex').slice(0, 8)}_`;
+    this.named = withNames(this.sql, (key) => this.prefix + key);
   }
 
-  private run<T = Row>(key: keyof ScheduleStatements, values: unknown[]): Promise<T[]> {
-    return this.pool.query<T>(this.sql[key], values, this.prefix + key);
+  private run<K extends keyof ScheduleStatements>(key: K, args: ArgsOf<ScheduleStatements[K]>): Promise<Row[]> {
+    return (this.named[key] as Statement<ArgsOf<ScheduleStatements[K]>>).run(this.pool, args);
   }
 
   async upsertDynamic(definition: ScheduleDefinition, now: Date): Promise<boolean> {
-    const [row] = await this.run('upsertDynamic', [encodeDefinitions([definition], this.cipher), now, this.channel]);
+    const [row] = await this.run('upsertDynamic', {
+      definitions: encodeDefinitions([definition], this.cipher),
+      now,
+      channel: this.channel,
+    });
     return (row?.written as number) === 1;
   }
 
   async pause(name: string, now: Date): Promise<boolean> {
-    const [row] = await this.run('pause', [name, now, this.channel]);
+    const [row] = await this.run('pause', { name, now, channel: this.channel });
     return (row?.updated as number) === 1;
   }
 
   async resume(name: string, next: Date, expected: { cron: string; timeZone: string }, now: Date): Promise<boolean> {
-    const [row] = await this.run('resume', [name, now, next, expected.cron, expected.timeZone, this.channel]);
+    const [row] = await this.run('resume', {
+      name,
+      now,
+      next,
+      cron: expected.cron,
+      timeZone: expected.timeZone,
+      channel: this.channel,
+    });
     return (row?.updated as number) === 1;
   }
 
   async removeDynamic(name: string): Promise<RemoveScheduleResult> {
-    const [row] = await this.run('removeDynamic', [name, this.channel]);
+    const [row] = await this.run('removeDynamic', { name, channel: this.channel });
     if ((row?.removed as number) === 1) return 'removed';
     return row?.source === 'code' ? 'code-defined' : 'not-found';
   }
 
   async list(): Promise<ScheduleInfo[]> {
-    return (await this.run('list', [])).map((r) => toInfo(r, this.cipher));
+    return (await this.run('list', {})).map((r) => toInfo(r, this.cipher));
   }
 
   async get(name: string): Promise<ScheduleInfo | null> {
-    const [row] = await this.run('get', [name]);
+    const [row] = await this.run('get', { name });
     return row ? toInfo(row, this.cipher) : null;
   }
 
   async timings(): Promise<ScheduleTiming[]> {
-    return (await this.run('timings', [])).map((r) => ({
+    return (await this.run('timings', {})).map((r) => ({
       name: r.name as string,
       cron: r.cron as string,
       timeZone: r.time_zone as string,
@@ -84,7 +99,7 @@ export class PostgresScheduleStorage implements ScheduleStorage {
   }
 
   async due(now: Date): Promise<DueSchedule[]> {
-    return (await this.run('due', [now])).map((r) => ({
+    return (await this.run('due', { now })).map((r) => ({
       name: r.name as string,
       cron: r.cron as string,
       timeZone: r.time_zone as string,
@@ -94,15 +109,15 @@ export class PostgresScheduleStorage implements ScheduleStorage {
   }
 
   async fire(r: FireRequest): Promise<FireResult> {
-    const [row] = await this.run('fire', [
-      r.name,
-      r.due,
-      r.next,
-      r.ticks.map((t) => t.toISOString()),
-      r.jobIds,
-      r.now,
-      this.channel,
-    ]);
+    const [row] = await this.run('fire', {
+      name: r.name,
+      due: r.due,
+      next: r.next,
+      ticks: r.ticks.map((t) => t.toISOString()),
+      jobIds: r.jobIds,
+      now: r.now,
+      channel: this.channel,
+    });
     return {
       won: (row?.won as number) === 1,
       queued: (row?.queued as number) ?? 0,
@@ -112,9 +127,9 @@ export class PostgresScheduleStorage implements ScheduleStorage {
 
   runNow(name: string, jobId: string, now: Date): Promise<RunScheduleResult> {
     return this.pool.transaction(async (tx) => {
-      const [found] = await tx.query(this.sql.lockSchedule, [name]);
+      const [found] = await this.sql.lockSchedule.run(tx, { name });
       if (!found) return { outcome: 'not-found' };
-      const [row] = await tx.query<Row>(this.sql.runNow, [name, jobId, now, this.channel]);
+      const [row] = await this.sql.runNow.run(tx, { name, jobId, now, channel: this.channel });
       if (row?.busy_id) return { outcome: 'busy', jobId: row.busy_id as string, state: row.busy_state as JobState };
       return { outcome: 'queued', queue: row!.queue as string };
     });

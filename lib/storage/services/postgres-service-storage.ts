@@ -42,17 +42,17 @@ export class PostgresServiceStorage implements ServiceStorage {
 
   checkIn(r: ServiceCheckIn): Promise<CheckInResult> {
     return this.pool.transaction(async (tx) => {
-      await tx.query(this.sql.recordBuild, [r.service, r.build, r.now]);
-      await tx.query(this.sql.beat, [r.instanceId, r.service, r.build, r.now]);
-      await tx.query(this.sql.pruneInstances, [new Date(r.now.getTime() - PRUNE_AFTER_MS)]);
-      await tx.query(this.sql.ensureOwner, [r.service, r.build, r.now]);
-      const [owner] = await tx.query<Row>(this.sql.ownerForUpdate, [r.service, r.build, r.aliveSince]);
+      await this.sql.recordBuild.run(tx, r);
+      await this.sql.beat.run(tx, r);
+      await this.sql.pruneInstances.run(tx, { before: new Date(r.now.getTime() - PRUNE_AFTER_MS) });
+      await this.sql.ensureOwner.run(tx, r);
+      const [owner] = await this.sql.ownerForUpdate.run(tx, r);
       const ownerBuild = owner!.build as string;
       if (ownerBuild === r.build) return { owns: true, ownerBuild, tookOver: false };
       // A newer build takes over at once (a rolling deploy's new pods); an older one only once
       // the build in force has no instance left (a rollback that completed).
       if (owner!.owner_older === true || owner!.alive !== true) {
-        await tx.query(this.sql.takeOver, [r.service, r.build, r.now]);
+        await this.sql.takeOver.run(tx, r);
         return { owns: true, ownerBuild: r.build, tookOver: true };
       }
       return { owns: false, ownerBuild, tookOver: false };
@@ -62,15 +62,18 @@ export class PostgresServiceStorage implements ServiceStorage {
   writeDeclarations(d: CodeDeclarations): Promise<DeclarationsResult> {
     const limits = encodeCodeLimits(d.limits, d.keys);
     return this.pool.transaction(async (tx): Promise<DeclarationsResult> => {
-      if (!(await tx.query(this.sql.fence, [d.service, d.build])).length) return { outcome: 'not-owner' };
+      if (!(await this.sql.fence.run(tx, d)).length) return { outcome: 'not-owner' };
       const conflicts: DeclarationConflict[] = [];
       if (d.schedules) {
         const hashes = d.schedules.map((s) => ({ name: s.name, definition_hash: scheduleDefinitionHash(s) }));
-        for (const row of await tx.query<Row>(this.schedules.codeConflicts, [JSON.stringify(hashes), d.service])) {
+        for (const row of await this.schedules.codeConflicts.run(tx, {
+          hashes: JSON.stringify(hashes),
+          service: d.service,
+        })) {
           conflicts.push({ kind: 'schedule', target: row.name as string, service: row.service as string });
         }
       }
-      for (const row of await tx.query<Row>(this.queues.codeConflicts, [limits.limits, d.service, limits.keys])) {
+      for (const row of await this.queues.codeConflicts.run(tx, { ...limits, service: d.service })) {
         conflicts.push({
           kind: row.kind as DeclarationConflict['kind'],
           target: row.target as string,
@@ -80,26 +83,26 @@ export class PostgresServiceStorage implements ServiceStorage {
       if (conflicts.length) return { outcome: 'conflict', conflicts };
       let removedSchedules: string[] = [];
       if (d.schedules) {
-        const [row] = await tx.query<Row>(this.schedules.syncCode, [
-          encodeDefinitions(d.schedules, this.cipher),
-          d.now,
-          this.channel,
-          d.foreignJobs,
-          d.service,
-        ]);
+        const [row] = await this.schedules.syncCode.run(tx, {
+          definitions: encodeDefinitions(d.schedules, this.cipher),
+          now: d.now,
+          channel: this.channel,
+          foreignJobs: d.foreignJobs,
+          service: d.service,
+        });
         removedSchedules = (row?.removed as string[] | undefined) ?? [];
       }
-      await tx.query(this.queues.syncCode, [limits.limits, d.now, this.channel, limits.keys, d.service]);
+      await this.queues.syncCode.run(tx, { ...limits, now: d.now, channel: this.channel, service: d.service });
       return { outcome: 'written', removedSchedules };
     });
   }
 
   async checkOut(instanceId: string, now: Date): Promise<void> {
-    await this.pool.query(this.sql.stop, [instanceId, now]);
+    await this.sql.stop.run(this.pool, { instanceId, now });
   }
 
   async list(aliveSince: Date): Promise<ServiceInfo[]> {
-    return (await this.pool.query<Row>(this.sql.list, [aliveSince])).map((r) => ({
+    return (await this.sql.list.run(this.pool, { aliveSince })).map((r) => ({
       service: r.service as string,
       ownerBuild: r.owner_build as string,
       since: r.since as Date,
@@ -114,7 +117,7 @@ export class PostgresServiceStorage implements ServiceStorage {
   }
 
   async forget(service: string): Promise<ForgottenService> {
-    const [row] = await this.pool.query<Row>(this.sql.forget, [service]);
+    const [row] = await this.sql.forget.run(this.pool, { service });
     return {
       known: (row!.known as number) > 0,
       schedules: row!.schedules as number,

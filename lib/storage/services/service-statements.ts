@@ -1,3 +1,4 @@
+import { statement } from '../sql/named-params.js';
 import { quoteIdent } from '../sql/sql-identifiers.js';
 
 /**
@@ -8,54 +9,79 @@ import { quoteIdent } from '../sql/sql-identifiers.js';
 export function serviceStatements(schema: string) {
   const s = quoteIdent(schema);
   return {
-    /** $1 service, $2 build, $3 now: the build's first sighting is kept. */
-    recordBuild: `INSERT INTO ${s}.service_build (service, build, first_seen_at) VALUES ($1, $2, $3)
+    /** The build's first sighting is kept. */
+    recordBuild: statement<{ service: string; build: string; now: Date }>()(
+      ['service', 'build', 'now'],
+      (p) => `INSERT INTO ${s}.service_build (service, build, first_seen_at) VALUES (${p.service}, ${p.build}, ${p.now})
       ON CONFLICT (service, build) DO NOTHING`,
+    ),
 
-    /** $1 instance id, $2 service, $3 build, $4 now: this instance is alive. */
-    beat: `INSERT INTO ${s}.service_instance (id, service, build, started_at, last_seen_at) VALUES ($1, $2, $3, $4, $4)
+    /** This instance is alive. */
+    beat: statement<{ instanceId: string; service: string; build: string; now: Date }>()(
+      ['instanceId', 'service', 'build', 'now'],
+      (
+        p,
+      ) => `INSERT INTO ${s}.service_instance (id, service, build, started_at, last_seen_at) VALUES (${p.instanceId}, ${p.service}, ${p.build}, ${p.now}, ${p.now})
       ON CONFLICT (id) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at, stopped_at = NULL`,
+    ),
 
-    /** $1 service, $2 build, $3 now: the first build of a service owns its declarations from the start. */
-    ensureOwner: `INSERT INTO ${s}.service_owner (service, build, since) VALUES ($1, $2, $3)
+    /** The first build of a service owns its declarations from the start. */
+    ensureOwner: statement<{ service: string; build: string; now: Date }>()(
+      ['service', 'build', 'now'],
+      (p) => `INSERT INTO ${s}.service_owner (service, build, since) VALUES (${p.service}, ${p.build}, ${p.now})
       ON CONFLICT (service) DO NOTHING`,
+    ),
 
     /**
-     * The build in force, locked until the transaction ends, and what decides whether $2 takes
-     * over: whether that build was first seen before $2, and whether any of its instances beat
-     * since $3.
+     * The build in force, locked until the transaction ends, and what decides whether `build` takes
+     * over: whether that build was first seen before `build`, and whether any of its instances beat
+     * since `aliveSince`.
      */
-    ownerForUpdate: `SELECT o.build,
+    ownerForUpdate: statement<{ service: string; build: string; aliveSince: Date }>()(
+      ['service', 'build', 'aliveSince'],
+      (p) => `SELECT o.build,
              (SELECT b.first_seen_at FROM ${s}.service_build b WHERE b.service = o.service AND b.build = o.build)
-               < (SELECT b.first_seen_at FROM ${s}.service_build b WHERE b.service = o.service AND b.build = $2)
+               < (SELECT b.first_seen_at FROM ${s}.service_build b WHERE b.service = o.service AND b.build = ${p.build})
                AS owner_older,
              EXISTS (SELECT 1 FROM ${s}.service_instance i
                       WHERE i.service = o.service AND i.build = o.build AND i.stopped_at IS NULL
-                        AND i.last_seen_at >= $3) AS alive
-        FROM ${s}.service_owner o WHERE o.service = $1
+                        AND i.last_seen_at >= ${p.aliveSince}) AS alive
+        FROM ${s}.service_owner o WHERE o.service = ${p.service}
          FOR UPDATE`,
+    ),
 
-    /** $1 service, $2 build, $3 now. */
-    takeOver: `UPDATE ${s}.service_owner SET build = $2, since = $3 WHERE service = $1`,
+    takeOver: statement<{ service: string; build: string; now: Date }>()(
+      ['service', 'build', 'now'],
+      (p) => `UPDATE ${s}.service_owner SET build = ${p.build}, since = ${p.now} WHERE service = ${p.service}`,
+    ),
 
     /**
      * Held while a build writes its declarations: a take-over waits for the write to end, and a
-     * build that lost the ownership meanwhile writes nothing. $1 service, $2 build.
+     * build that lost the ownership meanwhile writes nothing.
      */
-    fence: `SELECT 1 FROM ${s}.service_owner WHERE service = $1 AND build = $2 FOR SHARE`,
+    fence: statement<{ service: string; build: string }>()(
+      ['service', 'build'],
+      (p) => `SELECT 1 FROM ${s}.service_owner WHERE service = ${p.service} AND build = ${p.build} FOR SHARE`,
+    ),
 
-    /** $1 instance id, $2 now. */
-    stop: `UPDATE ${s}.service_instance SET stopped_at = $2 WHERE id = $1`,
+    stop: statement<{ instanceId: string; now: Date }>()(
+      ['instanceId', 'now'],
+      (p) => `UPDATE ${s}.service_instance SET stopped_at = ${p.now} WHERE id = ${p.instanceId}`,
+    ),
 
-    /** Instances stopped or silent before $1: nothing decides by them any more. */
-    pruneInstances: `DELETE FROM ${s}.service_instance WHERE coalesce(stopped_at, last_seen_at) < $1`,
+    /** Instances stopped or silent before `before`: nothing decides by them any more. */
+    pruneInstances: statement<{ before: Date }>()(
+      ['before'],
+      (p) => `DELETE FROM ${s}.service_instance WHERE coalesce(stopped_at, last_seen_at) < ${p.before}`,
+    ),
 
-    /** $1 alive since. */
-    list: `SELECT o.service, o.build AS owner_build, o.since,
+    list: statement<{ aliveSince: Date }>()(
+      ['aliveSince'],
+      (p) => `SELECT o.service, o.build AS owner_build, o.since,
              coalesce((SELECT jsonb_agg(jsonb_build_object('build', b.build, 'first_seen_at', b.first_seen_at,
                          'instances', (SELECT count(*) FROM ${s}.service_instance i
                                         WHERE i.service = b.service AND i.build = b.build AND i.stopped_at IS NULL
-                                          AND i.last_seen_at >= $1))
+                                          AND i.last_seen_at >= ${p.aliveSince}))
                          ORDER BY b.first_seen_at DESC)
                          FROM ${s}.service_build b WHERE b.service = o.service), '[]') AS builds,
              (SELECT count(*)::int FROM ${s}.recurring_schedule r WHERE r.source = 'code' AND r.service = o.service)
@@ -64,31 +90,35 @@ export function serviceStatements(schema: string) {
                + (SELECT count(*) FROM ${s}.job_name_limit l WHERE l.code_service = o.service)
                + (SELECT count(*) FROM ${s}.job_rate_limit k WHERE k.code_service = o.service))::int AS limits
         FROM ${s}.service_owner o ORDER BY o.service`,
+    ),
 
     /**
-     * Releases what a retired or renamed service ($1) declared: its schedules and limits lose
+     * Releases what a retired or renamed service declared: its schedules and limits lose
      * their owner (the next service that starts and declares them takes them; one that declares
      * nothing of them removes them), and its records go.
      */
-    forget: `WITH r AS (
-      UPDATE ${s}.recurring_schedule SET service = NULL WHERE service = $1 RETURNING 1
+    forget: statement<{ service: string }>()(
+      ['service'],
+      (p) => `WITH r AS (
+      UPDATE ${s}.recurring_schedule SET service = NULL WHERE service = ${p.service} RETURNING 1
     ), q AS (
-      UPDATE ${s}.job_queue SET code_service = NULL WHERE code_service = $1 RETURNING 1
+      UPDATE ${s}.job_queue SET code_service = NULL WHERE code_service = ${p.service} RETURNING 1
     ), l AS (
-      UPDATE ${s}.job_name_limit SET code_service = NULL WHERE code_service = $1 RETURNING 1
+      UPDATE ${s}.job_name_limit SET code_service = NULL WHERE code_service = ${p.service} RETURNING 1
     ), k AS (
-      UPDATE ${s}.job_rate_limit SET code_service = NULL WHERE code_service = $1 RETURNING 1
+      UPDATE ${s}.job_rate_limit SET code_service = NULL WHERE code_service = ${p.service} RETURNING 1
     ), o AS (
-      DELETE FROM ${s}.service_owner WHERE service = $1 RETURNING 1
+      DELETE FROM ${s}.service_owner WHERE service = ${p.service} RETURNING 1
     ), b AS (
-      DELETE FROM ${s}.service_build WHERE service = $1 RETURNING 1
+      DELETE FROM ${s}.service_build WHERE service = ${p.service} RETURNING 1
     ), i AS (
-      DELETE FROM ${s}.service_instance WHERE service = $1 RETURNING 1
+      DELETE FROM ${s}.service_instance WHERE service = ${p.service} RETURNING 1
     )
     SELECT (SELECT count(*) FROM o)::int AS known,
            (SELECT count(*) FROM r)::int AS schedules,
            ((SELECT count(*) FROM q) + (SELECT count(*) FROM l) + (SELECT count(*) FROM k))::int AS limits,
            (SELECT count(*) FROM b)::int AS builds, (SELECT count(*) FROM i)::int AS instances`,
+    ),
   };
 }
 

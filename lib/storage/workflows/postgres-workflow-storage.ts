@@ -19,6 +19,8 @@ import {
   type SqlExecutor,
 } from '../sql/sql-executor.js';
 import { dueQueues, encodeFlags, encodeNewJobColumns, queueFeatures } from '../jobs/job-encoding.js';
+import { newJobParams } from '../jobs/new-job-params.js';
+import type { ArgsOf, Statement } from '../sql/named-params.js';
 import { jobSummaryFromRow } from '../jobs/job-rows.js';
 import type { PostgresEnqueueStorage } from '../jobs/enqueue/postgres-enqueue-storage.js';
 import type { PostgresOutcomeStorage } from '../jobs/outcomes/postgres-outcome-storage.js';
@@ -34,7 +36,7 @@ import type {
   ParentStates,
   WorkflowStorage,
 } from './workflow-storage.interface.js';
-import { workflowStatements, type WorkflowStatements } from './workflow-statements.js';
+import { workflowStatements, addToBatchArgs, type WorkflowStatements } from './workflow-statements.js';
 
 type Row = Record<string, unknown>;
 
@@ -57,8 +59,13 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     this.cipher = context.cipher;
   }
 
-  private run<T = Row>(key: keyof WorkflowStatements, values: unknown[], scope?: TxScope | SqlExecutor) {
-    return executorFor(scope as TxScope | undefined, this.pool).query<T>(this.sql[key], values);
+  private run<K extends keyof WorkflowStatements>(
+    key: K,
+    args: ArgsOf<WorkflowStatements[K]>,
+    scope?: TxScope | SqlExecutor,
+  ): Promise<Row[]> {
+    const statement = this.sql[key] as Statement<ArgsOf<WorkflowStatements[K]>>;
+    return statement.run(executorFor(scope as TxScope | undefined, this.pool), args);
   }
 
   transaction<T>(fn: (tx: StorageTx) => Promise<T>, outer?: EntityManager): Promise<T> {
@@ -96,16 +103,16 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     }));
     const children = new Set((graph.dependencies ?? []).map((d) => d.childId));
     const deps = (graph.dependencies ?? []).map(edgeRow);
-    const values = [
-      JSON.stringify(batches),
-      dueQueues(graph.jobs, now),
-      JSON.stringify(deps),
+    const values = {
+      batches: JSON.stringify(batches),
+      due: dueQueues(graph.jobs, now),
+      edges: JSON.stringify(deps),
       now,
-      this.channel,
-      ...encodeNewJobColumns(graph.jobs),
-      encodeFlags(graph.jobs, (j) => j.hasDependents ?? false),
-      encodeFlags(graph.jobs, (j) => children.has(j.id)),
-    ];
+      channel: this.channel,
+      ...newJobParams(encodeNewJobColumns(graph.jobs)),
+      has_dependents: encodeFlags(graph.jobs, (j) => j.hasDependents ?? false),
+      has_parents: encodeFlags(graph.jobs, (j) => children.has(j.id)),
+    };
     const executor = executorFor(tx, this.pool);
     if (!queueFeatures(graph.jobs).groups.length && !queueFeatures(graph.jobs).serial.length) {
       await this.run('insertGraph', values, executor);
@@ -118,8 +125,8 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   }
 
   async lockParents(jobIds: string[], batchIds: string[], tx: StorageTx): Promise<ParentStates> {
-    const jobs = jobIds.length ? await this.run('lockParentJobs', [jobIds], tx) : [];
-    const batches = batchIds.length ? await this.run('lockParentBatches', [batchIds], tx) : [];
+    const jobs = jobIds.length ? await this.run('lockParentJobs', { ids: jobIds }, tx) : [];
+    const batches = batchIds.length ? await this.run('lockParentBatches', { ids: batchIds }, tx) : [];
     return {
       jobs: new Map(jobs.map((r) => [r.id as string, r.state as JobState])),
       batches: new Map(batches.map((r) => [r.id as string, { state: r.state as string, failed: r.failed as number }])),
@@ -127,42 +134,21 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   }
 
   async markParents(jobIds: string[], tx: StorageTx): Promise<void> {
-    if (jobIds.length) await this.run('markParents', [jobIds], tx);
+    if (jobIds.length) await this.run('markParents', { ids: jobIds }, tx);
   }
 
   async addToBatch(batchId: string, job: NewJob, now: Date, before?: string): Promise<boolean> {
-    const values = [
-      batchId,
-      now,
-      this.channel,
-      job.runAt <= now,
-      job.id,
-      job.name,
-      job.queue,
-      job.payloadJson,
-      job.priority,
-      job.runAt,
-      job.maxAttempts,
-      job.timeoutMs ?? null,
-      job.groupKey ?? null,
-      job.serialKey ?? null,
-      job.deadline ?? null,
-      job.uniqueKey ?? null,
-      job.uniqueWhile ?? null,
-      job.uniqueWindow ?? null,
-      job.contextJson ?? null,
-    ];
+    const added = (hasDependents: boolean) => addToBatchArgs(batchId, job, now, this.channel, hasDependents);
     try {
-      if (!before && !job.groupKey && !job.serialKey)
-        return (await this.run('addToBatch', [...values, false])).length > 0;
+      if (!before && !job.groupKey && !job.serialKey) return (await this.run('addToBatch', added(false))).length > 0;
       return await this.pool.transaction(async (t) => {
         if (job.groupKey || job.serialKey) await this.enqueue.flagQueuesOn(t, [job], now);
         // The adder is active, so its edges are unsettled. Its batch, then its waiting dependents, are
         // locked in the order a settle takes them (job, batch, children), so the two cannot deadlock.
-        if (before) await this.run('lockBatch', [batchId], t);
-        const dependents = before ? await this.run('waitingDependents', [before], t) : [];
-        const added = await this.run('addToBatch', [...values, dependents.length > 0], t);
-        if (!added.length) return false;
+        if (before) await this.run('lockBatch', { batchId }, t);
+        const dependents = before ? await this.run('waitingDependents', { jobId: before }, t) : [];
+        const rows = await this.run('addToBatch', added(dependents.length > 0), t);
+        if (!rows.length) return false;
         await this.waitAlsoOn([job.id], dependents, t);
         return true;
       });
@@ -189,14 +175,17 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       // failure, the members it cancels are those staged before, not the ones staged for it. The
       // job's row, locked under the outcome's fence, keeps that outcome certain meanwhile.
       const { job } = attempt;
-      const [held] = await this.run('lockFinishing', [job.id, workerId, job.attempt], tx);
+      const [held] = await this.run('lockFinishing', { jobId: job.id, workerId, attempt: job.attempt }, tx);
       if (!held) return false;
       const batchId = (held.batch_id as string | null) ?? null;
-      const [batch] = batchId ? await this.run('lockBatch', [batchId], tx) : [];
+      const [batch] = batchId ? await this.run('lockBatch', { batchId }, tx) : [];
       const stopping = batch?.stopping === true;
       const before = continuations.filter((c) => c.beforeDependents).map((c) => c.id);
-      const dependents = before.length ? await this.run('waitingDependents', [job.id], tx) : [];
-      if (batch) await this.run('joinBatch', [batchId, continuations.length, stopping ? 0 : continuations.length], tx);
+      const dependents = before.length ? await this.run('waitingDependents', { jobId: job.id }, tx) : [];
+      if (batch) {
+        const pending = stopping ? 0 : continuations.length;
+        await this.run('joinBatch', { batchId: batchId!, added: continuations.length, pending }, tx);
+      }
       if (!stopping) await this.countEdges(before, dependents, tx);
       const applied = await this.outcomes.finishOn(tx, workerId, [attempt], now, leaseMs);
       // Cannot happen while the row is locked under the same fence; thrown so that nothing above commits.
@@ -224,23 +213,27 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   /** Jobs `ids`, just added before `dependents` (beforeDependents), become their parents too. */
   private async waitAlsoOn(ids: string[], dependents: Row[], tx: SqlExecutor): Promise<void> {
     if (!dependents.length) return;
-    await this.run('insertEdges', [JSON.stringify(edgesBefore(ids, dependents, null).map(edgeRow))], tx);
+    await this.run('insertEdges', { edges: JSON.stringify(edgesBefore(ids, dependents, null).map(edgeRow)) }, tx);
     await this.countEdges(ids, dependents, tx);
   }
 
   /** Each dependent waits on `ids.length` more parents. */
   private async countEdges(ids: string[], dependents: Row[], tx: SqlExecutor): Promise<void> {
     if (!ids.length || !dependents.length) return;
-    await this.run('addDependencies', [dependents.map((d) => d.id), dependents.map(() => ids.length)], tx);
+    await this.run(
+      'addDependencies',
+      { ids: dependents.map((d) => d.id), counts: dependents.map(() => ids.length) },
+      tx,
+    );
   }
 
   async settleSkipped(ids: string[], now: Date, tx: StorageTx): Promise<void> {
-    if (ids.length) await this.run('settle', [ids, ids.map(() => 'skipped'), now, this.channel], tx);
+    if (ids.length) await this.run('settle', { ids, states: ids.map(() => 'skipped'), now, channel: this.channel }, tx);
   }
 
   async batchStatus(id: string, scope?: SqlExecutor): Promise<BatchInfo | null> {
     if (!isUuid(id)) return null;
-    const [row] = await this.run('batch', [id], scope);
+    const [row] = await this.run('batch', { batchId: id }, scope);
     return row ? batchInfoFromRow(row) : null;
   }
 
@@ -250,7 +243,11 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
     scope?: SqlExecutor,
   ): Promise<BatchMember[]> {
     if (!isUuid(id)) return [];
-    const rows = await this.run('batchMembers', [id, f.state ?? null, f.skip, f.take], scope);
+    const rows = await this.run(
+      'batchMembers',
+      { batchId: id, state: f.state ?? null, skip: f.skip, take: f.take },
+      scope,
+    );
     return rows.map((r) => jobSummaryFromRow(r, this.cipher));
   }
 
@@ -260,8 +257,8 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
       const batch = await this.batchStatus(id, tx);
       if (!batch) return null;
       const members = await this.batchMembers(id, { skip: 0, take: 100_000 }, tx);
-      const callbacks = await this.run('batchCallbacks', [id], tx);
-      return { batch, members, callbacks, memberEdges: await this.run('memberEdges', [id], tx) };
+      const callbacks = await this.run('batchCallbacks', { batchId: id }, tx);
+      return { batch, members, callbacks, memberEdges: await this.run('memberEdges', { batchId: id }, tx) };
     });
     if (!read) return null;
     const { batch, members, callbacks, memberEdges } = read;
@@ -295,21 +292,21 @@ export class PostgresWorkflowStorage implements WorkflowStorage {
   async cancelBatch(id: string, now: Date): Promise<'cancelled' | 'not-found' | 'finished'> {
     if (!isUuid(id)) return 'not-found';
     return this.pool.transaction(async (tx) => {
-      const flagged = await this.run('flagBatchCancelled', [id], tx);
+      const flagged = await this.run('flagBatchCancelled', { batchId: id }, tx);
       if (!flagged.length) {
-        const [row] = await this.run('batchState', [id], tx);
+        const [row] = await this.run('batchState', { batchId: id }, tx);
         return row ? 'finished' : 'not-found';
       }
-      await this.run('requestCancelActiveMembers', [id, this.channel], tx);
-      await this.run('cancelBatchMembers', [id, now, this.channel], tx);
+      await this.run('requestCancelActiveMembers', { batchId: id, channel: this.channel }, tx);
+      await this.run('cancelBatchMembers', { batchId: id, now, channel: this.channel }, tx);
       return 'cancelled';
     });
   }
 
   async deleteBatch(id: string): Promise<'deleted' | 'not-found' | 'executing'> {
     if (!isUuid(id)) return 'not-found';
-    if ((await this.run('deleteBatch', [id])).length) return 'deleted';
-    return (await this.run('batchState', [id])).length ? 'executing' : 'not-found';
+    if ((await this.run('deleteBatch', { batchId: id })).length) return 'deleted';
+    return (await this.run('batchState', { batchId: id })).length ? 'executing' : 'not-found';
   }
 }
 

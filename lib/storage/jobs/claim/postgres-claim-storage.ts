@@ -1,7 +1,8 @@
 import type { ClaimedJob, JobCipher } from '../../../model/index.js';
 import type { StorageContext } from '../../sql/storage-context.js';
 import { claimedJobs, claimResult, type ClaimRow } from '../job-rows.js';
-import { StatementRunner } from '../statement-runner.js';
+import { preparedStatements } from '../statement-runner.js';
+import type { SqlExecutor } from '../../sql/sql-executor.js';
 import type { WorkerConnections } from '../worker-connections.js';
 import type { ClaimRequest, ClaimResult, ClaimStorage } from './claim-storage.interface.js';
 import { claimStatements, type ClaimStatements } from './claim-statements.js';
@@ -11,7 +12,8 @@ const PREPARED: ReadonlyArray<keyof ClaimStatements> = ['claim', 'claimControlle
 
 /** The plain and the controlled claim, on the worker's own connections. */
 export class PostgresClaimStorage implements ClaimStorage {
-  private readonly statements: StatementRunner<keyof ClaimStatements>;
+  private readonly sql: ClaimStatements;
+  private readonly pool: SqlExecutor;
   private readonly cipher: JobCipher;
   /** Where a claim that leaves a limit's free slots to waiting workers wakes them. */
   private readonly channel: string;
@@ -20,40 +22,39 @@ export class PostgresClaimStorage implements ClaimStorage {
     context: StorageContext,
     private readonly connections: WorkerConnections,
   ) {
-    this.statements = new StatementRunner(claimStatements(context.schema), PREPARED, context.executor);
+    this.sql = preparedStatements(claimStatements(context.schema), PREPARED);
+    this.pool = context.executor;
     this.cipher = context.cipher;
     this.channel = context.channel;
   }
 
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
     // Rows arrive in claim order and already shaped as ClaimedJob: no second object per job.
-    const values = [r.queue, r.now, r.names, r.limit, r.workerId, r.leaseMs];
-    const jobs = await this.statements.run<ClaimedJob>('claim', values, this.connections.executor);
+    const jobs = await this.sql.claim.run<ClaimedJob>(this.connections.executor, r);
     return claimedJobs(this.cipher, jobs, r.now);
   }
 
   async claimControlled(r: ClaimRequest): Promise<ClaimResult> {
-    const values = [
-      r.queue,
-      r.now,
-      r.names,
-      r.limit,
-      r.workerId,
-      r.leaseMs,
-      this.channel,
-      r.share ?? false,
-      r.ahead ?? 0,
-    ];
-    const rows = await this.statements.run<ClaimRow>('claimControlled', values, this.connections.executor);
+    const rows = await this.sql.claimControlled.run<ClaimRow>(this.connections.executor, {
+      queue: r.queue,
+      now: r.now,
+      names: r.names,
+      limit: r.limit,
+      workerId: r.workerId,
+      leaseMs: r.leaseMs,
+      channel: this.channel,
+      share: r.share ?? false,
+      ahead: r.ahead ?? 0,
+    });
     return claimResult(this.cipher, rows, r.now);
   }
 
   async leaveWaits(workerId: string): Promise<void> {
-    await this.statements.run('leaveWaits', [workerId]);
+    await this.sql.leaveWaits.run(this.pool, { workerId });
   }
 
   async queuesWithWork(): Promise<string[]> {
-    return (await this.statements.run('queuesWithWork', [])).map((r) => r.queue as string);
+    return (await this.sql.queuesWithWork.run(this.pool, {})).map((r) => r.queue as string);
   }
 
   openWorkerConnections(): Promise<void> {

@@ -1,3 +1,4 @@
+import { statement } from '../../sql/named-params.js';
 import { CANCELLABLE_STATES } from '../../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../../sql/sql-identifiers.js';
 import { notifySql } from '../../sql/notification-topics.js';
@@ -12,25 +13,30 @@ export function controlStatements(schema: string) {
     // dependents settle), a running one is flagged and its worker told. Under the row lock the state
     // is the latest, so a job moving between queued and active cannot slip between two statements.
     // The flag stays on the row: a rescue or a hand-back of that attempt ends the job cancelled.
-    cancel: `WITH u AS (
+    cancel: statement<{ jobId: string; now: Date; channel: string }>()(
+      ['jobId', 'now', 'channel'],
+      (p) => `WITH u AS (
       UPDATE ${s}.job
          SET cancel_requested = true,
              state = CASE WHEN state = 'active' THEN state ELSE 'cancelled' END,
-             completed_at = CASE WHEN state = 'active' THEN completed_at ELSE $2::timestamptz END
-       WHERE id = $1 AND state IN (${sqlLiterals(CANCELLABLE_STATES)})
+             completed_at = CASE WHEN state = 'active' THEN completed_at ELSE ${p.now}::timestamptz END
+       WHERE id = ${p.jobId} AND state IN (${sqlLiterals(CANCELLABLE_STATES)})
       RETURNING id, state, batch_id, has_dependents
-    ), ${settleCte(s, `(SELECT * FROM u WHERE state = 'cancelled')`, `'cancelled'`, '$2', '$3')}, n AS (
-      SELECT ${notifySql('cancel', '$3', 'u.id::text')} FROM u WHERE state = 'active'
+    ), ${settleCte(s, `(SELECT * FROM u WHERE state = 'cancelled')`, `'cancelled'`, p.now, p.channel)}, n AS (
+      SELECT ${notifySql('cancel', p.channel, 'u.id::text')} FROM u WHERE state = 'active'
     )
     SELECT id, state FROM u UNION ALL SELECT NULL, NULL FROM settled UNION ALL SELECT NULL, NULL FROM n`,
+    ),
 
     // A retried job that settled a batch or parents reopens them (reopen_job). Its finished steps
-    // stay, so the next attempt answers them from storage, unless $5 (resetSteps) clears them.
-    retry: `WITH prev AS (
-      SELECT id, state, batch_id, has_dependents FROM ${s}.job WHERE id = $1 AND state = ANY($4::text[]) FOR UPDATE
+    // stay, so the next attempt answers them from storage, unless resetSteps clears them.
+    retry: statement<{ jobId: string; now: Date; channel: string; states: readonly string[]; resetSteps: boolean }>()(
+      ['jobId', 'now', 'channel', 'states', 'resetSteps'],
+      (p) => `WITH prev AS (
+      SELECT id, state, batch_id, has_dependents FROM ${s}.job WHERE id = ${p.jobId} AND state = ANY(${p.states}::text[]) FOR UPDATE
     ), u AS (
       UPDATE ${s}.job j
-         SET state = 'queued', max_attempts = j.attempt + j.max_attempts, run_at = $2, completed_at = NULL,
+         SET state = 'queued', max_attempts = j.attempt + j.max_attempts, run_at = ${p.now}, completed_at = NULL,
              worker_id = NULL, cancel_requested = false, result = NULL, progress = NULL, progress_message = NULL,
              failure_hook = NULL, hook_worker_id = NULL, hook_lease_expires_at = NULL,
              hook_attempt = 0, hook_run_at = NULL, hook_error = NULL
@@ -38,24 +44,35 @@ export function controlStatements(schema: string) {
     ), r AS (
       SELECT ${s}.${ROUTINE_NAMES.reopenJob}(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents
     ), forget AS (
-      DELETE FROM ${s}.job_step st USING u WHERE $5::boolean AND st.job_id = u.id
+      DELETE FROM ${s}.job_step st USING u WHERE ${p.resetSteps}::boolean AND st.job_id = u.id
     )
-    SELECT id, ${notifySql('queue', '$3', 'queue')} FROM u UNION ALL SELECT NULL, NULL FROM r`,
+    SELECT id, ${notifySql('queue', p.channel, 'queue')} FROM u UNION ALL SELECT NULL, NULL FROM r`,
+    ),
 
-    stateOf: `SELECT state FROM ${s}.job WHERE id = $1`,
+    stateOf: statement<{ jobId: string }>()(['jobId'], (p) => `SELECT state FROM ${s}.job WHERE id = ${p.jobId}`),
 
-    getJob: `SELECT * FROM ${s}.job WHERE id = $1`,
+    getJob: statement<{ jobId: string }>()(['jobId'], (p) => `SELECT * FROM ${s}.job WHERE id = ${p.jobId}`),
 
     // What a history page needs of the job row: the attempt it tells of (see executionPageFromRows).
-    jobAttempt: `SELECT state, attempt, worker_id, started_at, completed_at FROM ${s}.job WHERE id = $1`,
+    jobAttempt: statement<{ jobId: string }>()(
+      ['jobId'],
+      (p) => `SELECT state, attempt, worker_id, started_at, completed_at FROM ${s}.job WHERE id = ${p.jobId}`,
+    ),
 
-    // Newest first through job_execution_job_idx (job_id, attempt), read backwards; $2 rows at most.
-    latestExecutions: `SELECT * FROM ${s}.job_execution WHERE job_id = $1 ORDER BY attempt DESC, id DESC LIMIT $2`,
+    // Newest first through job_execution_job_idx (job_id, attempt), read backwards; `limit` rows at most.
+    latestExecutions: statement<{ jobId: string; limit: number }>()(
+      ['jobId', 'limit'],
+      (p) =>
+        `SELECT * FROM ${s}.job_execution WHERE job_id = ${p.jobId} ORDER BY attempt DESC, id DESC LIMIT ${p.limit}`,
+    ),
 
-    // The rows older than a cursor ($2 attempt, $3 row id), newest first.
-    executionsBefore: `SELECT * FROM ${s}.job_execution
-       WHERE job_id = $1 AND attempt <= $2 AND (attempt, id) < ($2, $3::bigint)
-       ORDER BY attempt DESC, id DESC LIMIT $4`,
+    // The rows older than a cursor (`attempt`, `rowId`), newest first.
+    executionsBefore: statement<{ jobId: string; attempt: number; rowId: string; limit: number }>()(
+      ['jobId', 'attempt', 'rowId', 'limit'],
+      (p) => `SELECT * FROM ${s}.job_execution
+       WHERE job_id = ${p.jobId} AND attempt <= ${p.attempt} AND (attempt, id) < (${p.attempt}, ${p.rowId}::bigint)
+       ORDER BY attempt DESC, id DESC LIMIT ${p.limit}`,
+    ),
   };
 }
 

@@ -9,10 +9,9 @@ import {
   type JobState,
   type JobStep,
 } from '../../../model/index.js';
-import { inOneSnapshot, type PoolExecutor, type SqlExecutor } from '../../sql/sql-executor.js';
+import { inOneSnapshot, type PoolExecutor } from '../../sql/sql-executor.js';
 import type { StorageContext } from '../../sql/storage-context.js';
 import { executionPageFromRows, jobInfoFromRows } from '../job-rows.js';
-import { StatementRunner } from '../statement-runner.js';
 import { stepStatements, type StepStatements } from '../step-statements.js';
 import type { CancelResult, JobControlStorage, RetryResult } from './job-control-storage.interface.js';
 import { controlStatements, type ControlStatements } from './control-statements.js';
@@ -20,7 +19,7 @@ import { controlStatements, type ControlStatements } from './control-statements.
 /** One job read, cancelled or retried by id. */
 export class PostgresJobControlStorage implements JobControlStorage {
   private readonly cipher: JobCipher;
-  private readonly statements: StatementRunner<keyof ControlStatements>;
+  private readonly sql: ControlStatements;
   private readonly steps: StepStatements;
   private readonly pool: PoolExecutor;
   private readonly channel: string;
@@ -29,26 +28,28 @@ export class PostgresJobControlStorage implements JobControlStorage {
     this.pool = context.executor;
     this.channel = context.channel;
     this.cipher = context.cipher;
-    this.statements = new StatementRunner<keyof ControlStatements>(controlStatements(context.schema), [], this.pool);
+    this.sql = controlStatements(context.schema);
     this.steps = stepStatements(context.schema);
   }
 
-  private run(key: keyof ControlStatements, values: unknown[], executor?: SqlExecutor) {
-    return this.statements.run(key, values, executor);
-  }
-
   async cancel(id: string, now: Date): Promise<CancelResult> {
-    const written = (await this.run('cancel', [id, now, this.channel])).find((r) => r.id);
+    const written = (await this.sql.cancel.run(this.pool, { jobId: id, now, channel: this.channel })).find((r) => r.id);
     if (written) return { outcome: written.state === 'active' ? 'requested' : 'cancelled' };
-    const [row] = await this.run('stateOf', [id]);
+    const [row] = await this.sql.stateOf.run(this.pool, { jobId: id });
     if (!row) return { outcome: 'not-found' };
     return { outcome: 'finished', state: row.state as JobState };
   }
 
   async retry(id: string, now: Date, resetSteps = false): Promise<RetryResult> {
-    const rows = await this.run('retry', [id, now, this.channel, RETRYABLE_STATES, resetSteps]);
+    const rows = await this.sql.retry.run(this.pool, {
+      jobId: id,
+      now,
+      channel: this.channel,
+      states: RETRYABLE_STATES,
+      resetSteps,
+    });
     if (rows.some((r) => r.id)) return { outcome: 'requeued' };
-    const [row] = await this.run('stateOf', [id]);
+    const [row] = await this.sql.stateOf.run(this.pool, { jobId: id });
     if (!row) return { outcome: 'not-found' };
     return { outcome: 'not-retryable', state: row.state as JobState };
   }
@@ -56,10 +57,10 @@ export class PostgresJobControlStorage implements JobControlStorage {
   async getJob(id: string, options: { stepResults?: boolean } = {}): Promise<JobInfo | null> {
     if (!isUuid(id)) return null;
     const [[row], executionRows, steps] = await inOneSnapshot(this.pool, async (tx) => [
-      await this.run('getJob', [id], tx),
+      await this.sql.getJob.run(tx, { jobId: id }),
       // One more than shown tells whether older ones exist.
-      await this.run('latestExecutions', [id, LATEST_EXECUTIONS + 1], tx),
-      await tx.query<JobStep>(this.steps.list, [id, options.stepResults === true]),
+      await this.sql.latestExecutions.run(tx, { jobId: id, limit: LATEST_EXECUTIONS + 1 }),
+      await this.steps.list.run<JobStep>(tx, { jobId: id, withResults: options.stepResults === true }),
     ]);
     if (!row) return null;
     return jobInfoFromRows(row, executionRows, steps, options.stepResults === true, this.cipher);
@@ -68,10 +69,15 @@ export class PostgresJobControlStorage implements JobControlStorage {
   async executions(id: string, after: ExecutionCursor | null, limit: number): Promise<JobExecutionPage | null> {
     if (!isUuid(id)) return null;
     const [[row], rows] = await inOneSnapshot(this.pool, async (tx) => [
-      await this.run('jobAttempt', [id], tx),
+      await this.sql.jobAttempt.run(tx, { jobId: id }),
       after
-        ? await this.run('executionsBefore', [id, after.attempt, after.id, limit + 1], tx)
-        : await this.run('latestExecutions', [id, limit + 1], tx),
+        ? await this.sql.executionsBefore.run(tx, {
+            jobId: id,
+            attempt: after.attempt,
+            rowId: after.id,
+            limit: limit + 1,
+          })
+        : await this.sql.latestExecutions.run(tx, { jobId: id, limit: limit + 1 }),
     ]);
     if (!row) return null;
     return executionPageFromRows(row, rows, after === null, limit, this.cipher);

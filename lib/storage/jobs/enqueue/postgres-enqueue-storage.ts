@@ -3,7 +3,8 @@ import { executorFor, type PoolExecutor, type SqlExecutor } from '../../sql/sql-
 import type { StorageContext } from '../../sql/storage-context.js';
 import type { TxScope } from '../../sql/storage-tx.interface.js';
 import { dueQueues, encodeNewJobColumns, encodeUniformJobs, queueFeatures } from '../job-encoding.js';
-import { StatementRunner } from '../statement-runner.js';
+import { preparedStatements } from '../statement-runner.js';
+import { newJobParams, uniformJobParams } from '../new-job-params.js';
 import type { EnqueueStorage } from './enqueue-storage.interface.js';
 import { enqueueStatements, type EnqueueStatements } from './enqueue-statements.js';
 import { insertUniqueJobs, uniqueHolderOf, type ChunkContext } from './unique-jobs.js';
@@ -17,18 +18,14 @@ const PREPARED: ReadonlyArray<keyof EnqueueStatements> = ['insert', 'insertUnifo
 
 /** Writes new jobs: plain, with unique keys, or into queues that newly hold groups or serial keys. */
 export class PostgresEnqueueStorage implements EnqueueStorage {
-  private readonly statements: StatementRunner<keyof EnqueueStatements>;
+  private readonly sql: EnqueueStatements;
   private readonly pool: PoolExecutor;
   private readonly channel: string;
 
   constructor(context: StorageContext) {
     this.pool = context.executor;
     this.channel = context.channel;
-    this.statements = new StatementRunner(enqueueStatements(context.schema), PREPARED, this.pool);
-  }
-
-  private run(key: keyof EnqueueStatements, values: unknown[], executor?: SqlExecutor) {
-    return this.statements.run(key, values, executor);
+    this.sql = preparedStatements(enqueueStatements(context.schema), PREPARED);
   }
 
   insertJobs(jobs: readonly NewJob[], now: Date, tx?: TxScope): Promise<Map<string, string>> {
@@ -57,21 +54,19 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
     // the rounds allow for a holder changing hands between them, and a key given up past its ttl
     // is given up for good. BEGIN and COMMIT would double the round trips of a free key's enqueue.
     if (jobs.length === 1 && !flags) {
-      return insertUniqueJobs((k, v, e) => this.run(k, v, e), executor, jobs, now, this.channel, chunk);
+      return insertUniqueJobs(this.sql, executor, jobs, now, this.channel, chunk);
     }
     return executor.transaction(async (tx) => {
       await this.flagQueuesOn(tx, jobs, now, features);
       const plain = unique.length ? jobs.filter((j) => !j.uniqueKey) : jobs;
       // With unique jobs to follow, the chunk's rows are sent only once theirs are.
       if (plain.length) await this.insertPlain(tx, plain, now, unique.length ? undefined : chunk?.sent);
-      return unique.length
-        ? insertUniqueJobs((k, v, e) => this.run(k, v, e), tx, unique, now, this.channel, chunk)
-        : new Map();
+      return unique.length ? insertUniqueJobs(this.sql, tx, unique, now, this.channel, chunk) : new Map();
     });
   }
 
   uniqueHolder(job: NewJob, now: Date, tx?: TxScope): Promise<string | null> {
-    return uniqueHolderOf((k, v, e) => this.run(k, v, e), executorFor(tx, this.pool), job, now);
+    return uniqueHolderOf(this.sql, executorFor(tx, this.pool), job, now);
   }
 
   /** `sent` is told once the statement is on its way (see insertJobChunks). */
@@ -84,8 +79,8 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
     const due = dueQueues(jobs, now);
     const uniform = encodeUniformJobs(jobs);
     const inserting = uniform
-      ? this.run('insertUniform', [...uniform, now, this.channel, due], executor)
-      : this.run('insert', [...encodeNewJobColumns(jobs), now, this.channel, due], executor);
+      ? this.sql.insertUniform.run(executor, { ...uniformJobParams(uniform), now, channel: this.channel, due })
+      : this.sql.insert.run(executor, { ...newJobParams(encodeNewJobColumns(jobs)), now, channel: this.channel, due });
     sent?.();
     await inserting;
   }
@@ -103,17 +98,13 @@ export class PostgresEnqueueStorage implements EnqueueStorage {
   ): Promise<void> {
     if (!features.groups.length && !features.serial.length) return;
     const queues = [...new Set([...features.groups, ...features.serial])];
-    await this.run(
-      'flagQueues',
-      [
-        queues,
-        queues.map((q) => features.groups.includes(q)),
-        queues.map((q) => features.serial.includes(q)),
-        now,
-        this.channel,
-      ],
-      executor,
-    );
+    await this.sql.flagQueues.run(executor, {
+      queues,
+      groups: queues.map((q) => features.groups.includes(q)),
+      serial: queues.map((q) => features.serial.includes(q)),
+      now,
+      channel: this.channel,
+    });
   }
 
   async insertJobChunks(chunks: Iterable<readonly NewJob[]>, now: Date, tx?: TxScope): Promise<Map<string, string>> {

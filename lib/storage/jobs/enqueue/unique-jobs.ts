@@ -1,13 +1,10 @@
 import { StorageFailure, type NewJob } from '../../../model/index.js';
 import { underSavepoint, UNDONE, type SqlExecutor } from '../../sql/sql-executor.js';
 import { dueQueues, encodeNewJobColumns, encodeNewJobValues, encodeUniformJobs } from '../job-encoding.js';
-import type { EnqueueStatements } from './enqueue-statements.js';
+import { newJobParams, uniformJobParams } from '../new-job-params.js';
+import type { EnqueueStatements, InsertJobsParams, InsertUniformParams } from './enqueue-statements.js';
 
-type Run = (
-  key: keyof EnqueueStatements,
-  values: unknown[],
-  executor: SqlExecutor,
-) => Promise<Array<Record<string, unknown>>>;
+type Row = Record<string, unknown>;
 
 /**
  * What one chunk of a many-chunk call shares with the others: the keys its
@@ -33,7 +30,7 @@ const MAX_ROUNDS = 5;
  * calls. A key whose holder finished in between is simply tried again.
  */
 export async function insertUniqueJobs(
-  run: Run,
+  sql: EnqueueStatements,
   executor: SqlExecutor,
   jobs: readonly NewJob[],
   now: Date,
@@ -66,7 +63,7 @@ export async function insertUniqueJobs(
   for (let round = 0; pending.length; round++) {
     if (round === MAX_ROUNDS)
       throw keysChangingHands(`${pending.length} job(s) of ${jobNames(pending)} with unique keys`);
-    const { written, holder } = await insertRound(run, executor, pending, now, channel, chunk.sent);
+    const { written, holder } = await insertRound(sql, executor, pending, now, channel, chunk.sent);
     const skipped: NewJob[] = [];
     const skippedKeys: string[] = [];
     pending.forEach((job, i) => {
@@ -82,7 +79,7 @@ export async function insertUniqueJobs(
     pending = [];
     pendingKeys = [];
     if (!skipped.length) break;
-    const holders = await holdersOf(run, executor, skipped, now);
+    const holders = await holdersOf(sql, executor, skipped, now);
     skipped.forEach((job, i) => {
       const key = skippedKeys[i]!;
       const holder = holders.get(key);
@@ -99,7 +96,7 @@ export async function insertUniqueJobs(
   echoes.forEach((job, i) => duplicates.set(job.id, settled.get(echoKeys[i]!)!));
   // A debounce writes one job at a time: it may have to update the holder instead.
   for (const job of jobs.filter((j) => j.uniqueReplace)) {
-    const holder = await replaceOne(run, executor, job, now, channel);
+    const holder = await replaceOne(sql, executor, job, now, channel);
     if (holder !== job.id) duplicates.set(job.id, holder);
   }
   return duplicates;
@@ -110,7 +107,7 @@ export async function insertUniqueJobs(
  * statement could see it (see insertUniqueOne); the other jobs' holders are looked up after.
  */
 async function insertRound(
-  run: Run,
+  sql: EnqueueStatements,
   executor: SqlExecutor,
   jobs: readonly NewJob[],
   now: Date,
@@ -121,11 +118,13 @@ async function insertRound(
   const due = dueQueues(jobs, now);
   if (jobs.length === 1) {
     const job = jobs[0]!;
-    const inserting = run(
-      'insertUniqueOne',
-      [...encodeNewJobValues(job), now, channel, due, job.uniqueTtl ?? null],
-      executor,
-    );
+    const inserting = sql.insertUniqueOne.run(executor, {
+      ...newJobParams(encodeNewJobValues(job)),
+      now,
+      channel,
+      due,
+      ttl: job.uniqueTtl ?? null,
+    });
     sent?.();
     const rows = await inserting;
     let holder: string | undefined;
@@ -136,13 +135,19 @@ async function insertRound(
     return { written, holder };
   }
   const uniform = encodeUniformJobs(jobs, true);
-  const values = [...(uniform ?? encodeNewJobColumns(jobs)), now, channel, due];
-  const rows = await insertFreshFirst(run, executor, uniform ? 'Uniform' : '', values, sent);
+  const rows = await insertFreshFirst(
+    sql,
+    executor,
+    uniform
+      ? { form: 'Uniform', params: { ...uniformJobParams(uniform), now, channel, due } }
+      : { form: '', params: { ...newJobParams(encodeNewJobColumns(jobs)), now, channel, due } },
+    sent,
+  );
   if (rows[0]?.written === jobs.length) {
     for (const job of jobs) written.add(job.id);
     return { written };
   }
-  const found = await run('writtenOf', [jobs.map((j) => j.id)], executor);
+  const found = await sql.writtenOf.run(executor, { ids: jobs.map((j) => j.id) });
   for (const r of found) written.add(r.id as string);
   return { written };
 }
@@ -155,37 +160,50 @@ const FRESH = 'durable_jobs_fresh_keys';
  * the same rows by insertUnique instead. Only in a transaction: every call of more than one job is.
  */
 async function insertFreshFirst(
-  run: Run,
+  sql: EnqueueStatements,
   executor: SqlExecutor,
-  form: '' | 'Uniform',
-  values: unknown[],
+  insert: { form: ''; params: InsertJobsParams } | { form: 'Uniform'; params: InsertUniformParams },
   sent?: () => void,
-): Promise<Array<Record<string, unknown>>> {
+): Promise<Row[]> {
+  const run = (fresh: boolean): Promise<Row[]> =>
+    insert.form === 'Uniform'
+      ? (fresh ? sql.insertFreshUniform : sql.insertUniqueUniform).run(executor, insert.params)
+      : (fresh ? sql.insertFresh : sql.insertUnique).run(executor, insert.params);
   const rows = await underSavepoint(
     executor,
     FRESH,
     () => {
-      const inserting = run(`insertFresh${form}`, values, executor);
+      const inserting = run(true);
       sent?.();
       return inserting;
     },
     (error) => (error as { code?: string })?.code === '23505',
   );
-  return rows === UNDONE ? run(`insertUnique${form}`, values, executor) : rows;
+  return rows === UNDONE ? run(false) : rows;
 }
 
-async function replaceOne(run: Run, executor: SqlExecutor, job: NewJob, now: Date, channel: string): Promise<string> {
+async function replaceOne(
+  sql: EnqueueStatements,
+  executor: SqlExecutor,
+  job: NewJob,
+  now: Date,
+  channel: string,
+): Promise<string> {
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const inserted = await insertRound(run, executor, [job], now, channel);
+    const inserted = await insertRound(sql, executor, [job], now, channel);
     if (inserted.written.has(job.id)) return job.id;
-    const holder = inserted.holder ?? (await holdersOf(run, executor, [job], now)).get(holdKey(job));
+    const holder = inserted.holder ?? (await holdersOf(sql, executor, [job], now)).get(holdKey(job));
     if (!holder) continue;
     // The holder takes this payload, run time and context unless it already runs (then it stays as it is).
-    await run(
-      'replaceUnique',
-      [holder, job.uniqueKey, channel, job.payloadJson, job.runAt, now, job.contextJson ?? null],
-      executor,
-    );
+    await sql.replaceUnique.run(executor, {
+      holder,
+      key: job.uniqueKey,
+      channel,
+      payload: job.payloadJson,
+      runAt: job.runAt,
+      now,
+      context: job.contextJson ?? null,
+    });
     return holder;
   }
   throw keysChangingHands(`job "${job.name}" with the unique key "${job.uniqueKey}"`);
@@ -205,22 +223,18 @@ function keysChangingHands(what: string): StorageFailure {
 
 /** The holders of the jobs' keys; one past a job's `uniqueTtl` gives its key up instead (see uniqueHolders). */
 async function holdersOf(
-  run: Run,
+  sql: EnqueueStatements,
   executor: SqlExecutor,
   jobs: readonly NewJob[],
   now: Date,
 ): Promise<Map<string, string>> {
-  const rows = await run(
-    'uniqueHolders',
-    [
-      jobs.map((j) => j.uniqueKey),
-      jobs.map((j) => j.uniqueWhile ?? null),
-      jobs.map((j) => j.uniqueWindow ?? null),
-      jobs.map((j) => j.uniqueTtl ?? null),
-      now,
-    ],
-    executor,
-  );
+  const rows = await sql.uniqueHolders.run(executor, {
+    keys: jobs.map((j) => j.uniqueKey),
+    whiles: jobs.map((j) => j.uniqueWhile ?? null),
+    windows: jobs.map((j) => j.uniqueWindow ?? null),
+    ttls: jobs.map((j) => j.uniqueTtl ?? null),
+    now,
+  });
   return new Map(
     rows.map((r) => [
       holdKey({
@@ -234,8 +248,13 @@ async function holdersOf(
 }
 
 /** The job that holds `job`'s unique key (as `job` would hold it), or null while the key is free. */
-export async function uniqueHolderOf(run: Run, executor: SqlExecutor, job: NewJob, now: Date): Promise<string | null> {
-  return (await holdersOf(run, executor, [job], now)).get(holdKey(job)) ?? null;
+export async function uniqueHolderOf(
+  sql: EnqueueStatements,
+  executor: SqlExecutor,
+  job: NewJob,
+  now: Date,
+): Promise<string | null> {
+  return (await holdersOf(sql, executor, [job], now)).get(holdKey(job)) ?? null;
 }
 
 /** A key and the way it is held: two ways of holding one key are two keys. */

@@ -8,7 +8,6 @@ import {
   type SettledBatchStatements,
 } from './settled-batch-rounds.js';
 import { FIRST_UUID, uuidv7Floor } from '../job-encoding.js';
-import { StatementRunner } from '../statement-runner.js';
 import type {
   MaintenanceStorage,
   PruneChunk,
@@ -19,7 +18,7 @@ import { maintenanceStatements, type MaintenanceStatements } from './maintenance
 
 /** Rescue, deadlines, retention and the worker registry: statements run now and then, unnamed. */
 export class PostgresMaintenanceStorage implements MaintenanceStorage {
-  private readonly statements: StatementRunner<keyof MaintenanceStatements>;
+  private readonly sql: MaintenanceStatements;
   private readonly channel: string;
   private readonly executor: SqlExecutor;
   private readonly batchSql: SettledBatchStatements;
@@ -29,54 +28,50 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
     /** This instance's connections now and at most, recorded with each heartbeat. */
     private readonly connections: ConnectionGauge = () => ({ open: null, max: context.plan.budget.max }),
   ) {
-    this.statements = new StatementRunner<keyof MaintenanceStatements>(
-      maintenanceStatements(context.schema),
-      [],
-      context.executor,
-    );
+    this.sql = maintenanceStatements(context.schema);
     this.channel = context.channel;
     this.executor = context.executor;
     this.batchSql = settledBatchStatements(context.schema);
   }
 
-  private run<T = Record<string, unknown>>(key: keyof MaintenanceStatements, values: unknown[]): Promise<T[]> {
-    return this.statements.run<T>(key, values);
-  }
-
   async rescueExpired(now: Date, limit: number): Promise<RescueResult> {
-    const [row] = await this.run<RescueResult>('rescue', [now, limit, this.channel]);
+    const [row] = await this.sql.rescue.run<RescueResult>(this.executor, { now, limit, channel: this.channel });
     return { rescued: row?.rescued ?? 0, failed: row?.failed ?? 0, cancelled: row?.cancelled ?? 0 };
   }
 
   async expireDeadlines(now: Date, limit: number): Promise<number> {
-    const [row] = await this.run<{ expired: number }>('expireDeadlines', [now, limit, this.channel]);
+    const [row] = await this.sql.expireDeadlines.run<{ expired: number }>(this.executor, {
+      now,
+      limit,
+      channel: this.channel,
+    });
     return row?.expired ?? 0;
   }
 
   async failUnhandled(now: Date, liveSince: Date, failAfter: number, limit: number): Promise<number> {
-    const pairs = await this.run<{ queue: string; name: string }>('unhandledPairs', [now, liveSince]);
+    const pairs = await this.sql.unhandledPairs.run<{ queue: string; name: string }>(this.executor, { now, liveSince });
     if (!pairs.length) return 0;
-    const [row] = await this.run<{ failed: number }>('failUnhandled', [
+    const [row] = await this.sql.failUnhandled.run<{ failed: number }>(this.executor, {
       now,
       liveSince,
-      new Date(now.getTime() - failAfter),
+      dueBefore: new Date(now.getTime() - failAfter),
       limit,
-      this.channel,
+      channel: this.channel,
       failAfter,
-      [...new Set(pairs.map((p) => p.queue))],
-      [...new Set(pairs.map((p) => p.name))],
-    ]);
+      queues: [...new Set(pairs.map((p) => p.queue))],
+      names: [...new Set(pairs.map((p) => p.name))],
+    });
     return row?.failed ?? 0;
   }
 
   async prune(states: readonly string[], before: Date, limit: number, after: string | null): Promise<PruneChunk> {
-    const rows = await this.run<{ id: string }>('prune', [
-      uuidv7Floor(before),
+    const rows = await this.sql.prune.run<{ id: string }>(this.executor, {
+      beforeId: uuidv7Floor(before),
       states,
       before,
       limit,
-      after ?? FIRST_UUID,
-    ]);
+      after: after ?? FIRST_UUID,
+    });
     let last: string | null = null;
     for (const { id } of rows) if (last === null || id > last) last = id;
     return { deleted: rows.length, last };
@@ -87,35 +82,45 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
   }
 
   async pruneWorkers(before: Date): Promise<number> {
-    return (await this.run('pruneWorkers', [before])).length;
+    return (await this.sql.pruneWorkers.run(this.executor, { before })).length;
   }
 
   async pruneGroupRates(now: Date): Promise<number> {
-    return (await this.run('pruneGroupRates', [now])).length;
+    return (await this.sql.pruneGroupRates.run(this.executor, { now })).length;
   }
 
   async registerWorker(w: WorkerRegistration): Promise<void> {
     const { open, max } = this.connections();
-    await this.run('registerWorker', [
-      w.id,
-      w.host,
-      w.pid,
-      w.queues,
-      w.concurrency,
-      w.now,
-      open,
-      max,
-      w.service,
-      w.jobNames,
-    ]);
+    await this.sql.registerWorker.run(this.executor, {
+      id: w.id,
+      host: w.host,
+      pid: w.pid,
+      queues: w.queues,
+      concurrency: w.concurrency,
+      now: w.now,
+      connectionsOpen: open,
+      connectionsMax: max,
+      service: w.service,
+      jobNames: w.jobNames,
+    });
   }
 
   async heartbeatWorker(id: string, now: Date, active: number): Promise<boolean> {
     const { open, max } = this.connections();
-    return (await this.run('heartbeatWorker', [id, now, active, open, max])).length > 0;
+    return (
+      (
+        await this.sql.heartbeatWorker.run(this.executor, {
+          id,
+          now,
+          active,
+          connectionsOpen: open,
+          connectionsMax: max,
+        })
+      ).length > 0
+    );
   }
 
   async unregisterWorker(id: string, now: Date): Promise<void> {
-    await this.run('unregisterWorker', [id, now]);
+    await this.sql.unregisterWorker.run(this.executor, { id, now });
   }
 }

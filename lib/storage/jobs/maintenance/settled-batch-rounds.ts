@@ -1,3 +1,4 @@
+import { statement } from '../../sql/named-params.js';
 import { LIVE_JOB_STATES, type BatchState } from '../../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../../sql/sql-identifiers.js';
 import type { SqlExecutor } from '../../sql/sql-executor.js';
@@ -29,23 +30,35 @@ export interface BatchRoundResult {
 export function settledBatchStatements(schema: string) {
   const s = quoteIdent(schema);
   return {
-    // Settled batches by key after $6, as many as fit in $5 member rows (at
-    // least one); the rest of the $4 locked are let go at commit.
-    candidates: `WITH c AS (
+    // Settled batches by key after `after`, as many as fit in `maxMembers` member rows (at
+    // least one); the rest of the `limit` locked are let go at commit.
+    candidates: statement<{
+      state: SettledBatchState;
+      beforeId: string;
+      before: Date;
+      limit: number;
+      maxMembers: number;
+      after: string;
+    }>()(
+      ['state', 'beforeId', 'before', 'limit', 'maxMembers', 'after'],
+      (p) => `WITH c AS (
       SELECT id, total FROM ${s}.job_batch
-       WHERE state = $1 AND id < $2::uuid AND id > $6::uuid AND completed_at < $3
-       ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED
+       WHERE state = ${p.state} AND id < ${p.beforeId}::uuid AND id > ${p.after}::uuid AND completed_at < ${p.before}
+       ORDER BY id LIMIT ${p.limit} FOR UPDATE SKIP LOCKED
     ), sized AS (
       SELECT id, sum(total) OVER (ORDER BY id) - total AS before_it FROM c
     )
-    SELECT id FROM sized WHERE before_it < $5 OR before_it = 0 ORDER BY id`,
+    SELECT id FROM sized WHERE before_it < ${p.maxMembers} OR before_it = 0 ORDER BY id`,
+    ),
 
     // A second statement, after the candidates are locked: its fresh snapshot
     // sees every edge made to them before. A batch stays while a live job
     // waits on it or on one of its members, or a member's onFailure hook waits.
-    delete: `WITH d AS (
+    delete: statement<{ ids: readonly string[] }>()(
+      ['ids'],
+      (p) => `WITH d AS (
       DELETE FROM ${s}.job_batch b
-       WHERE b.id = ANY($1::uuid[]) AND b.state <> 'executing'
+       WHERE b.id = ANY(${p.ids}::uuid[]) AND b.state <> 'executing'
          AND NOT EXISTS (
                SELECT 1 FROM ${s}.job_dependency d JOIN ${s}.job c ON c.id = d.child_id
                 WHERE d.parent_batch_id = b.id AND c.state IN (${sqlLiterals(LIVE_JOB_STATES)}))
@@ -55,6 +68,7 @@ export function settledBatchStatements(schema: string) {
       RETURNING b.total
     )
     SELECT count(*)::int AS batches, coalesce(sum(total), 0)::int AS members FROM d`,
+    ),
   };
 }
 
@@ -72,17 +86,17 @@ export function deleteSettledBatchRound(
   round: { state: SettledBatchState; before: Date; after: string | null; maxMembers: number },
 ): Promise<BatchRoundResult> {
   return executor.transaction(async (tx) => {
-    const locked = await tx.query<{ id: string }>(sql.candidates, [
-      round.state,
-      uuidv7Floor(round.before),
-      round.before,
-      BATCH_CANDIDATES,
-      round.maxMembers,
-      round.after ?? FIRST_UUID,
-    ]);
+    const locked = await sql.candidates.run<{ id: string }>(tx, {
+      state: round.state,
+      beforeId: uuidv7Floor(round.before),
+      before: round.before,
+      limit: BATCH_CANDIDATES,
+      maxMembers: round.maxMembers,
+      after: round.after ?? FIRST_UUID,
+    });
     if (locked.length === 0) return { batches: 0, members: 0, last: null };
     const ids = locked.map((r) => r.id);
-    const [row] = await tx.query<{ batches: number; members: number }>(sql.delete, [ids]);
+    const [row] = await sql.delete.run<{ batches: number; members: number }>(tx, { ids });
     return { batches: row!.batches, members: row!.members, last: ids[ids.length - 1]! };
   });
 }

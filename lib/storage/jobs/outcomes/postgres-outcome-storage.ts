@@ -11,7 +11,7 @@ import type { StorageContext } from '../../sql/storage-context.js';
 import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
 import { encodeOutcomes, uuidList } from '../job-encoding.js';
 import { claimResult, type ClaimRow } from '../job-rows.js';
-import { StatementRunner } from '../statement-runner.js';
+import { preparedStatements } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';
 import type { FailedJob, FailureHookEnd, HeldJob, LeaseRenewal, OutcomeStorage } from './outcome-storage.interface.js';
 import { outcomeStatements, type OutcomeStatements } from './outcome-statements.js';
@@ -29,7 +29,8 @@ type Row = Record<string, unknown>;
 
 /** Outcomes, leases, progress, the shutdown hand-back and the onFailure hooks of the jobs a worker holds. */
 export class PostgresOutcomeStorage implements OutcomeStorage {
-  private readonly statements: StatementRunner<keyof OutcomeStatements>;
+  private readonly sql: OutcomeStatements;
+  private readonly pool: SqlExecutor;
   private readonly channel: string;
   private readonly cipher: JobCipher;
   private readonly maxErrorBytes: number;
@@ -38,19 +39,16 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     context: StorageContext,
     private readonly connections: WorkerConnections,
   ) {
-    this.statements = new StatementRunner(outcomeStatements(context.schema), PREPARED, context.executor);
+    this.sql = preparedStatements(outcomeStatements(context.schema), PREPARED);
+    this.pool = context.executor;
     this.channel = context.channel;
     this.cipher = context.cipher;
     this.maxErrorBytes = context.maxErrorBytes;
   }
 
-  private run<T = Row>(key: keyof OutcomeStatements, values: unknown[]): Promise<T[]> {
-    return this.statements.run<T>(key, values);
-  }
-
   /** The worker's hot-path writes go through its own small pool (see WorkerPool). */
-  private runWorker<T = Row>(key: keyof OutcomeStatements, values: unknown[], tx?: SqlExecutor): Promise<T[]> {
-    return this.statements.run<T>(key, values, tx ?? this.connections.executor);
+  private worker(tx?: SqlExecutor): SqlExecutor {
+    return tx ?? this.connections.executor;
   }
 
   finish(workerId: string, attempts: readonly FinishedAttempt[], now: Date, leaseMs: number): Promise<Set<string>> {
@@ -69,20 +67,23 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       this.cipher,
       this.maxErrorBytes,
     );
-    const values = [uuidList(succeededIds), workerId, now, this.channel, succeededAttempts];
     const [rows, applied] = await Promise.all([
-      this.runWorker<ClaimRow & { done: boolean }>('succeedAndClaim', [
-        ...values,
-        JSON.stringify(results),
-        claim.queue,
-        claim.names,
-        claim.limit,
-        claim.leaseMs,
-        traces && JSON.stringify(traces),
-        claim.share ?? false,
-        claim.ahead ?? 0,
-        successors && JSON.stringify(successors),
-      ]),
+      this.sql.succeedAndClaim.run<ClaimRow & { done: boolean }>(this.worker(), {
+        ids: uuidList(succeededIds),
+        workerId,
+        now,
+        channel: this.channel,
+        attempts: succeededAttempts,
+        results: JSON.stringify(results),
+        queue: claim.queue,
+        names: claim.names,
+        limit: claim.limit,
+        leaseMs: claim.leaseMs,
+        traces: traces && JSON.stringify(traces),
+        share: claim.share ?? false,
+        ahead: claim.ahead ?? 0,
+        successors: successors && JSON.stringify(successors),
+      }),
       this.finish(
         workerId,
         attempts.filter((a) => a.outcome.kind !== 'succeeded'),
@@ -117,24 +118,33 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
     if (succeededIds.length) {
-      const values = [
-        uuidList(succeededIds),
+      // succeed reads no successors: one object serves both.
+      const succeeded = {
+        ids: uuidList(succeededIds),
         workerId,
         now,
-        this.channel,
-        succeededAttempts,
-        JSON.stringify(results),
-        traces && JSON.stringify(traces),
-      ];
+        channel: this.channel,
+        attempts: succeededAttempts,
+        results: JSON.stringify(results),
+        traces: traces && JSON.stringify(traces),
+        successors: successors && JSON.stringify(successors),
+      };
       writes.push(
-        successors
-          ? this.runWorker('succeedWithSuccessors', [...values, JSON.stringify(successors)], tx)
-          : this.runWorker('succeed', values, tx),
+        succeeded.successors !== null
+          ? this.sql.succeedWithSuccessors.run(this.worker(tx), { ...succeeded, successors: succeeded.successors })
+          : this.sql.succeed.run(this.worker(tx), succeeded),
       );
     }
     if (failedIds.length) {
-      const values = [uuidList(failedIds), workerId, now, this.channel, JSON.stringify(failures), leaseMs];
-      writes.push(this.runWorker('fail', values, tx));
+      const failed = {
+        ids: uuidList(failedIds),
+        workerId,
+        now,
+        channel: this.channel,
+        failures: JSON.stringify(failures),
+        leaseMs,
+      };
+      writes.push(this.sql.fail.run(this.worker(tx), failed));
     }
     for (const rows of await Promise.all(writes)) for (const row of rows) if (row.id) applied.add(row.id as string);
     return applied;
@@ -142,11 +152,13 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
 
   async renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal> {
     if (jobs.length === 0) return { lost: [], cancelRequested: [] };
-    const values = [jobs.map((j) => j.id), workerId, now, leaseMs, attemptsById(jobs)];
+    const renewal = { ids: jobs.map((j) => j.id), workerId, now, leaseMs, attempts: attemptsById(jobs) };
     const spans = spansById(jobs);
     // On the connection kept for renewals: a renewal never waits behind claims, outcomes or steps.
-    const statement = spans ? 'renewTraced' : 'renew';
-    const rows = await this.statements.run(statement, spans ? [...values, spans] : values, this.connections.renewals);
+    const on = this.connections.renewals;
+    const rows = spans
+      ? await this.sql.renewTraced.run(on, { ...renewal, spans })
+      : await this.sql.renew.run(on, renewal);
     const kept = new Set(rows.map((r) => r.id as string));
     return {
       lost: jobs.filter((j) => !kept.has(j.id)),
@@ -156,26 +168,38 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
 
   async handBack(workerId: string, jobs: readonly HeldJob[], now: Date, error: SerializedError | null): Promise<void> {
     if (jobs.length === 0) return;
-    await this.run('handBack', [
-      jobs.map((j) => j.id),
+    await this.sql.handBack.run(this.pool, {
+      ids: jobs.map((j) => j.id),
       workerId,
       now,
-      error ? JSON.stringify(boundError(error, this.maxErrorBytes)) : null,
-      attemptsById(jobs),
-      this.channel,
-      spansById(jobs),
-    ]);
+      error: error ? JSON.stringify(boundError(error, this.maxErrorBytes)) : null,
+      attempts: attemptsById(jobs),
+      channel: this.channel,
+      spans: spansById(jobs),
+    });
   }
 
   async recordLostSpan(workerId: string, job: HeldJob): Promise<void> {
     const { started } = job;
     if (!started?.traceId) return;
-    await this.run('lostSpan', [job.id, job.attempt, workerId, started.traceId, started.spanId]);
+    await this.sql.lostSpan.run(this.pool, {
+      jobId: job.id,
+      attempt: job.attempt,
+      workerId,
+      traceId: started.traceId,
+      spanId: started.spanId,
+    });
   }
 
   async updateProgress(workerId: string, job: HeldJob, progress: number, message: string | null): Promise<void> {
     const stored = message !== null && job.encrypted ? this.cipher.sealText(message) : message;
-    await this.run('progress', [job.id, job.attempt, workerId, progress, stored]);
+    await this.sql.progress.run(this.pool, {
+      jobId: job.id,
+      attempt: job.attempt,
+      workerId,
+      progress,
+      message: stored,
+    });
   }
 
   claimFailureHooks(
@@ -185,14 +209,14 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<FailedJob[]> {
-    return this.run<FailedJob>('claimHooks', [workerId, now, names, limit, leaseMs]).then((jobs) =>
-      openClaimed(this.cipher, jobs),
-    );
+    return this.sql.claimHooks
+      .run<FailedJob>(this.pool, { workerId, now, names, limit, leaseMs })
+      .then((jobs) => openClaimed(this.cipher, jobs));
   }
 
   async renewFailureHooks(workerId: string, ids: readonly string[], now: Date, leaseMs: number): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows = await this.statements.run('renewHooks', [ids, workerId, now, leaseMs], this.connections.renewals);
+    const rows = await this.sql.renewHooks.run(this.connections.renewals, { ids, workerId, now, leaseMs });
     return new Set(rows.map((r) => r.id as string));
   }
 
@@ -205,11 +229,18 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
       ? JSON.stringify(sealErrorFor(this.cipher, job, boundError(end.error, this.maxErrorBytes)))
       : null;
     const runAt = end.state === 'pending' ? end.runAt : null;
-    await this.run('settleHook', [job.id, workerId, end.state, runAt, error, end.state !== 'pending' && !!end.none]);
+    await this.sql.settleHook.run(this.pool, {
+      jobId: job.id,
+      workerId,
+      state: end.state,
+      runAt,
+      error,
+      none: end.state !== 'pending' && !!end.none,
+    });
   }
 
   async giveBackFailureHooks(workerId: string, ids: readonly string[]): Promise<void> {
-    if (ids.length) await this.run('giveBackHooks', [ids, workerId]);
+    if (ids.length) await this.sql.giveBackHooks.run(this.pool, { ids, workerId });
   }
 }
 
