@@ -9,7 +9,8 @@ import {
   type PayloadOf,
 } from '../model/index.js';
 import { jobLabel, refuseAwait } from './flow-drafts.js';
-import { parseAfter, type FlowEdge } from './graph-plan.js';
+import { graphAfterForm, parseAfter } from './after-parser.js';
+import type { FlowEdge } from './graph-plan.js';
 import { UNKEYED } from './graph-rows.js';
 import { checkManager } from './manager.js';
 import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type DependencyOn, type WriteOptions } from './queue-options.js';
@@ -68,7 +69,7 @@ export class BatchDraft {
       after = [],
       ...rest
     } = checkOptions(where, options, "{ key: 'load', after: ['extract'] }", BATCH_MEMBER_SHAPE) ?? {};
-    const edges = parseAfter(where, after, "{ after: ['extract', { job: parentId }] }");
+    const edges = parseAfter(after, graphAfterForm(where, "{ after: ['extract', { job: parentId }] }"));
     const index = this.plan.nodes.length;
     this.plan.nodes.push({
       key: key === undefined ? `${UNKEYED}${index}` : checkName(where, 'key', key, 'extract'),

@@ -1,6 +1,7 @@
 import type { Type } from '@nestjs/common';
 import { checkOptions, JobsError, optionShape, STEP_FIELDS, type JobHandler, type PayloadOf } from '../model/index.js';
-import { parseAfter, type FlowEdge } from './graph-plan.js';
+import { graphAfterForm, parseAfter } from './after-parser.js';
+import type { FlowEdge } from './graph-plan.js';
 import { checkManager } from './manager.js';
 import { ENQUEUE_OPTIONS_SHAPE, WRITE_OPTIONS_SHAPE, type DependencyOn, type WriteOptions } from './queue-options.js';
 import type { BatchCallback, GraphNode, StepOptions, WorkflowWriter } from './workflow-writer.js';
@@ -57,7 +58,7 @@ export class FlowDraft {
     }
     const where = `flow().add('${key}')`;
     const { after = [], ...rest } = checkOptions(where, options, '{ after: [...] }', FLOW_STEP_SHAPE) ?? {};
-    const edges = parseAfter(where, after, "{ after: ['resize', { key: 'scan', on: 'always' }] }");
+    const edges = parseAfter(after, graphAfterForm(where, "{ after: ['resize', { key: 'scan', on: 'always' }] }"));
     this.nodes.push({ key, job, payload, options: rest, after: edges });
     return this;
   }

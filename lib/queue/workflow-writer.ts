@@ -1,13 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import {
-  checkOptionKeys,
-  describeValue,
-  isDependencyTrigger,
   dependenciesMet,
-  DEPENDENCY_TRIGGER_LIST,
   databaseCall,
-  isUuid,
   JobEvents,
   JobsError,
   JOB_WRITE_RULES,
@@ -23,12 +18,13 @@ import {
   type NewDependency,
   type WorkflowStorage,
 } from '../storage/workflows/workflow-storage.interface.js';
+import { enqueueAfterForm, parseAfter } from './after-parser.js';
 import { internalEdges, type GraphPlan } from './graph-plan.js';
 import { checkGraph, graphRows, NO_PARENTS, parentColumns, parentOutcome } from './graph-rows.js';
 import { defaultContext, withDefaultContext } from './job-context-capture.js';
 import { JobFactory, type JobRef } from './job-factory.js';
 import { stepContexts } from './workflow-contexts.js';
-import { PARENT_REF_SHAPE, type EnqueueOptions, type ParentRef } from './queue-options.js';
+import type { EnqueueOptions } from './queue-options.js';
 
 export type { StepOptions };
 export type { BatchCallback, GraphNode, GraphPlan } from './graph-plan.js';
@@ -59,7 +55,7 @@ export class WorkflowWriter {
     const now = this.factory.clock.now();
     const { manager, after, ...rest } = options;
     const row = this.factory.build(job, payload, rest, now, true);
-    const parents = normalizeParents(row.name, after!);
+    const parents = parseAfter(after, enqueueAfterForm(row.name));
     let wrote: NewJob | null = null;
     const result = await databaseCall(`enqueue('${row.name}')`, () =>
       this.storage.transaction(async (tx) => {
@@ -69,9 +65,8 @@ export class WorkflowWriter {
         const deps: NewDependency[] = [];
         let remaining = 0;
         for (const parent of parents) {
-          const on = parent.on ?? 'success';
           const outcome = parentOutcome(parent, states, `enqueue('${row.name}')`);
-          deps.push({ childId: row.id, ...parentColumns(parent), trigger: on, parentOutcome: outcome });
+          deps.push({ childId: row.id, ...parentColumns(parent), trigger: parent.on, parentOutcome: outcome });
           if (outcome === null) remaining++;
         }
         const ready = dependenciesMet(deps.map((d) => ({ on: d.trigger, outcome: d.parentOutcome! })));
@@ -180,44 +175,4 @@ function keyKeptChanging(name: string, key: string): JobsError {
     `enqueue('${name}'): the unique key "${key}" was taken by another job each of the ${HELD_ROUNDS} times it read free, ` +
       `and given up again before its holder could be read; nothing was written. Potential fix: retry the call.`,
   );
-}
-
-function normalizeParents(jobName: string, after: unknown): ParentRef[] {
-  const where = `enqueue('${jobName}')`;
-  const list: unknown = typeof after === 'string' ? [{ job: after }] : after;
-  if (!Array.isArray(list) || list.length === 0) {
-    throw new JobsError(
-      `${where}: "after" must be a job id or a non-empty list of { job | batch, on }, got ${describeValue(after)}. Potential fix: after: parentId.`,
-    );
-  }
-  const parents: ParentRef[] = [];
-  // By index, not map(): map() skips the holes of a sparse array, and a missing entry must be refused.
-  for (let i = 0; i < list.length; i++) {
-    const p: unknown = list[i];
-    checkOptionKeys(`${where}: "after" entry ${i}`, p, PARENT_REF_SHAPE);
-    const entry = p !== null && typeof p === 'object' ? (p as { job?: unknown; batch?: unknown; on?: unknown }) : null;
-    if (entry && 'job' in entry && 'batch' in entry) {
-      // One of the two would be waited on, and the other dropped without a word.
-      throw new JobsError(
-        `${where}: "after" entry ${i} names both a job and a batch. Potential fix: one entry each, after: [{ job: jobId }, { batch: batchId }].`,
-      );
-    }
-    const kind = entry && 'job' in entry ? 'job' : entry && 'batch' in entry ? 'batch' : null;
-    const id = kind && entry![kind];
-    if (!kind || !isUuid(id)) {
-      throw new JobsError(
-        `${where}: "after" entry ${i} is not { job: id } or { batch: id } with a valid id (got ${kind ? `${kind} ${describeValue(id)}` : describeValue(p)}). Potential fix: { job: '<uuid>', on: 'success' }.`,
-      );
-    }
-    const on = entry!.on;
-    if (on !== undefined && !isDependencyTrigger(on)) {
-      throw new JobsError(
-        `${where}: "on" of "after" entry ${i} must be ${DEPENDENCY_TRIGGER_LIST}, got ${describeValue(on)}. Potential fix: { ${kind}: id, on: 'always' }.`,
-      );
-    }
-    // Ids come back from PostgreSQL in lower case, and the parents are looked up by them.
-    const parentId = id.toLowerCase();
-    parents.push(kind === 'job' ? { job: parentId, on } : { batch: parentId, on });
-  }
-  return parents;
 }
