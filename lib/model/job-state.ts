@@ -8,7 +8,8 @@ export const JOB_STATES = ['waiting', 'queued', 'active', 'succeeded', 'failed',
 /** The state of a job: `waiting` for parents, `queued`, `active` on a worker, or ended (`succeeded`, `failed`, `cancelled`, `skipped`). */
 export type JobState = (typeof JOB_STATES)[number];
 
-const TERMINAL_JOB_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'skipped'];
+/** The states a job ends in: `waitFor()` resolves on them. */
+export const TERMINAL_JOB_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'skipped'];
 
 const TRANSITIONS: Record<JobState, readonly JobState[]> = {
   // waiting -> failed: its deadline passed while it waited.

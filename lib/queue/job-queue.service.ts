@@ -1,9 +1,14 @@
-import { Inject, Injectable, type Type } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleDestroy, type Type } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { JobRegistry } from '../discovery/job-registry.js';
 import {
+  checkId,
   checkName,
+  databaseCall,
+  checkOptions,
+  describeValue,
   JobEvents,
+  JobsNotFoundError,
   type BatchInfo,
   type ExecutionPageOptions,
   type JobExecutionPage,
@@ -15,6 +20,7 @@ import {
 } from '../model/index.js';
 import { JOB_CONTROL_STORAGE, type JobControlStorage } from '../storage/jobs/control/job-control-storage.interface.js';
 import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
+import { JobNotifications } from '../storage/notifications/job-notifications.interface.js';
 import {
   WORKFLOW_STORAGE,
   type BatchGraph,
@@ -26,7 +32,15 @@ import { InlineRunner } from './inline-runner.js';
 import { JobActions } from './job-actions.js';
 import { JobEnqueuer, type EnqueueItem, type EnqueueResult } from './job-enqueuer.js';
 import { JobFactory, type JobRef } from './job-factory.js';
-import type { EnqueueOptions, GetJobOptions, RetryJobOptions, WriteOptions } from './queue-options.js';
+import { checkWaitTimeout, JobEndWaiters } from './job-end-waiters.js';
+import {
+  WAIT_FOR_JOB_SHAPE,
+  type EnqueueOptions,
+  type GetJobOptions,
+  type RetryJobOptions,
+  type WaitForJobOptions,
+  type WriteOptions,
+} from './queue-options.js';
 import { JobReads, type BatchMembersOptions } from './job-reads.js';
 import { WorkflowWriter } from './workflow-writer.js';
 
@@ -36,8 +50,9 @@ export type { BatchMembersOptions } from './job-reads.js';
 
 /** Starts work and looks after it: enqueue, inspect, cancel, retry; chains, flows and batches. */
 @Injectable()
-export class JobQueue {
+export class JobQueue implements OnModuleDestroy {
   private readonly enqueuer: JobEnqueuer;
+  private readonly waiters: JobEndWaiters;
   private readonly reads: JobReads;
   private readonly actions: JobActions;
   private readonly inline: InlineRunner;
@@ -52,7 +67,9 @@ export class JobQueue {
     registry: JobRegistry,
     moduleRef: ModuleRef,
     @Inject(JOB_WRITE_RULES) writeRules: JobWriteRules,
+    notifications: JobNotifications,
   ) {
+    this.waiters = new JobEndWaiters(control, notifications);
     this.enqueuer = new JobEnqueuer(storage, factory, writer, events, writeRules.contextFrom);
     this.reads = new JobReads(control, workflows);
     this.actions = new JobActions(control, workflows, factory.clock);
@@ -124,6 +141,36 @@ export class JobQueue {
    */
   get(id: string, options: GetJobOptions = {}): Promise<JobInfo | null> {
     return this.reads.get(id, options);
+  }
+
+  /**
+   * Resolves with the job (as `get()` reads it) once it has ended: succeeded, failed, cancelled or
+   * skipped, whichever instance ran it; at once if it already has. Woken by the database when the job
+   * ends (every waiter of the process shares the instance's one listening connection), with a
+   * re-check every few seconds for a notification lost with a connection. `timeout` (ms, optional)
+   * bounds the wait: past it, a JobsError names the job's state. A job that does not exist, or is
+   * deleted while waited on, rejects with a JobsNotFoundError. A retried job that was waited on
+   * ends again later: wait again for that end.
+   */
+  async waitFor(id: string, options: WaitForJobOptions = {}): Promise<JobInfo> {
+    const where = `waitFor(${typeof id === 'string' ? id : describeValue(id)})`;
+    id = checkId(where, id);
+    const timeout = checkWaitTimeout(
+      where,
+      checkOptions(where, options, '{ timeout: 30_000 }', WAIT_FOR_JOB_SHAPE)?.timeout,
+    );
+    await databaseCall(where, () => this.waiters.wait(where, id, timeout));
+    const info = await this.reads.get(id);
+    if (!info)
+      throw new JobsNotFoundError(
+        `${where}: the job was deleted as it ended. Potential fix: keep finished jobs longer (retention).`,
+      );
+    return info;
+  }
+
+  /** Open waits end with a JobsError: nothing will wake them once the app is closed. */
+  async onModuleDestroy(): Promise<void> {
+    await this.waiters.close();
   }
 
   /**

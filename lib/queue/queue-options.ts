@@ -71,3 +71,14 @@ export const GET_JOB_SHAPE = optionShape<GetJobOptions>({ stepResults: true });
 /** The keys `JobQueue.executions()` takes. */
 export const EXECUTION_PAGE_SHAPE = optionShape<ExecutionPageOptions>({ after: true, limit: true });
 export const RETRY_JOB_SHAPE = optionShape<RetryJobOptions>({ resetSteps: true });
+
+/** How long `waitFor()` waits. */
+export interface WaitForJobOptions {
+  /**
+   * The longest wait in ms (real time); then it rejects with a JobsError naming the job's state.
+   * Left out, it waits until the job ends.
+   */
+  timeout?: number;
+}
+
+export const WAIT_FOR_JOB_SHAPE = optionShape<WaitForJobOptions>({ timeout: true });

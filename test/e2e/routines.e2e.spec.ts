@@ -143,7 +143,8 @@ describe('routines', () => {
   it('a start with migrationsRun: false installs the routines the schema lacks, and its jobs run', async () => {
     const schema = newSchema('rt_manual');
     await migrate(schema);
-    for (const r of ROUTINES) await sql(`DROP FUNCTION "${schema}".${r.name}`);
+    // CASCADE: the trigger of awaited_job_ended goes with it, and comes back with it.
+    for (const r of ROUTINES) await sql(`DROP FUNCTION "${schema}".${r.name} CASCADE`);
     expect(await functionsOf(schema)).toEqual([]);
     const app = await startJobsApp(
       schema,
@@ -152,6 +153,11 @@ describe('routines', () => {
     );
     apps.push(app);
     expect(await functionsOf(schema)).toEqual(ROUTINES.map((r) => r.name).sort());
+    const triggers = await sql(
+      `SELECT tgname FROM pg_trigger WHERE tgrelid = $1::regclass AND tgname = 'awaited_job_ended'`,
+      [`"${schema}".job`],
+    );
+    expect(triggers).toHaveLength(1);
     const { id } = await app.get(JobQueue).enqueue(RoutineWork, { n: 1 });
     await waitFor('the job to run', async () => (await app.get(JobQueue).get(id))?.state === 'succeeded');
   });

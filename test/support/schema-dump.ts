@@ -38,6 +38,12 @@ export async function dumpSchema(schema: string): Promise<string> {
        FROM pg_proc p WHERE p.pronamespace = $1 ORDER BY p.proname, 2`,
     [ns.oid],
   );
+  const triggers = await sql<{ name: string; def: string }>(
+    `SELECT t.tgname AS name, pg_get_triggerdef(t.oid) AS def
+       FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+      WHERE c.relnamespace = $1 AND NOT t.tgisinternal ORDER BY t.tgname`,
+    [ns.oid],
+  );
   const lines: string[] = [];
   let table = '';
   for (const c of columns) {
@@ -48,6 +54,8 @@ export async function dumpSchema(schema: string): Promise<string> {
   for (const k of constraints) lines.push(`  ${k.t}.${k.name}: ${k.def}`);
   lines.push('\nINDEXES');
   for (const i of indexes) lines.push(`  ${i.name}: ${i.def}`);
+  lines.push('\nTRIGGERS');
+  for (const t of triggers) lines.push(`  ${t.name}: ${t.def}`);
   lines.push('\nROUTINES');
   for (const f of functions) lines.push(`  ${f.name}(${f.args})`);
   return (lines.join('\n').trim() + '\n').replaceAll(`"${schema}"`, '<schema>').replaceAll(schema, '<schema>');

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
-import { quoteIdent } from '../sql/sql-identifiers.js';
+import { notificationChannel } from '../sql/notification-topics.js';
+import { quoteIdent, sqlLiterals } from '../sql/sql-identifiers.js';
 
 /**
  * A database routine as code: its CREATE FUNCTION text, with `:SCHEMA`
- * standing for the quoted schema and `:ROUTINE` for its own name. It is
+ * standing for the quoted schema, `:ROUTINE` for its own name and
+ * `:CHANNEL` for the schema's NOTIFY channel as a literal. It is
  * installed under `name`, which carries a hash of that text, so a build
  * calls exactly the body it shipped with: two builds running side by side
  * during a deploy each call their own, and a change to a body needs no
@@ -33,5 +35,8 @@ export function defineRoutine(base: string, template: string): Routine {
 
 /** A routine's CREATE FUNCTION statement for one schema. */
 export function routineSql(routine: Routine, schema: string): string {
-  return routine.template.replaceAll(':ROUTINE', routine.name).replaceAll(':SCHEMA', quoteIdent(schema));
+  return routine.template
+    .replaceAll(':ROUTINE', routine.name)
+    .replaceAll(':SCHEMA', quoteIdent(schema))
+    .replaceAll(':CHANNEL', sqlLiterals([notificationChannel(schema)]));
 }

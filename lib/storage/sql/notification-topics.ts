@@ -14,7 +14,9 @@ export type JobNotification =
   /** The schedule table changed (one schedule, or null for several). */
   | { topic: 'schedules'; name: string | null }
   /** A queue's settings changed (limits, pause, groups or serial keys seen): re-read them. */
-  | { topic: 'queues'; queue: string };
+  | { topic: 'queues'; queue: string }
+  /** A job someone waits for (`waitFor`) ended: waiters look it up. */
+  | { topic: 'ended'; jobId: string };
 
 export type NotificationTopic = JobNotification['topic'];
 
@@ -23,6 +25,7 @@ export const TOPIC_PREFIXES: Readonly<Record<NotificationTopic, string>> = {
   cancel: 'c:',
   schedules: 's:',
   queues: 'k:',
+  ended: 'e:',
 };
 
 /** Decodes a payload; null for a topic this build does not know (a newer instance may send one). */
@@ -37,6 +40,8 @@ export function decodeNotification(payload: string): JobNotification | null {
       return { topic: 'schedules', name: arg || null };
     case TOPIC_PREFIXES.queues:
       return { topic: 'queues', queue: arg };
+    case TOPIC_PREFIXES.ended:
+      return { topic: 'ended', jobId: arg };
     default:
       return null;
   }

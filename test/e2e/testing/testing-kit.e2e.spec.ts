@@ -192,6 +192,18 @@ describe('drain()', () => {
     ]);
   });
 
+  it('lets JobQueue.waitFor() resolve when drain() ends the job, also after advance() brought its retry due', async () => {
+    const { jobs, tester } = t;
+    const { id } = await jobs.enqueue(Flaky, { tag: 'awaited', okFrom: 2 });
+    let settled = false;
+    const waited = jobs.waitFor(id, { timeout: 30_000 }).finally(() => (settled = true));
+    expect((await tester.drain()).map((r) => r.outcome)).toEqual(['retry']);
+    expect(settled).toBe(false);
+    await tester.advance(60_000);
+    expect(tags(await tester.drain())).toEqual(['kit-flaky:awaited#2 succeeded']);
+    expect(await waited).toMatchObject({ id, state: 'succeeded', attempt: 2 });
+  });
+
   it('has run onFailure by the time it resolves with a job failed for good', async () => {
     const { jobs, tester, log } = t;
     const { id } = await jobs.enqueue(Flaky, { tag: 'gone', permanent: true });

@@ -51,6 +51,19 @@ export function controlStatements(schema: string) {
 
     stateOf: statement<{ jobId: string }>()(['jobId'], (p) => `SELECT state FROM ${s}.job WHERE id = ${p.jobId}`),
 
+    // Under the row lock, so the state returned is the latest: if the job ends after it, the end's
+    // row version carries the flag and its trigger announces it. Already flagged: nothing to write.
+    markAwaited: statement<{ jobId: string }>()(
+      ['jobId'],
+      (p) => `UPDATE ${s}.job SET awaited = true WHERE id = ${p.jobId} AND NOT awaited RETURNING state`,
+    ),
+
+    // The waiters' re-check, one statement for every job waited on in this process.
+    statesOf: statement<{ ids: readonly string[] }>()(
+      ['ids'],
+      (p) => `SELECT id, state FROM ${s}.job WHERE id = ANY(${p.ids}::uuid[])`,
+    ),
+
     getJob: statement<{ jobId: string }>()(['jobId'], (p) => `SELECT * FROM ${s}.job WHERE id = ${p.jobId}`),
 
     // What a history page needs of the job row: the attempt it tells of (see executionPageFromRows).

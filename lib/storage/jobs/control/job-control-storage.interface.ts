@@ -16,6 +16,13 @@ export interface JobControlStorage {
   cancel(id: string, now: Date): Promise<CancelResult>;
   /** Failed, cancelled or skipped → queued with fresh attempts; `resetSteps` forgets its finished steps. */
   retry(id: string, now: Date, resetSteps?: boolean): Promise<RetryResult>;
+  /**
+   * Flags the job as awaited, so its end is announced on the schema's channel, and returns its
+   * latest state; null when no job has this id.
+   */
+  awaitEnd(id: string): Promise<JobState | null>;
+  /** The states of these jobs; a job that no longer exists is absent. */
+  statesOf(ids: readonly string[]): Promise<Map<string, JobState>>;
   /** The job with its latest history and its steps; `stepResults` adds each step's stored result. */
   getJob(id: string, options?: { stepResults?: boolean }): Promise<JobInfo | null>;
   /** A page of the job's history, newest first, older than `after` when given; null if no such job. */

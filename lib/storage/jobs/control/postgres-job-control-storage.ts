@@ -54,6 +54,18 @@ export class PostgresJobControlStorage implements JobControlStorage {
     return { outcome: 'not-retryable', state: row.state as JobState };
   }
 
+  async awaitEnd(id: string): Promise<JobState | null> {
+    const [marked] = await this.sql.markAwaited.run(this.pool, { jobId: id });
+    if (marked) return marked.state as JobState;
+    const [row] = await this.sql.stateOf.run(this.pool, { jobId: id });
+    return row ? (row.state as JobState) : null;
+  }
+
+  async statesOf(ids: readonly string[]): Promise<Map<string, JobState>> {
+    const rows = await this.sql.statesOf.run(this.pool, { ids });
+    return new Map(rows.map((r) => [r.id as string, r.state as JobState]));
+  }
+
   async getJob(id: string, options: { stepResults?: boolean } = {}): Promise<JobInfo | null> {
     if (!isUuid(id)) return null;
     const [[row], executionRows, steps] = await inOneSnapshot(this.pool, async (tx) => [
