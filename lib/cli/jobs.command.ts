@@ -181,20 +181,33 @@ export const jobCommands: CliCommand[] = [
   },
   {
     name: 'retry',
-    usage: '<id> [--reset-steps] | --all [--state failed|cancelled|skipped]… [--queue <q>] [--name <n>] [--batch <id>]',
+    usage:
+      '<id> [--reset-steps | --from-step <name>] | --all [--state failed|cancelled|skipped]… [--queue <q>] [--name <n>] [--batch <id>]',
     summary:
       'queue ended jobs again with fresh attempts (--all: the failed ones, unless --state says otherwise); ' +
-      'finished steps stay done unless --reset-steps',
-    options: { ...FILTER_OPTIONS, all: { type: 'boolean' }, 'reset-steps': { type: 'boolean' } },
+      'finished steps stay done unless --reset-steps, or --from-step <name> (that step and the ones recorded after it run again)',
+    options: {
+      ...FILTER_OPTIONS,
+      all: { type: 'boolean' },
+      'reset-steps': { type: 'boolean' },
+      'from-step': { type: 'string' },
+    },
     async run(parsed, io) {
       const id = oneOrAll(parsed);
       const resetSteps = parsed.options['reset-steps'] === true;
+      const fromStep = stringOption(parsed.options, 'from-step');
       if (resetSteps && !id) throw new UsageError('retry: --reset-steps goes with one <id>, not with --all');
+      if (fromStep !== undefined && !id) throw new UsageError('retry: --from-step goes with one <id>, not with --all');
+      if (fromStep !== undefined && resetSteps) {
+        throw new UsageError('retry: give --reset-steps (every step runs again) or --from-step <name>, not both');
+      }
       const filter = filterOptions(parsed.options, RETRY_STATES);
       await withServices(io.target(), io.out, async ({ admin, jobs, out }) => {
         if (id) {
-          await jobs.retry(id, { resetSteps });
-          out.result({ id, state: 'queued' }, () => `queued ${id} again`);
+          await jobs.retry(id, fromStep === undefined ? { resetSteps } : { fromStep });
+          out.result({ id, state: 'queued', ...(fromStep === undefined ? {} : { fromStep }) }, () =>
+            fromStep === undefined ? `queued ${id} again` : `queued ${id} again from step ${fromStep}`,
+          );
           return;
         }
         const result = await admin.retryAll(filter);

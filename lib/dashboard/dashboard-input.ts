@@ -66,6 +66,28 @@ export function stateList(query: Query, field = 'state'): string[] | undefined {
   return states.length ? states : undefined;
 }
 
+/**
+ * A single job's retry body: none (a plain retry, its finished steps kept),
+ * or `{ "fromStep": "<name>" }` to run that step and the ones recorded after
+ * it again. JobQueue.retry() checks the name and the job's state.
+ */
+export function retryBody(body: unknown): { fromStep?: string } {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw new JobsError(
+      `${WHERE}: retry: the body must be a JSON object, got ${describeValue(body)}. Potential fix: send no body, or { "fromStep": "charge" } with content-type application/json.`,
+    );
+  }
+  const unknown = Object.keys(body).filter((k) => k !== 'fromStep');
+  if (unknown.length) {
+    throw new JobsError(
+      `${WHERE}: retry: unknown field ${JSON.stringify(unknown[0])}. Potential fix: send no body, or { "fromStep": "charge" }.`,
+    );
+  }
+  const { fromStep } = body as { fromStep?: unknown };
+  return fromStep === undefined ? {} : { fromStep: fromStep as string };
+}
+
 /** What a bulk action works on: the rows an operator ticked, or every job matching a filter. */
 interface BulkBody {
   ids?: string[];

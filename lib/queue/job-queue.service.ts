@@ -191,7 +191,9 @@ export class JobQueue implements OnModuleDestroy {
    * Failed, cancelled or skipped → queued again with fresh attempts; reopens
    * its batch and skipped dependents. Its finished steps stay, so the next
    * attempt answers them from storage; `resetSteps: true` forgets them and
-   * runs the job from scratch.
+   * runs the job from scratch; `fromStep: 'name'` forgets that step and the
+   * steps recorded after it, so the job runs again from there. A step the
+   * job never recorded is a JobsError, and nothing is written.
    */
   retry(id: string, options: RetryJobOptions = {}): Promise<void> {
     return this.actions.retry(id, options);

@@ -65,12 +65,21 @@ export interface GetJobOptions {
 export interface RetryJobOptions {
   /** Forget the job's finished steps, so that it runs from scratch; default false (they are answered from storage). */
   resetSteps?: boolean;
+  /**
+   * Run the job again from this step: the step of this name and every step recorded after it
+   * are forgotten, so they run again; the steps recorded before it keep their records and are
+   * answered from storage. The name is the one given to `ctx.step()` or `ctx.sleep()`, as
+   * `get(id).steps` lists it; "after" is the order the records were written in. A name the job
+   * never recorded is refused with a JobsError listing the names it did record, and nothing is
+   * written. Not with `resetSteps: true`.
+   */
+  fromStep?: string;
 }
 
 export const GET_JOB_SHAPE = optionShape<GetJobOptions>({ stepResults: true });
 /** The keys `JobQueue.executions()` takes. */
 export const EXECUTION_PAGE_SHAPE = optionShape<ExecutionPageOptions>({ after: true, limit: true });
-export const RETRY_JOB_SHAPE = optionShape<RetryJobOptions>({ resetSteps: true });
+export const RETRY_JOB_SHAPE = optionShape<RetryJobOptions>({ resetSteps: true, fromStep: true });
 
 /** How long `waitFor()` waits. */
 export interface WaitForJobOptions {

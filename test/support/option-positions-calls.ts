@@ -161,7 +161,7 @@ export function queuePositions(app: () => INestApplication): OptionsPosition[] {
           .dispatch(o as never),
     },
     { where: `get(${UUID})`, known: ['stepResults'], call: (o) => jobs().get(UUID, o as never) },
-    { where: `retry(${UUID})`, known: ['resetSteps'], call: (o) => jobs().retry(UUID, o as never) },
+    { where: `retry(${UUID})`, known: ['resetSteps', 'fromStep'], call: (o) => jobs().retry(UUID, o as never) },
     {
       where: `executions(${UUID})`,
       known: ['after', 'limit'],

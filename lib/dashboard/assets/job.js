@@ -4,11 +4,12 @@
  * end, duration, outcome, error with its stack folded), its finished steps
  * and sleeps (results folded), its onFailure hook's state, payload and result folded, its parents and
  * children with their triggers drawn as a graph, its batch; retry, cancel,
- * run now and delete behind a confirmation.
+ * run now and delete behind a confirmation (retry from a step: job-steps.js).
  */
 import { api, post } from './api.js';
 import { actionButton, badge, batchLink, details, fact, h, jobLink, progressBar, table, td, time } from './dom.js';
 import { errorBlock, failureHook } from './job-errors.js';
+import { stepsTable } from './job-steps.js';
 import { between, enc, json, shortId, when } from './format.js';
 import { drawGraph } from './graph.js';
 import { act, navigate } from './router.js';
@@ -273,32 +274,6 @@ function attemptRow(job, x) {
     ),
     td(traceCell(x)),
   );
-}
-
-/**
- * Finished steps and sleeps, in the order they finished; a later attempt answers them from storage.
- * @param {any} job
- * @param {any[]} steps
- */
-function stepsTable(job, steps) {
-  const rows = steps.map((x) =>
-    h(
-      'tr',
-      { 'data-step': x.name, class: 'step-' + x.kind },
-      td(h('span', { class: 'mono' }, x.name)),
-      td(x.kind),
-      td(String(x.attempt), 'n'),
-      td(time(x.completedAt)),
-      td(x.kind === 'sleep' ? time(x.wakeAt) : ''),
-      td(
-        x.kind === 'step' && 'result' in x
-          ? details('step:' + job.id + ':' + x.name, 'result', h('pre', { class: 'json' }, json(x.result)))
-          : '',
-        'wide',
-      ),
-    ),
-  );
-  return table(['step', 'kind', { attrs: { class: 'n' }, text: 'attempt' }, 'finished', 'wakes', 'result'], rows);
 }
 
 /**

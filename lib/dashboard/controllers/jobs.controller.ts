@@ -10,7 +10,7 @@ import {
 } from '../../model/index.js';
 import { JobQueue } from '../../queue/job-queue.service.js';
 import { DashboardGraphs } from '../dashboard-graphs.service.js';
-import { bulkBody, integer, one, onlyKnown, stateList, type Query as Q } from '../dashboard-input.js';
+import { bulkBody, integer, one, onlyKnown, retryBody, stateList, type Query as Q } from '../dashboard-input.js';
 import type { DashboardConfig } from '../dashboard-options.js';
 import { withTraceLinks } from '../trace-links.js';
 import { DashboardRoutes } from './dashboard-routes.js';
@@ -96,10 +96,11 @@ export function jobsController(config: DashboardConfig) {
       return this.graphs.jobGraph(id);
     }
 
+    /** No body: a plain retry; { fromStep: '<name>' }: that step and the ones recorded after it run again. */
     @Post('api/jobs/:id/retry')
     @HttpCode(204)
-    retry(@Param('id') id: string) {
-      return this.jobs.retry(id);
+    retry(@Param('id') id: string, @Body() body: unknown) {
+      return this.jobs.retry(id, retryBody(body));
     }
 
     @Post('api/jobs/:id/cancel')

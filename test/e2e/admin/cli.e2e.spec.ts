@@ -1,6 +1,15 @@
 import { readdirSync } from 'node:fs';
 import type { INestApplication } from '@nestjs/common';
-import { Cron, Job, JobQueue, JobQueues, JobsMonitor, type JobHandler, type JobState } from 'nestjs-durable-jobs';
+import {
+  Cron,
+  Job,
+  JobQueue,
+  JobQueues,
+  JobsMonitor,
+  type JobContext,
+  type JobHandler,
+  type JobState,
+} from 'nestjs-durable-jobs';
 import { AdminWork, adminProviders, behaviour } from '../../support/admin.jobs.js';
 import { json, runCli } from '../../support/cli-process.js';
 import { dropSchemas, jobsConnection, sql, uniqueSchema } from '../../support/database.js';
@@ -27,6 +36,17 @@ class CliIdle implements JobHandler<void> {
   run() {}
 }
 
+/** Steps a, b and c, then a failure on its first attempt: a job to retry from a step. */
+@Job('cli-stepped', { queue: 'adm', maxAttempts: 1 })
+class CliStepped implements JobHandler<void> {
+  static readonly calls: string[] = [];
+
+  async run(_: void, ctx: JobContext) {
+    for (const name of ['a', 'b', 'c']) await ctx.step(name, () => CliStepped.calls.push(`${name}#${ctx.attempt}`));
+    if (ctx.attempt === 1) throw new Error('failed after c');
+  }
+}
+
 const schema = uniqueSchema('cli');
 const fresh = uniqueSchema('cli_fresh');
 const HOUR = 3_600_000;
@@ -41,7 +61,7 @@ beforeAll(async () => {
   app = await startJobsApp(
     schema,
     { worker: { concurrency: 4, pollInterval: 100, queues: ['adm'] } },
-    { providers: [...adminProviders, CliCron] },
+    { providers: [...adminProviders, CliCron, CliStepped] },
   );
   jobs = app.get(JobQueue);
 });
@@ -65,6 +85,11 @@ describe('the CLI', () => {
       [['retry', '--all', '0193a1b2-1a2b-7c3d-8e4f-5a6b7c8d9e0f'], /give <id> or --all, not both/],
       [['retry', '0193a1b2-1a2b-7c3d-8e4f-5a6b7c8d9e0f', '--queue', 'q'], /go with --all/],
       [['retry', '--all', '--reset-steps'], /--reset-steps goes with one <id>, not with --all/],
+      [['retry', '--all', '--from-step', 'b'], /--from-step goes with one <id>, not with --all/],
+      [
+        ['retry', '0193a1b2-1a2b-7c3d-8e4f-5a6b7c8d9e0f', '--from-step', 'b', '--reset-steps'],
+        /give --reset-steps \(every step runs again\) or --from-step <name>, not both/,
+      ],
       [['purge'], /purge needs at least one of --succeeded-before/],
       [['purge', '--succeeded-before', 'soon'], /--succeeded-before must be an age such as 7d/],
       [['purge', '--succeeded-before', '7d', '--pause', 'slow'], /--pause must be a whole number, got "slow"/],
@@ -107,7 +132,9 @@ describe('the CLI', () => {
     }
     expect(all.stdout).toMatch(/Exit codes: 0 done, 1 refused \(the message says why\), 2 bad usage/);
     expect(one.code).toBe(0);
-    expect(one.stdout).toMatch(/^Usage: nestjs-durable-jobs retry <id> \[--reset-steps\] \| --all/);
+    expect(one.stdout).toMatch(
+      /^Usage: nestjs-durable-jobs retry <id> \[--reset-steps \| --from-step <name>\] \| --all/,
+    );
   });
 
   it('migrates a schema without an app, and says what a schema it has not migrated needs', async () => {
@@ -205,6 +232,25 @@ describe('the CLI', () => {
     const toCancel = (await jobs.enqueue(AdminWork, { key: 'cli-cancel' }, { delay: HOUR })).id;
     expect(await cli('cancel', toCancel)).toMatchObject({ code: 0, stdout: `cancelled ${toCancel}\n` });
     expect(await stateOf(toCancel)).toBe('cancelled');
+  });
+
+  it('retries a job from a step with --from-step: that step and the later ones run again; a step it never recorded is exit code 1 naming the ones it did', async () => {
+    const { id } = await jobs.enqueue(CliStepped, undefined);
+    await until(id, 'failed');
+    const unknown = await cli('retry', id, '--from-step', 'd');
+    expect(unknown).toMatchObject({ code: 1, stdout: '' });
+    expect(unknown.stderr).toMatch(
+      /retry\(\S+, \{ fromStep: "d" \}\): the job recorded no step named "d"; it recorded "a", "b", "c", in that order\. Nothing was written\. Potential fix:/,
+    );
+    expect(await stateOf(id)).toBe('failed');
+    expect(json(await cli('retry', id, '--from-step', 'b', '--json'))).toEqual({ id, state: 'queued', fromStep: 'b' });
+    await until(id, 'succeeded');
+    expect(CliStepped.calls).toEqual(['a#1', 'b#1', 'c#1', 'b#2', 'c#2']);
+    expect((await jobs.get(id))!.steps.map((s) => [s.name, s.attempt])).toEqual([
+      ['a', 1],
+      ['b', 2],
+      ['c', 2],
+    ]);
   });
 
   it('lists schedules (the code-defined ones kept), pauses and resumes them, runs one now; refuses to pause a queue', async () => {

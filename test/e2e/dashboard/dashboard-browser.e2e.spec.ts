@@ -33,6 +33,19 @@ class Stepper implements JobHandler<{ order: string }> {
   }
 }
 
+/** Three steps, then a failure on its first attempt: a job to retry from one of its steps. */
+@Job('dash-rerun', { queue: 'dash-ops', maxAttempts: 1 })
+class Rerun implements JobHandler<Record<string, never>> {
+  static readonly calls: string[] = [];
+
+  async run(_: Record<string, never>, ctx: JobContext) {
+    for (const name of ['charge', 'ship', 'receipt']) {
+      await ctx.step(name, () => Rerun.calls.push(`${name}#${ctx.attempt}`));
+    }
+    if (ctx.attempt === 1) throw new Error('the warehouse said no');
+  }
+}
+
 /** Succeeds at its 23rd attempt: more history than the job view shows at first. */
 @Job('dash-persistent', { queue: 'dash-ops', maxAttempts: 23, backoff: { type: 'fixed', delay: 0 } })
 class Persistent implements JobHandler<Record<string, never>> {
@@ -86,7 +99,7 @@ beforeAll(async () => {
           traceUrl: 'https://tempo.example/trace/{traceId}?span={spanId}',
         }),
       ],
-      providers: [...dashboardProviders, Stepper, Persistent, Hooked],
+      providers: [...dashboardProviders, Stepper, Persistent, Hooked, Rerun],
     },
   );
   await app.listen(0, '127.0.0.1');
@@ -382,6 +395,33 @@ it("shows a job's finished steps and its sleep, each step's result folded", asyn
   expect(await charge.locator('pre').textContent()).toContain('"id": "ch-web"');
   // A sleep has no result to show.
   expect(await page.locator('tr[data-step="cooling-off"] details').count()).toBe(0);
+});
+
+it('retries a failed job from one of its steps: that step and the later ones run again, the earlier one is kept', async () => {
+  const jobs = app.get(JobQueue);
+  const { id } = await jobs.enqueue(Rerun, {});
+  await waitFor('the job to fail after its steps', async () => (await jobs.get(id))?.state === 'failed');
+  await open(`#/jobs/${id}`);
+  await page.waitForSelector('.detail[data-state="failed"]');
+  expect(await page.locator('tr[data-step] button:text-is("Retry from here")').count()).toBe(3);
+
+  await confirmClick(
+    'tr[data-step="ship"] button:text-is("Retry from here")',
+    /^Queue dash-rerun \S+ again from step "ship"\? It and the 1 recorded after it run again; the 1 before it keep their records\.$/,
+  );
+  expect(await flashed()).toBe('Queued again from step "ship".');
+  await page.waitForSelector('.detail[data-state="succeeded"]', { timeout: 15_000 });
+  expect(Rerun.calls).toEqual(['charge#1', 'ship#1', 'receipt#1', 'ship#2', 'receipt#2']);
+  const attempts = await page.$$eval('tr[data-step]', (rows) =>
+    rows.map((r) => [(r as HTMLElement).dataset.step, r.querySelector('td.n')?.textContent]),
+  );
+  expect(attempts).toEqual([
+    ['charge', '1'],
+    ['ship', '2'],
+    ['receipt', '2'],
+  ]);
+  // A job that cannot be retried offers no step to retry from.
+  expect(await page.locator('tr[data-step] button').count()).toBe(0);
 });
 
 it("shows a failed job's onFailure hook: its state, its runs, its rerun and its last error as text", async () => {

@@ -29,24 +29,47 @@ export function controlStatements(schema: string) {
     ),
 
     // A retried job that settled a batch or parents reopens them (reopen_job). Its finished steps
-    // stay, so the next attempt answers them from storage, unless resetSteps clears them.
-    retry: statement<{ jobId: string; now: Date; channel: string; states: readonly string[]; resetSteps: boolean }>()(
-      ['jobId', 'now', 'channel', 'states', 'resetSteps'],
+    // stay, so the next attempt answers them from storage, unless resetSteps clears them, or
+    // fromStep clears the named step and every step recorded after it. "After" is job_step.seq, the
+    // order the records were written in (completed_at follows the app's clock, which may stand
+    // still). A fromStep the job never recorded writes nothing: `go` is empty, so neither the update,
+    // the reopening nor the delete runs, and the job's recorded steps come back for the message.
+    // All in one statement under the job's row lock, so the check and the writes cannot be split.
+    retry: statement<{
+      jobId: string;
+      now: Date;
+      channel: string;
+      states: readonly string[];
+      resetSteps: boolean;
+      fromStep: string | null;
+      listed: number;
+    }>()(
+      ['jobId', 'now', 'channel', 'states', 'resetSteps', 'fromStep', 'listed'],
       (p) => `WITH prev AS (
       SELECT id, state, batch_id, has_dependents FROM ${s}.job WHERE id = ${p.jobId} AND state = ANY(${p.states}::text[]) FOR UPDATE
+    ), mark AS (
+      SELECT st.seq FROM ${s}.job_step st JOIN prev ON st.job_id = prev.id WHERE st.name = ${p.fromStep}::text
+    ), go AS (
+      SELECT prev.* FROM prev WHERE ${p.fromStep}::text IS NULL OR EXISTS (SELECT 1 FROM mark)
     ), u AS (
       UPDATE ${s}.job j
          SET state = 'queued', max_attempts = j.attempt + j.max_attempts, run_at = ${p.now}, completed_at = NULL,
              worker_id = NULL, cancel_requested = false, result = NULL, progress = NULL, progress_message = NULL,
              failure_hook = NULL, hook_worker_id = NULL, hook_lease_expires_at = NULL,
              hook_attempt = 0, hook_run_at = NULL, hook_error = NULL
-        FROM prev WHERE j.id = prev.id RETURNING j.id, j.queue
+        FROM go WHERE j.id = go.id RETURNING j.id, j.queue
     ), r AS (
-      SELECT ${s}.${ROUTINE_NAMES.reopenJob}(prev.id, prev.state) FROM prev WHERE prev.batch_id IS NOT NULL OR prev.has_dependents
+      SELECT ${s}.${ROUTINE_NAMES.reopenJob}(go.id, go.state) FROM go WHERE go.batch_id IS NOT NULL OR go.has_dependents
     ), forget AS (
-      DELETE FROM ${s}.job_step st USING u WHERE ${p.resetSteps}::boolean AND st.job_id = u.id
+      DELETE FROM ${s}.job_step st USING u
+       WHERE st.job_id = u.id AND (${p.resetSteps}::boolean OR st.seq >= (SELECT seq FROM mark))
     )
-    SELECT id, ${notifySql('queue', p.channel, 'queue')} FROM u UNION ALL SELECT NULL, NULL FROM r`,
+    SELECT id, ${notifySql('queue', p.channel, 'queue')}, NULL::text[] AS recorded, NULL::int AS recorded_count FROM u
+    UNION ALL SELECT NULL, NULL, NULL, NULL FROM r
+    UNION ALL SELECT NULL, NULL,
+           ARRAY(SELECT name FROM ${s}.job_step WHERE job_id = prev.id ORDER BY seq LIMIT ${p.listed}),
+           (SELECT count(*)::int FROM ${s}.job_step WHERE job_id = prev.id)
+      FROM prev WHERE NOT EXISTS (SELECT 1 FROM go)`,
     ),
 
     stateOf: statement<{ jobId: string }>()(['jobId'], (p) => `SELECT state FROM ${s}.job WHERE id = ${p.jobId}`),

@@ -7,15 +7,30 @@ export type CancelResult =
   | { outcome: 'not-found' }
   | { outcome: 'finished'; state: JobState };
 
-/** What a retry did. */
+/** What a retry did; `unknown-step`: `fromStep` names no step the job recorded, and nothing was written. */
 export type RetryResult =
-  { outcome: 'requeued' } | { outcome: 'not-found' } | { outcome: 'not-retryable'; state: JobState };
+  | { outcome: 'requeued' }
+  | { outcome: 'not-found' }
+  | { outcome: 'not-retryable'; state: JobState }
+  | { outcome: 'unknown-step'; recorded: string[]; recordedCount: number };
+
+/**
+ * Which finished steps a retry forgets: none (the default), all (`reset`), or the step named by
+ * `from` and every step recorded after it.
+ */
+export type RetrySteps = { reset: true } | { from: string } | null;
+
+/** How many of the job's recorded step names an `unknown-step` result lists, first recorded first. */
+export const LISTED_STEPS = 20;
 
 /** One job as the app reads and steers it by id: its record, a cancel, a retry. */
 export interface JobControlStorage {
   cancel(id: string, now: Date): Promise<CancelResult>;
-  /** Failed, cancelled or skipped → queued with fresh attempts; `resetSteps` forgets its finished steps. */
-  retry(id: string, now: Date, resetSteps?: boolean): Promise<RetryResult>;
+  /**
+   * Failed, cancelled or skipped → queued with fresh attempts, in one statement; `steps` says which
+   * of its finished steps to forget (default: none).
+   */
+  retry(id: string, now: Date, steps?: RetrySteps): Promise<RetryResult>;
   /**
    * Flags the job as awaited, so its end is announced on the schema's channel, and returns its
    * latest state; null when no job has this id.

@@ -13,8 +13,21 @@ import { inOneSnapshot, type PoolExecutor } from '../../sql/sql-executor.js';
 import type { StorageContext } from '../../sql/storage-context.js';
 import { executionPageFromRows, jobInfoFromRows } from '../job-rows.js';
 import { stepStatements, type StepStatements } from '../step-statements.js';
-import type { CancelResult, JobControlStorage, RetryResult } from './job-control-storage.interface.js';
+import {
+  LISTED_STEPS,
+  type CancelResult,
+  type JobControlStorage,
+  type RetryResult,
+  type RetrySteps,
+} from './job-control-storage.interface.js';
 import { controlStatements, type ControlStatements } from './control-statements.js';
+
+/** A row of the retry statement: the job re-queued (id), a reopening, or a fromStep it never recorded. */
+interface RetryRow {
+  id: string | null;
+  recorded: string[] | null;
+  recorded_count: number | null;
+}
 
 /** One job read, cancelled or retried by id. */
 export class PostgresJobControlStorage implements JobControlStorage {
@@ -40,15 +53,21 @@ export class PostgresJobControlStorage implements JobControlStorage {
     return { outcome: 'finished', state: row.state as JobState };
   }
 
-  async retry(id: string, now: Date, resetSteps = false): Promise<RetryResult> {
-    const rows = await this.sql.retry.run(this.pool, {
+  async retry(id: string, now: Date, steps: RetrySteps = null): Promise<RetryResult> {
+    const rows = await this.sql.retry.run<RetryRow>(this.pool, {
       jobId: id,
       now,
       channel: this.channel,
       states: RETRYABLE_STATES,
-      resetSteps,
+      resetSteps: steps !== null && 'reset' in steps,
+      fromStep: steps !== null && 'from' in steps ? steps.from : null,
+      listed: LISTED_STEPS,
     });
     if (rows.some((r) => r.id)) return { outcome: 'requeued' };
+    const refused = rows.find((r) => r.recorded);
+    if (refused) {
+      return { outcome: 'unknown-step', recorded: refused.recorded!, recordedCount: refused.recorded_count! };
+    }
     const [row] = await this.sql.stateOf.run(this.pool, { jobId: id });
     if (!row) return { outcome: 'not-found' };
     return { outcome: 'not-retryable', state: row.state as JobState };
