@@ -30,6 +30,14 @@ function rowsFor(titles) {
       unit: 'check',
     },
     { derived: 'pgbouncerRatio', title: 'drain through PgBouncer ÷ direct, concurrency 10', unit: 'pct' },
+    { scenario: 'drain10-waiting', field: 'jobsPerSec', title: t('drain10-waiting'), unit: 'rate', better: 'higher' },
+    {
+      scenario: 'drain10-waiting',
+      field: 'exactlyOnce',
+      title: 'beside parked jobs: each drained job ran exactly once, every parked job still parked',
+      unit: 'check',
+    },
+    { derived: 'waitingRatio', title: 'drain beside parked signal waits ÷ plain drain, concurrency 10', unit: 'pct' },
     { scenario: 'drain50', field: 'jobsPerSec', title: t('drain50'), unit: 'rate', better: 'higher' },
     { scenario: 'drain2x10', field: 'jobsPerSec', title: t('drain2x10'), unit: 'rate', better: 'higher' },
     { scenario: 'drain2x10', field: 'exactlyOnce', title: 'each job ran exactly once (2 processes)', unit: 'check' },
@@ -54,6 +62,22 @@ function rowsFor(titles) {
       better: 'lower',
       peersFrom: 'latency-pgbouncer',
     })),
+    ...['p50', 'p95'].map((field) => ({
+      scenario: 'signal',
+      field,
+      title: `signal() → the waiting job resumes ${field} (ms)`,
+      unit: 'ms',
+      better: 'lower',
+    })),
+    { scenario: 'signal', field: 'exactlyOnce', title: 'signals: each parked job resumed exactly once', unit: 'check' },
+    ...['p50', 'p95'].map((field) => ({
+      scenario: 'waitfor',
+      field,
+      title: `waitFor: job ends → waiter resolves ${field} (ms)`,
+      unit: 'ms',
+      better: 'lower',
+    })),
+    { scenario: 'waitfor', field: 'exactlyOnce', title: 'waitFor: each job ran exactly once', unit: 'check' },
     { scenario: 'drain10', field: 'rssMb', title: 'worker peak RSS, concurrency 10 (MB)', unit: 'mb', better: 'lower' },
     { scenario: 'drain50', field: 'rssMb', title: 'worker peak RSS, concurrency 50 (MB)', unit: 'mb', better: 'lower' },
     { scenario: 'claim0', field: 'jobsPerSec', title: t('claim0'), unit: 'rate', better: 'higher' },
@@ -178,6 +202,7 @@ const DERIVED = {
   encBulkRatio: ['encbulk', 'bulk'],
   encDrainRatio: ['encdrain', 'drain10'],
   pgbouncerRatio: ['drain10-pgbouncer', 'drain10'],
+  waitingRatio: ['drain10-waiting', 'drain10'],
 };
 
 // results[scenario][lib] = { runs: [...metrics], errors: [...] }

@@ -38,11 +38,16 @@ function viaPgBouncer() {
 
 // `handlerMs`: each handler waits that long; `flow`: the flow-control kind the workers consume
 // (an adapter's startWorker option); `keys`: job i's serial key or group is i % keys; `pooled`: the
-// workers connect through a transaction pooler (viaPgBouncer).
-async function timedDrain(adapter, lib, { jobs, concurrency, processes = 1, handlerMs = 0, flow, keys = 1, pooled }) {
+// workers connect through a transaction pooler (viaPgBouncer); `pending`: what counts as unfinished
+// (jobs parked an hour ahead are not), the adapter's pendingCount by default.
+async function timedDrain(
+  adapter,
+  lib,
+  { jobs, concurrency, processes = 1, handlerMs = 0, flow, keys = 1, pooled, pending },
+) {
   const children = await startWorkers({ lib, count: processes, concurrency, size: jobs, handlerMs, flow, pooled });
   const { seconds, results } = await drain({
-    adapter,
+    adapter: pending ? { pendingCount: pending } : adapter,
     children,
     total: jobs,
     timeoutMs: 60_000 + jobs * (10 + handlerMs), // generous: a floor of ~100 jobs/s before we call it stuck
@@ -61,6 +66,24 @@ async function timedDrain(adapter, lib, { jobs, concurrency, processes = 1, hand
   };
 }
 
+// Polls `probe` until it returns true; a worker's failure or the deadline ends the wait with an error.
+async function until(what, probe, { children = [], timeoutMs = 10_000, everyMs = 5 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const failed = children.find((c) => c.failure);
+    if (failed) throw failed.failure;
+    if (await probe()) return;
+    if (Date.now() > deadline) throw new Error(`${what} after ${timeoutMs} ms`);
+    await sleep(everyMs);
+  }
+}
+
+// The latency figures of one scenario, in ms.
+function percentiles(lat) {
+  lat.sort((a, b) => a - b);
+  return { p50: percentile(lat, 0.5), p95: percentile(lat, 0.95), p99: percentile(lat, 0.99) };
+}
+
 export function buildScenarios(scale) {
   const S = (n, min = 1) => Math.max(min, Math.round(n * scale));
   const bulkN = S(20_000);
@@ -77,6 +100,8 @@ export function buildScenarios(scale) {
   // graphile-worker's named queues turn about once per poll (52 jobs/s here): 20k of them would
   // take six minutes a run and pass the drain's time limit, so the no-op serial drain is smaller.
   const serialN = S(2_000);
+  // The jobs parked in a signal wait beside the plain drain (drain10-waiting).
+  const parkedN = S(10_000);
   const k = (n) => (n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
   const kept = keptN >= 1_000_000 && keptN % 1_000_000 === 0 ? `${keptN / 1_000_000}M` : k(keptN);
 
@@ -162,6 +187,153 @@ export function buildScenarios(scale) {
     return { ...scenario, supports: (adapter) => adapter.pooler?.listenOptional === true, notApplicable: undefined };
   };
 
+  // Durable execution (ours; a peer without the feature shows n/a). signal: `latencyN` jobs each
+  // wait for a signal, run once and park (checked in the job table: queued, flagged with the
+  // signal's name, due in an hour); then one signal each, 20 ms apart, timed from just before
+  // signal() to the resumed handler's code after waitForSignal() returned, on an idle worker
+  // (concurrency 10). One more job is parked and signalled first, as the warm-up.
+  const signalScenario = {
+    id: 'signal',
+    title: `signal round trip: signal() → the waiting job resumes, idle worker, ${latencyN} parked jobs signalled 20 ms apart (ms)`,
+    notApplicable: (adapter) => adapter.signals !== true,
+    async run(adapter, lib) {
+      const n = latencyN + 1; // job latencyN: the warm-up
+      const ids = await adapter.enqueueSignalWaiters(n);
+      const [child] = await startWorkers({ lib, concurrency: 10, size: n, mode: 'latency' });
+      try {
+        const t = now();
+        await until(`fewer than ${n} jobs parked`, async () => (await adapter.parkedCount()) === n, {
+          children: [child],
+          timeoutMs: 60_000,
+          everyMs: 50,
+        });
+        const parkSeconds = ms(t, now()) / 1000;
+        if (child.starts.length) throw new Error(`${child.starts.length} jobs resumed before any signal`);
+        await adapter.signal(ids[latencyN], latencyN);
+        await until('the warm-up job never resumed', () => child.starts.some((s) => s.i === latencyN), {
+          children: [child],
+        });
+        await sleep(1000);
+        child.starts.length = 0;
+
+        const sent = new Array(latencyN);
+        const base = Date.now();
+        for (const i of range(latencyN)) {
+          const wait = base + i * 20 - Date.now();
+          if (wait > 0) await sleep(wait);
+          sent[i] = now();
+          await adapter.signal(ids[i], i);
+        }
+        await until(`not every signalled job resumed`, () => new Set(child.starts.map((s) => s.i)).size >= latencyN, {
+          children: [child],
+        });
+        const lat = child.starts.filter((s) => s.i >= 0 && s.i < latencyN).map((s) => ms(sent[s.i], s.t));
+        // Every job ended: none resumed and then lost, none left parked.
+        await until('jobs still unfinished', async () => (await adapter.pendingCount()) === 0, { children: [child] });
+        const result = await child.stop();
+        const signals = await adapter.signalCounts();
+        if (signals.sent !== n || signals.consumed !== n) {
+          throw new Error(`signals: ${signals.sent} stored, ${signals.consumed} consumed, ${n} expected`);
+        }
+        return { ...percentiles(lat), parkSeconds, exactlyOnce: exactlyOnce([result], n) };
+      } finally {
+        child.kill();
+      }
+    },
+  };
+
+  // waitFor: one job at a time, 20 ms apart, each awaited by one waiter in this process (ours:
+  // JobQueue.waitFor; BullMQ: job.waitUntilFinished on the process's one QueueEvents), called
+  // right after the enqueue. The handler waits 50 ms, so the wait has begun before the job ends,
+  // and records its end just before it returns; timed from there to the waiter's resolution.
+  const HOLD_MS = 50;
+  const waitForScenario = {
+    id: 'waitfor',
+    title: `waitFor: job ends → waiter resolves, idle worker, ${latencyN} jobs of ${HOLD_MS} ms 20 ms apart, one waiter each (ms)`,
+    notApplicable: (adapter) => adapter.endWaits !== true,
+    async run(adapter, lib) {
+      const n = latencyN + 1; // job latencyN: the warm-up
+      const [child] = await startWorkers({ lib, concurrency: 10, size: n, mode: 'latency' });
+      try {
+        const warm = await adapter.enqueueHeld(latencyN, HOLD_MS);
+        if (!(await adapter.waitForEnd(warm, 10_000))) throw new Error('the warm-up job did not succeed');
+        await sleep(1000);
+        child.starts.length = 0;
+
+        const resolved = new Array(latencyN);
+        const waits = [];
+        const base = Date.now();
+        for (const i of range(latencyN)) {
+          const wait = base + i * 20 - Date.now();
+          if (wait > 0) await sleep(wait);
+          const job = await adapter.enqueueHeld(i, HOLD_MS);
+          waits.push(
+            adapter.waitForEnd(job, 30_000).then((ok) => {
+              if (resolved[i]) throw new Error(`job ${i}: its waiter resolved twice`);
+              resolved[i] = now();
+              if (!ok) throw new Error(`job ${i} ended, but did not succeed`);
+            }),
+          );
+        }
+        await Promise.all(waits);
+        // The handlers' end times travel over IPC: let the last ones arrive.
+        await until(
+          `not every job's end reached the orchestrator`,
+          () => new Set(child.starts.map((s) => s.i)).size >= latencyN,
+          {
+            children: [child],
+          },
+        );
+        const ended = new Array(latencyN);
+        for (const s of child.starts) if (s.i >= 0 && s.i < latencyN) ended[s.i] = s.t;
+        const lat = range(latencyN).map((i) => ms(ended[i], resolved[i]));
+        if (lat.some((x) => !(x >= 0))) throw new Error('a waiter resolved before its job ended');
+        await until('jobs still unfinished', async () => (await adapter.pendingCount()) === 0, { children: [child] });
+        const result = await child.stop();
+        return { ...percentiles(lat), exactlyOnce: exactlyOnce([result], n) };
+      } finally {
+        child.kill();
+      }
+    },
+  };
+
+  // The plain drain at 1 × 10 with `parkedN` jobs parked in a signal wait in the same queue and
+  // table: they ran once (a worker of its own, stopped before the drain) and wait, queued, due
+  // in an hour. Reported beside drain10, measured right after it, as a ratio. Checked: every
+  // drained job ran exactly once, and the parked jobs are all still parked after the drain.
+  const waitingDrainScenario = {
+    id: 'drain10-waiting',
+    title: `drain ${k(plainDrainN)} beside ${k(parkedN)} jobs parked in a signal wait, 1 process, concurrency 10 (jobs/s)`,
+    notApplicable: (adapter) => adapter.signals !== true,
+    async run(adapter, lib) {
+      // Indexes past the drain's: a parked job that ran the hook would be counted outside.
+      await adapter.enqueueSignalWaiters(parkedN, plainDrainN);
+      const t = now();
+      const [parker] = await startWorkers({ lib, concurrency: 10, size: 0 });
+      try {
+        await until(`fewer than ${parkedN} jobs parked`, async () => (await adapter.parkedCount()) === parkedN, {
+          children: [parker],
+          timeoutMs: 120_000,
+          everyMs: 100,
+        });
+        await parker.stop();
+      } finally {
+        parker.kill();
+      }
+      const parkSeconds = ms(t, now()) / 1000;
+      await adapter.enqueueBulk(plainDrainN);
+      await settle(adapter);
+      const m = await timedDrain(adapter, lib, {
+        jobs: plainDrainN,
+        concurrency: 10,
+        pending: () => adapter.pendingDueCount(),
+      });
+      const still = await adapter.parkedCount();
+      if (still !== parkedN) throw new Error(`${still} of ${parkedN} jobs still parked after the drain`);
+      return { ...m, parkSeconds };
+    },
+  };
+
   // Flow control, on every library whose adapter lists the kind in `flow`: two processes × 10,
   // each run checked for the most handlers running at once (all jobs, and per key). `slots`: the
   // slots 10 ms handlers could keep busy (10 for the limit, 20 for serial keys and groups), for
@@ -216,6 +388,8 @@ export function buildScenarios(scale) {
     drainScenario('drain10', 10, 1),
     // Beside drain10, the figure it is reported against, and measured right after it.
     pooledDrainScenario('drain10-pgbouncer', 10),
+    // Beside drain10 too: the same drain with jobs parked in a signal wait.
+    waitingDrainScenario,
     drainScenario('drain50', 50, 1),
     drainScenario('drain2x10', 10, 2),
     drainScenario('drain4x5', 5, 4),
@@ -323,6 +497,8 @@ export function buildScenarios(scale) {
       'enqueue→start latency through PgBouncer (transaction mode), ours polling (no directConnection)',
       false,
     ),
+    signalScenario,
+    waitForScenario,
     claimScenario('claim0', false),
     claimScenario('claim1m', true),
     {

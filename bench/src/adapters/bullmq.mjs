@@ -1,8 +1,8 @@
 // BullMQ on Redis with its defaults apart from concurrency: completed jobs are
 // kept (removeOnComplete unset), as the PostgreSQL libraries keep theirs.
-import { Queue, Worker } from 'bullmq';
+import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { REDIS_URL } from '../common.mjs';
+import { REDIS_URL, sleep } from '../common.mjs';
 
 const PREFIX = 'djbench'; // a key prefix of our own, so cleanup never touches other keys
 const QUEUE = 'noop';
@@ -36,8 +36,11 @@ export function create() {
   let queue = null;
   let worker = null;
   let redis = null;
+  let events = null;
 
   const q = () => (queue ??= new Queue(QUEUE, { connection: connection(), prefix: PREFIX }));
+  // The waitfor scenario's one QueueEvents of the process (a Redis stream reader), shared by every waiter.
+  const qe = () => (events ??= new QueueEvents(QUEUE, { connection: connection(), prefix: PREFIX }));
   const r = () => (redis ??= new Redis(connection()));
 
   return {
@@ -89,6 +92,20 @@ export function create() {
       await q().add(QUEUE, { i }, { deduplication: { id: key } });
     },
 
+    // The waitfor scenario: job.waitUntilFinished(queueEvents) is BullMQ's wait for a job's end.
+    // The handler waits holdMs before it ends, as ours does.
+    endWaits: true,
+    async enqueueHeld(i, holdMs) {
+      await qe().waitUntilReady();
+      return q().add(QUEUE, { i, holdMs });
+    },
+
+    // Resolves once the job ended: true when it completed (waitUntilFinished rejects when it failed).
+    async waitForEnd(job, timeoutMs) {
+      await job.waitUntilFinished(qe(), timeoutMs);
+      return true;
+    },
+
     async jobCount() {
       const counts = await q().getJobCounts();
       return Object.values(counts).reduce((a, b) => a + b, 0);
@@ -112,20 +129,28 @@ export function create() {
     },
 
     async startWorker({ concurrency, onJob }) {
-      worker = new Worker(QUEUE, async (job) => onJob(job.data), {
-        connection: connection(),
-        prefix: PREFIX,
-        concurrency,
-      });
+      worker = new Worker(
+        QUEUE,
+        async (job) => {
+          if (job.data.holdMs) await sleep(job.data.holdMs);
+          return onJob(job.data);
+        },
+        {
+          connection: connection(),
+          prefix: PREFIX,
+          concurrency,
+        },
+      );
       worker.on('error', (e) => console.error(`[bullmq] ${e.message}`));
       await worker.waitUntilReady();
     },
 
     async close() {
       if (worker) await worker.close();
+      if (events) await events.close();
       if (queue) await queue.close();
       if (redis) await redis.quit();
-      worker = queue = redis = null;
+      worker = queue = redis = events = null;
     },
   };
 }

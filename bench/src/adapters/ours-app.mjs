@@ -12,9 +12,12 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DATABASE_URL, analyzeSchema, dropSchema, sql } from '../common.mjs';
+import { DATABASE_URL, analyzeSchema, dropSchema, sleep, sql } from '../common.mjs';
 
 const JOB = 'noop';
+// The signal the signal scenarios' jobs wait for, and how long they wait: parked an hour ahead.
+const SIGNAL = 'go';
+const SIGNAL_WAIT_MS = 3_600_000;
 
 /** An adapter over the build at `dist` (a file URL of its lib/index.js), in its own schema. */
 export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchronousCommit = false }) {
@@ -28,6 +31,9 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
   const encryption = typeof lib.EncryptedValueError === 'function';
   // Builds with the pooler options (pooler, directConnection) take the PgBouncer scenarios; they export
   // nothing of them to test for, so the file of their pooler probe tells.
+  // Builds with durable execution (JobQueue.waitFor, signal) take the scenarios that measure them.
+  const endWaits = typeof JobQueue.prototype.waitFor === 'function';
+  const signals = typeof JobQueue.prototype.signal === 'function';
   const poolerOptions = existsSync(fileURLToPath(new URL('./storage/connection/pooler-probe.js', dist)));
   // A fixed key: the bench measures the sealing, not the key's secrecy.
   const keyring = encryption
@@ -52,10 +58,19 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
   let onJobHook = () => {};
   class Noop {
     // `steps`: that many no-op ctx.step() calls; `tx`: an empty ctx.transaction() writes the success.
-    // A plain drain's payload has neither.
+    // `signal`: waits for the signal SIGNAL (parked until it comes); the hook runs once the wait
+    // returned, on the attempt that resumed, and a resume with a payload that is not the job's own
+    // (or none: the wait ran out) is reported outside the counted range. `holdMs`: the handler waits
+    // that long, then the hook runs just before it returns (the waitfor scenario's end time).
+    // A plain drain's payload has none of them.
     async run(payload, ctx) {
       if (payload.steps) for (let s = 0; s < payload.steps; s++) await ctx.step(`s${s}`, () => s);
       if (payload.tx) await ctx.transaction(async () => null);
+      if (payload.signal) {
+        const got = await ctx.waitForSignal(SIGNAL, { timeout: SIGNAL_WAIT_MS });
+        return onJobHook(got?.i === payload.i ? payload : { i: -2 });
+      }
+      if (payload.holdMs) await sleep(payload.holdMs);
       await onJobHook(payload);
     }
   }
@@ -107,6 +122,8 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
       flowControl,
       durableSteps,
       encryption,
+      endWaits,
+      signals,
       // The flow-control scenarios this build takes (enqueueFlow's kinds).
       flow: flowControl ? ['limit', 'serial', 'groups'] : [],
       // Builds with the pooler options take the PgBouncer scenarios, with LISTEN on directConnection or without.
@@ -196,6 +213,51 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
         },
       }),
 
+      // The signal scenarios: n jobs that each wait for the signal, with indexes from `offset`; their ids.
+      async enqueueSignalWaiters(n, offset = 0) {
+        const { queue, Noop } = await client();
+        const items = new Array(n);
+        for (let k = 0; k < n; k++) items[k] = { job: Noop, payload: { i: offset + k, signal: true } };
+        return (await queue.enqueueMany(items)).map((r) => r.id);
+      },
+
+      // Jobs parked in the wait: queued, flagged with the signal's name, due no sooner than in 50 minutes.
+      async parkedCount() {
+        const { rows } = await sql(
+          `SELECT count(*) AS n FROM ${SCHEMA}.job
+            WHERE state = 'queued' AND awaits_signal = $1 AND run_at > now() + interval '50 minutes'`,
+          [SIGNAL],
+        );
+        return Number(rows[0].n);
+      },
+
+      // The job's signal, carrying its index (the handler checks it is its own).
+      async signal(id, i) {
+        const { queue } = await client();
+        await queue.signal(id, SIGNAL, { i });
+      },
+
+      // Signals stored and consumed: every one consumed once the jobs resumed.
+      async signalCounts() {
+        const { rows } = await sql(
+          `SELECT count(*) AS sent, count(consumed_at) AS consumed FROM ${SCHEMA}.job_signal WHERE name = $1`,
+          [SIGNAL],
+        );
+        return { sent: Number(rows[0].sent), consumed: Number(rows[0].consumed) };
+      },
+
+      // The waitfor scenario: one job whose handler waits holdMs before it ends; its id is the handle.
+      async enqueueHeld(i, holdMs) {
+        const { queue, Noop } = await client();
+        return (await queue.enqueue(Noop, { i, holdMs })).id;
+      },
+
+      // Resolves once the job ended (JobQueue.waitFor): true when it succeeded.
+      async waitForEnd(id, timeoutMs) {
+        const { queue } = await client();
+        return (await queue.waitFor(id, { timeout: timeoutMs })).state === 'succeeded';
+      },
+
       async jobCount() {
         return Number((await sql(`SELECT count(*) AS n FROM ${SCHEMA}.job`)).rows[0].n);
       },
@@ -221,6 +283,17 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
       },
 
       analyze: () => analyzeSchema(SCHEMA),
+
+      // As pendingCount, with only the queued jobs that are due: jobs parked an hour ahead are not
+      // pending for a drain.
+      async pendingDueCount() {
+        const { rows } = await sql(
+          `SELECT (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'queued' AND run_at <= now())
+              + (SELECT count(*) FROM ${SCHEMA}.job WHERE lease_expires_at IS NOT NULL)
+              + (SELECT count(*) FROM ${SCHEMA}.job WHERE state = 'waiting') AS n`,
+        );
+        return Number(rows[0].n);
+      },
 
       // Unfinished jobs, each count served by a partial index: queued (the claim
       // index), active (an active job is exactly one holding a lease: the lease
