@@ -21,6 +21,8 @@ export {
   type SetLimitsOptions,
 } from './queue/job-queues.service.js';
 export type { EnqueueOptions, ParentRef, DependencyOn, GetJobOptions, RetryJobOptions } from './queue/queue-options.js';
+export type { WaitForJobOptions } from './queue/queue-options.js';
+export type { GetEventOptions, SignalOptions } from './queue/durable-options.js';
 export { BatchBuilder, BatchDraft } from './queue/batch-builder.service.js';
 export { ChainDraft, FlowDraft, type FlowEdge, type FlowStepOptions } from './queue/flow-drafts.js';
 export type { StepOptions } from './queue/workflow-writer.js';

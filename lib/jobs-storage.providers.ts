@@ -22,6 +22,8 @@ import { MONITORING_READS } from './storage/monitoring/monitoring-reads.interfac
 import { monitoringReads, type OperatorStorages } from './storage/monitoring/postgres-monitoring-reads.js';
 import { MONITORING_STORAGE } from './storage/monitoring/monitoring-storage.interface.js';
 import { PostgresMonitoringStorage } from './storage/monitoring/postgres-monitoring-storage.js';
+import { PostgresSignalStorage } from './storage/jobs/signals/postgres-signal-storage.js';
+import { SIGNAL_STORAGE } from './storage/jobs/signals/signal-storage.interface.js';
 import { JobNotifications } from './storage/notifications/job-notifications.interface.js';
 import { NotificationListener } from './storage/notifications/notification-listener.js';
 import { PostgresQueueStorage } from './storage/queues/postgres-queue-storage.js';
@@ -89,6 +91,11 @@ export function storageProviders(): Provider[] {
       inject: [StorageContext, JobsConnection, WorkerConnections],
       useFactory: (c: StorageContext, connection: JobsConnection, w: WorkerConnections) =>
         new PostgresStepStorage(c, connection.owned ? 'own' : 'shared', w),
+    },
+    {
+      provide: SIGNAL_STORAGE,
+      inject: [StorageContext, WorkerConnections],
+      useFactory: (c: StorageContext, w: WorkerConnections) => new PostgresSignalStorage(c, w),
     },
     {
       provide: WORKFLOW_STORAGE,

@@ -23,6 +23,7 @@ const guide: DefaultTheme.SidebarItem[] = [
       { text: 'Getting started', link: '/guide/getting-started' },
       { text: 'Jobs', link: '/guide/jobs' },
       { text: 'Steps and exactly-once effects', link: '/guide/steps' },
+      { text: 'Durable execution', link: '/guide/durable-execution' },
       { text: 'Workflows', link: '/guide/workflows' },
       { text: 'Flow control', link: '/guide/flow-control' },
       { text: 'Recurring schedules', link: '/guide/schedules' },

@@ -28,3 +28,4 @@ export * from './job-cipher.js';
 export * from './error-bound.js';
 export * from './execution-history.js';
 export * from './services.js';
+export * from './signal-names.js';

@@ -117,6 +117,39 @@ export interface JobContext {
   /** ctx.sleep() until a point in time. */
   sleepUntil(name: string, until: Date): Promise<void>;
   /**
+   * Whether this run takes the path of a change named `name`, for changing a
+   * handler with steps while jobs are mid-way: true for a job that had
+   * recorded no step before it first asked (a new job, or one that never got
+   * that far under the old code), false for one whose earlier attempts
+   * recorded steps under the code before the change. The answer is recorded
+   * as the step `patch:<name>`, so every later attempt of the job gets the
+   * same one. Once no job from before the change is left, drop the call and
+   * keep the new path. See the Steps page, "Changing a handler".
+   */
+  patched(name: string): Promise<boolean>;
+  /**
+   * Waits for a signal sent to this job with `JobQueue.signal(id, name, payload)`
+   * and returns its payload (null for a signal without one), or null once
+   * `timeout` ms (at most a year, the default) have passed. The oldest
+   * signal of the name not yet consumed is consumed, whether it was sent
+   * before the job started, while it ran or while it waited. While no signal
+   * has come the attempt ends like ctx.sleep(): the job waits in the queue
+   * without holding a worker's slot or spending an attempt, and is made due
+   * when the signal arrives (or at the timeout); the next attempt runs the
+   * handler from the top, every finished step answered from storage. The
+   * wait is recorded as a step (`signal:<name>`), so a later attempt gets
+   * the same value and consumes nothing more; a name is waited for once per
+   * run.
+   */
+  waitForSignal<T = unknown>(name: string, options?: { timeout?: number }): Promise<T | null>;
+  /**
+   * Publishes `value` (JSON, bounded like a step's result) under `key` for
+   * this job, the last write of a key winning; `JobQueue.getEvent(id, key)`
+   * reads it from anywhere. Each call is recorded as a step
+   * (`event:<key>#<n>`), so a later attempt does not publish it again.
+   */
+  setEvent(key: string, value: unknown): Promise<void>;
+  /**
    * Runs `fn` in a transaction on the module's DataSource and writes this
    * job's success, with `fn`'s result as the job's result, in the same
    * transaction (fenced by this worker and attempt), then commits: the

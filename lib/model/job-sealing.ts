@@ -78,3 +78,11 @@ export function sealValueFor(cipher: JobCipher, job: { encrypted?: boolean }, va
 export function sealErrorFor(cipher: JobCipher, job: { encrypted?: boolean }, error: SerializedError): SerializedError {
   return job.encrypted ? cipher.sealError(error) : error;
 }
+
+/**
+ * A signal's payload sealed, when JobsModule has keys: the sender knows the job only by its id, so
+ * storage stores this for an encrypted job and the plain JSON for any other.
+ */
+export function sealSignalPayload(cipher: JobCipher, json: string | null): string | null {
+  return json !== null && cipher.enabled ? cipher.sealJson(json) : json;
+}

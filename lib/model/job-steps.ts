@@ -4,6 +4,9 @@ import { JobsError } from './errors.js';
 /** The longest step or sleep name: it is a key, not a place for data. */
 export const MAX_STEP_NAME_LENGTH = 200;
 
+/** What a step record is: a step's result, a sleep's end, or a signal wait's deadline and payload. */
+export type StepKind = 'step' | 'sleep' | 'signal';
+
 /** What `ctx.step(name, options, fn)` takes. */
 export interface JobStepOptions {
   /**
@@ -17,13 +20,13 @@ export interface JobStepOptions {
 export interface JobStep {
   /** The name given to `ctx.step()`, `ctx.sleep()` or `ctx.sleepUntil()`: unique within the job. */
   name: string;
-  /** `step` (ctx.step) or `sleep` (ctx.sleep, ctx.sleepUntil). */
-  kind: 'step' | 'sleep';
+  /** `step` (ctx.step, ctx.setEvent), `sleep` (ctx.sleep, ctx.sleepUntil) or `signal` (ctx.waitForSignal). */
+  kind: StepKind;
   /** The attempt that ran it. */
   attempt: number;
   /** When it was recorded: a step once `fn` returned, a sleep when it began (it ends at `wakeAt`). */
   completedAt: Date;
-  /** When a sleep ends (ends, or ended); null for a step. */
+  /** When a sleep ends (ends, or ended), or when a signal wait times out; null for a step. */
   wakeAt: Date | null;
   /** The stored result, when asked for (`get(id, { stepResults: true })`); absent otherwise. */
   result?: unknown;
@@ -32,7 +35,7 @@ export interface JobStep {
 /** A step or sleep as an attempt reads it back. */
 export interface StoredStep {
   name: string;
-  kind: 'step' | 'sleep';
+  kind: StepKind;
   attempt: number;
   result: unknown;
   wakeAt: Date | null;

@@ -60,7 +60,13 @@ export type AttemptOutcome =
   | { kind: 'failed'; error: SerializedError; hook: boolean }
   | { kind: 'cancelled'; error: SerializedError }
   /** Back to the queue until `until`, the attempt not spent (ctx.snooze, SnoozeJob). */
-  | { kind: 'snoozed'; until: Date; reason: string | null };
+  | {
+      kind: 'snoozed';
+      until: Date;
+      reason: string | null;
+      /** A ctx.waitForSignal() park: the signal it waits for, which the write checks has not come meanwhile. */
+      signal?: string;
+    };
 
 export interface FinishedAttempt {
   job: ClaimedJob;

@@ -91,6 +91,22 @@ export function inlineContext(run: InlineRun): JobContext {
         ENQUEUE_IT,
       );
     },
+    // Nothing was recorded before an inline run: it is new code's from its start.
+    patched: async () => true,
+    waitForSignal: async () => {
+      throw refuse(
+        'ctx.waitForSignal()',
+        'a signal is sent to a job row and consumed by an attempt of it, and an inline run has no row',
+        ENQUEUE_IT,
+      );
+    },
+    setEvent: async () => {
+      throw refuse(
+        'ctx.setEvent()',
+        'a published value belongs to a job row, read by getEvent(id), and an inline run has no row',
+        ENQUEUE_IT,
+      );
+    },
     transaction: async () => {
       throw refuse(
         'ctx.transaction()',

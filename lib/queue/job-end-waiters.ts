@@ -27,6 +27,8 @@ interface Waiter {
 export class JobEndWaiters {
   private readonly logger = new Logger('JobQueue');
   private readonly waiters = new Map<string, Set<Waiter>>();
+  /** getEvent()'s readers: woken by any announcement about their job (a value published, its end). */
+  private readonly watchers = new Map<string, Set<() => void>>();
   private unsubscribe: (() => void) | null = null;
   private listening: Promise<void> | null = null;
   private recheckTimer: NodeJS.Timeout | null = null;
@@ -93,6 +95,7 @@ export class JobEndWaiters {
       for (const w of set) w.reject(new JobsError(`waitFor(${id}): the app shut down before the job ended.`));
     }
     this.waiters.clear();
+    for (const set of this.watchers.values()) for (const wake of [...set]) wake();
     this.stopRecheck();
     this.unsubscribe?.();
     this.unsubscribe = null;
@@ -136,8 +139,40 @@ export class JobEndWaiters {
   }
 
   private notified(event: JobNotification): void {
-    if (event.topic !== 'ended' || !this.waiters.has(event.jobId)) return;
-    void this.recheck([event.jobId]);
+    if (event.topic !== 'ended' && event.topic !== 'event') return;
+    const watching = this.watchers.get(event.jobId);
+    if (watching) for (const wake of [...watching]) wake();
+    if (event.topic === 'ended' && this.waiters.has(event.jobId)) void this.recheck([event.jobId]);
+  }
+
+  /** Flags the job so its end is announced too; resolves once this process listens. */
+  async watchEnd(id: string): Promise<void> {
+    if (this.closed) throw new JobsError(`getEvent(${id}): the app is shutting down.`);
+    await this.listen();
+    await this.control.awaitEnd(id);
+  }
+
+  /**
+   * Resolves at the next announcement about the job (a value it published,
+   * its end), or after `ms`, capped at the re-check interval so a lost
+   * announcement costs no more than it does a waitFor().
+   */
+  async nextChange(id: string, ms: number): Promise<void> {
+    await this.listen();
+    const every = this.notifications.listening ? RECHECK_LISTENING_MS : RECHECK_POLLING_MS;
+    await new Promise<void>((resolve) => {
+      let set = this.watchers.get(id);
+      if (!set) this.watchers.set(id, (set = new Set()));
+      const done = () => {
+        clearTimeout(timer);
+        set.delete(done);
+        if (!set.size) this.watchers.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.min(ms, every));
+      set.add(done);
+    });
+    if (this.closed) throw new JobsError(`getEvent(${id}): the app shut down while it waited.`);
   }
 
   private startRecheck(): void {

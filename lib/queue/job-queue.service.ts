@@ -20,6 +20,7 @@ import {
 } from '../model/index.js';
 import { JOB_CONTROL_STORAGE, type JobControlStorage } from '../storage/jobs/control/job-control-storage.interface.js';
 import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
+import { SIGNAL_STORAGE, type SignalStorage } from '../storage/jobs/signals/signal-storage.interface.js';
 import { JobNotifications } from '../storage/notifications/job-notifications.interface.js';
 import {
   WORKFLOW_STORAGE,
@@ -32,7 +33,9 @@ import { InlineRunner } from './inline-runner.js';
 import { JobActions } from './job-actions.js';
 import { JobEnqueuer, type EnqueueItem, type EnqueueResult } from './job-enqueuer.js';
 import { JobFactory, type JobRef } from './job-factory.js';
+import type { GetEventOptions, SignalOptions } from './durable-options.js';
 import { checkWaitTimeout, JobEndWaiters } from './job-end-waiters.js';
+import { JobSignals } from './job-signals.js';
 import {
   WAIT_FOR_JOB_SHAPE,
   type EnqueueOptions,
@@ -53,6 +56,7 @@ export type { BatchMembersOptions } from './job-reads.js';
 export class JobQueue implements OnModuleDestroy {
   private readonly enqueuer: JobEnqueuer;
   private readonly waiters: JobEndWaiters;
+  private readonly signals: JobSignals;
   private readonly reads: JobReads;
   private readonly actions: JobActions;
   private readonly inline: InlineRunner;
@@ -68,8 +72,10 @@ export class JobQueue implements OnModuleDestroy {
     moduleRef: ModuleRef,
     @Inject(JOB_WRITE_RULES) writeRules: JobWriteRules,
     notifications: JobNotifications,
+    @Inject(SIGNAL_STORAGE) signals: SignalStorage,
   ) {
     this.waiters = new JobEndWaiters(control, notifications);
+    this.signals = new JobSignals(signals, this.waiters, factory.clock, writeRules.maxPayloadBytes);
     this.enqueuer = new JobEnqueuer(storage, factory, writer, events, writeRules.contextFrom);
     this.reads = new JobReads(control, workflows);
     this.actions = new JobActions(control, workflows, factory.clock);
@@ -166,6 +172,28 @@ export class JobQueue implements OnModuleDestroy {
         `${where}: the job was deleted as it ended. Potential fix: keep finished jobs longer (retention).`,
       );
     return info;
+  }
+
+  /**
+   * Stores a signal for the job, kept until a `ctx.waitForSignal(name)` of it consumes it (the oldest
+   * first), whether the job is running, waiting in a `waitForSignal` or not started yet; a job that
+   * waits for `name` is made due at once. `payload` (optional) is JSON, bounded by `maxPayloadBytes`.
+   * With `manager`, the signal is written in the caller's transaction and exists only if that commits.
+   * A job that has ended or does not exist is refused with a JobsError (JobsNotFoundError), and nothing
+   * is stored.
+   */
+  async signal(id: string, name: string, payload?: unknown, options?: SignalOptions): Promise<void> {
+    await this.signals.signal(id, name, payload, options);
+  }
+
+  /**
+   * The value the job published under `key` with `ctx.setEvent()` (its last write), or null when it has
+   * published none. With `timeout` (ms), waits that long for it to be published, woken when it is; it
+   * resolves with null at the timeout, and at once when the job ends without publishing it. An unknown
+   * job rejects with a JobsNotFoundError.
+   */
+  getEvent<T = unknown>(id: string, key: string, options?: GetEventOptions): Promise<T | null> {
+    return this.signals.getEvent<T>(id, key, options);
   }
 
   /** Open waits end with a JobsError: nothing will wake them once the app is closed. */

@@ -10,12 +10,9 @@ import {
   databaseCall,
   JobsError,
   settlesWithin,
-  type AttemptOutcome,
   type ClaimedJob,
   type JobContext,
-  type JobEventJob,
   type JobHandler,
-  type SerializedError,
 } from '../model/index.js';
 import { CLAIM_STORAGE, type ClaimStorage } from '../storage/jobs/claim/claim-storage.interface.js';
 import {
@@ -34,32 +31,14 @@ import { FailureHooks } from '../worker/failure-hooks.service.js';
 import { ReadersWriterLock } from '../worker/readers-writer-lock.js';
 import type { RunningJob, RunResult } from '../worker/running-job.js';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from '../worker/worker-options.js';
+import type { AttemptReport } from './attempt-report.js';
 import { CommitHooks } from './commit-hooks.js';
+import { LockedJobs } from './locked-jobs.js';
 import { FaultPlan } from './fault-plan.js';
 import { JOBS_TESTING_SETTINGS, type JobsTestingSettings } from './jobs-testing-options.interface.js';
 import { StorageTap, type TapListener } from './storage-tap.js';
 
-/** One attempt a drain ran, and what came of it. */
-export interface AttemptReport extends JobEventJob {
-  /** The id of the batch the job is a member of; null when it is a member of none. */
-  batchId: string | null;
-  /**
-   * `succeeded`, `retry` (queued again after its backoff), `failed` (for
-   * good; onFailure has run), `cancelled`, `snoozed` (queued again at
-   * `retryAt`, the attempt given back; ctx.sleep() too); `died`: dieAfterWork
-   * dropped the outcome, or dieAfterStep a step's record; `lost`: the outcome was not recorded (the job was no longer
-   * this runner's, or the app closed first).
-   */
-  outcome: AttemptOutcome['kind'] | 'died' | 'lost';
-  /** What the handler returned (succeeded). */
-  result?: unknown;
-  /** Why the attempt failed (retry, failed, cancelled). */
-  error?: SerializedError;
-  /** When the next attempt is due (retry, snoozed). */
-  retryAt?: Date;
-  /** The fault that shaped this attempt, if one did. */
-  injected?: 'failNext' | 'dieAfterWork' | 'dieAfterStep';
-}
+export type { AttemptReport } from './attempt-report.js';
 
 interface DrainRequest {
   /** Only this queue; default every queue. */
@@ -187,6 +166,7 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
       await this.hooks.sweep();
       // Paused queues, limits, groups and serial keys hold in a drain as on a worker.
       await this.claimer.settings.refresh();
+      const locks = new LockedJobs(this.claims);
       for (;;) {
         let claimed = 0;
         for (const queue of await this.queues(request.queue)) {
@@ -213,7 +193,11 @@ export class JobDrainer implements TapListener, BeforeApplicationShutdown {
           }
           reports.push(await this.runOne(job));
         }
-        if (claimed === 0) return reports;
+        if (claimed > 0) {
+          locks.claimed();
+          continue;
+        }
+        if ((await locks.next(request.names, this.clock.now())) === 'end') return reports;
       }
     } finally {
       await this.hooks.idle();

@@ -220,6 +220,16 @@ export class JobsTester {
     return this.waiter.waitForBatch(id, options);
   }
 
+  /**
+   * Sends a signal to a job, as `JobQueue.signal()` does: a job parked in
+   * `ctx.waitForSignal(name)` is due at once, so the next `drain()` resumes
+   * it with the payload. A wait's timeout is on the test's clock: `advance()`
+   * past it, then `drain()`, and the wait returns null.
+   */
+  signal(id: string, name: string, payload?: unknown): Promise<void> {
+    return this.jobs.signal(id, name, payload);
+  }
+
   /** Jobs with their payloads, oldest first; by default those not run yet (queued, due or later, and waiting). */
   enqueued(filter: EnqueuedFilter = {}): Promise<JobInfo[]> {
     return this.enqueuedJobs.list('JobsTester.enqueued()', filter);

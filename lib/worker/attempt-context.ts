@@ -1,3 +1,4 @@
+import type { AttemptSignals } from './attempt-signals.js';
 import type { EntityManager } from 'typeorm';
 import {
   describeValue,
@@ -30,6 +31,7 @@ export interface ContextHost {
   readonly hasEnded: boolean;
   signal(): AbortSignal;
   steps(): AttemptSteps;
+  signals(): AttemptSignals;
   transaction(): AttemptTransaction;
   stage(continuation: Continuation): void;
 }
@@ -113,6 +115,30 @@ class AttemptContext implements JobContext {
     return async (name, until) => {
       refuseAfterEnd(host, 'ctx.sleepUntil()');
       return host.steps().sleep(name, sleepTarget('ctx.sleepUntil', host.job, until), 'ctx.sleepUntil');
+    };
+  }
+
+  get patched(): JobContext['patched'] {
+    const host = this[HOST];
+    return async (name) => {
+      refuseAfterEnd(host, 'ctx.patched()');
+      return host.steps().patched(name);
+    };
+  }
+
+  get waitForSignal(): JobContext['waitForSignal'] {
+    const host = this[HOST];
+    return async <T>(name: string, options?: { timeout?: number }) => {
+      refuseAfterEnd(host, 'ctx.waitForSignal()');
+      return host.signals().waitForSignal<T>(name, options);
+    };
+  }
+
+  get setEvent(): JobContext['setEvent'] {
+    const host = this[HOST];
+    return async (key, value) => {
+      refuseAfterEnd(host, 'ctx.setEvent()');
+      return host.signals().setEvent(key, value);
     };
   }
 

@@ -1,3 +1,4 @@
+import { SIGNAL_STORAGE, type SignalStorage } from '../storage/jobs/signals/signal-storage.interface.js';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { JobRegistry } from '../discovery/job-registry.js';
@@ -46,6 +47,7 @@ export class AttemptRunner {
     @Inject(OUTCOME_STORAGE) private readonly storage: OutcomeStorage,
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     @Inject(STEP_STORAGE) private readonly steps: StepStorage,
+    @Inject(SIGNAL_STORAGE) private readonly signals: SignalStorage,
     @Inject(JOB_WRITE_RULES) private readonly writeRules: JobWriteRules,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
     private readonly events: JobEvents,
@@ -71,6 +73,7 @@ export class AttemptRunner {
       builder: this.builder,
       workerId,
       steps: this.steps,
+      signals: this.signals,
       maxResultBytes: this.writeRules.maxResultBytes,
       progress: (j, fraction, message) => progress.write(j, fraction, message),
       addToBatch: (batchId, row, before) => this.workflows.addToBatch(batchId, row, this.clock.now(), before),

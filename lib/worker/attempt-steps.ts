@@ -59,6 +59,8 @@ export class AttemptSteps {
   private loaded: Promise<Map<string, StoredStep>> | null = null;
   /** Names used in this run: a second call with one is a mistake, not a replay. */
   private readonly used = new Set<string>();
+  /** ctx.patched() answers of this run: asked again, the same answer. */
+  private readonly patches = new Map<string, boolean>();
 
   constructor(private readonly host: StepHost) {}
 
@@ -111,7 +113,41 @@ export class AttemptSteps {
     if (until > now) throw new SleepJob(name, until, now);
   }
 
-  private claim(where: string, name: unknown, example: string): asserts name is string {
+  /**
+   * ctx.patched(name): true for a run of code that has the change `name`
+   * from its first recorded step on, false for a job that recorded steps
+   * before it met the call (it ran under the code before the change).
+   * Recorded as the step `patch:<name>`, so every later attempt decides alike.
+   */
+  async patched(name: unknown): Promise<boolean> {
+    const { job } = this.host;
+    const where = `ctx.patched(${typeof name === 'string' ? JSON.stringify(name) : '…'}) in job "${job.name}" (${job.id})`;
+    checkStepName(where, name, "ctx.patched('tax-v2')");
+    const step = `patch:${name as string}`;
+    checkStepName(where, step, "ctx.patched('tax-v2')");
+    const decided = this.patches.get(step);
+    if (decided !== undefined) return decided;
+    this.host.checkRunning();
+    const recorded = await this.recorded();
+    const stored = recorded.get(step);
+    // Steps of earlier attempts without the marker: those attempts ran the code before the change.
+    const value = stored ? stored.result === true : recorded.size === 0;
+    if (!stored) {
+      const record: NewStep = {
+        name: step,
+        kind: 'step',
+        resultJson: JSON.stringify(value),
+        completedAt: this.host.clock.now(),
+        wakeAt: null,
+      };
+      if (!(await this.host.storage.recordStep(this.host.workerId, job, record))) throw this.host.lost();
+    }
+    this.patches.set(step, value);
+    return value;
+  }
+
+  /** Takes `name` for this run: a second use of it in one run is refused. */
+  claim(where: string, name: unknown, example: string): asserts name is string {
     checkStepName(where, name, example);
     if (this.used.has(name as string)) {
       throw new JobsError(
@@ -122,7 +158,8 @@ export class AttemptSteps {
     this.used.add(name as string);
   }
 
-  private recorded(): Promise<Map<string, StoredStep>> {
+  /** The job's recorded steps, read once per attempt. */
+  recorded(): Promise<Map<string, StoredStep>> {
     // A first attempt has nothing to read: steps are recorded by attempts, every later attempt
     // carries a higher number (a retry, a rescue, a snooze or a sleep counts on), and a claim
     // handed back before it started gives its number back with nothing recorded.

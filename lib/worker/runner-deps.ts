@@ -9,6 +9,7 @@ import type {
   JobRowBuilder,
   NewJob,
 } from '../model/index.js';
+import type { SignalStorage } from '../storage/jobs/signals/signal-storage.interface.js';
 import type { StepStorage } from '../storage/jobs/step-storage.interface.js';
 
 /** What every attempt of a worker (or of the testing kit's drain) runs with; made once by AttemptRunner. */
@@ -19,6 +20,7 @@ export interface RunnerDeps {
   /** The worker whose attempts these are: step records and ctx.transaction are fenced by it. */
   workerId: string;
   steps: StepStorage;
+  signals: SignalStorage;
   /** Largest job or step result, in bytes of JSON. */
   maxResultBytes: number;
   progress(job: ClaimedJob, fraction: number, message: string | null): Promise<void>;

@@ -3,7 +3,6 @@ import { attemptInterceptors, interceptedRun, type AttemptInterceptor } from '..
 import type { RegisteredJob } from '../discovery/job-registry.js';
 import {
   computeBackoff,
-  DeadlineExceededError,
   EncryptedValueError,
   frozenContext,
   JobCancelledError,
@@ -21,6 +20,8 @@ import {
   type JobLogger,
 } from '../model/index.js';
 import { jobContext } from './attempt-context.js';
+import { AttemptSignals, SignalWait } from './attempt-signals.js';
+import { deadlineError, pastDeadline } from './job-deadline.js';
 import { AttemptSteps, SleepJob } from './attempt-steps.js';
 import { AttemptTransaction } from './attempt-transaction.js';
 import { loggableMessage, loggableStack } from './outcome-log.js';
@@ -63,6 +64,7 @@ export class RunningJob {
   private failedWith: Error | undefined;
   /** Made on the first ctx.step() or ctx.sleep(): most handlers have none. */
   private stepsOfRun: AttemptSteps | null = null;
+  private signalsOfRun: AttemptSignals | null = null;
   /** Made on the first ctx.transaction(). */
   private transactionOfRun: AttemptTransaction | null = null;
   /** The DI sub-tree of this attempt's scoped handler and interceptors, made on first need. */
@@ -96,6 +98,20 @@ export class RunningJob {
       lost: () => this.lost(),
       openTransaction: () => this.transactionOfRun?.open() ?? null,
       dieAfterStep: this.faults.dieAfterStep,
+    }));
+  }
+
+  /** This attempt's ctx.waitForSignal() and ctx.setEvent(). */
+  signals(): AttemptSignals {
+    return (this.signalsOfRun ??= new AttemptSignals({
+      job: this.job,
+      workerId: this.deps.workerId,
+      clock: this.deps.clock,
+      storage: this.deps.signals,
+      maxResultBytes: this.deps.maxResultBytes,
+      steps: this.steps(),
+      lost: () => this.lost(),
+      checkRunning: () => this.checkRunning(),
     }));
   }
 
@@ -173,7 +189,7 @@ export class RunningJob {
     }
     // Claimed before its deadline but about to start after it (it waited in the buffer): it does not start.
     if (job.deadline && new Date(job.deadline) <= this.deps.clock.now()) {
-      return this.failedForGood(this.deadlineError('start'));
+      return this.failedForGood(deadlineError(this.job, 'start'));
     }
     const timer =
       job.timeoutMs && job.timeoutMs > 0 ? setTimeout(() => this.stop('timeout'), job.timeoutMs) : undefined;
@@ -282,31 +298,17 @@ export class RunningJob {
     const now = this.deps.clock.now().getTime();
     if (err instanceof SnoozeJob) {
       const until = err instanceof SleepJob ? err.until : new Date(now + err.ms);
-      if (this.pastDeadline(until)) return this.failedForGood(this.deadlineError('snooze'));
-      return { outcome: { kind: 'snoozed', until, reason: err.message } };
+      if (pastDeadline(this.job, until)) return this.failedForGood(deadlineError(this.job, 'snooze'));
+      const signal = err instanceof SignalWait ? { signal: err.signal } : {};
+      return { outcome: { kind: 'snoozed', until, reason: err.message, ...signal } };
     }
     const permanent = err instanceof PermanentJobError || err.name === 'PermanentJobError';
     if (!permanent && job.attempt < job.maxAttempts) {
       const retryAt = new Date(now + computeBackoff(this.registered.options.backoff, job.attempt, err));
-      if (this.pastDeadline(retryAt)) return this.failedForGood(this.deadlineError('retry', err));
+      if (pastDeadline(this.job, retryAt)) return this.failedForGood(deadlineError(this.job, 'retry', err));
       return { outcome: { kind: 'retry', error: serializeError(err), retryAt } };
     }
     return this.failedForGood(err);
-  }
-
-  private pastDeadline(at: Date): boolean {
-    return !!this.job.deadline && at > new Date(this.job.deadline);
-  }
-
-  private deadlineError(when: 'start' | 'retry' | 'snooze', cause?: Error): DeadlineExceededError {
-    const deadline = new Date(this.job.deadline!).toISOString();
-    const what =
-      when === 'start'
-        ? `its deadline ${deadline} passed before it could start`
-        : when === 'retry'
-          ? `its next attempt would come after its deadline ${deadline} (attempt ${this.job.attempt} failed: ${cause?.message})`
-          : `it asked to snooze past its deadline ${deadline}`;
-    return new DeadlineExceededError(`Job "${this.job.name}" (${this.job.id}) failed for good: ${what}`);
   }
 
   private failedForGood(err: Error): RunResult {

@@ -54,6 +54,14 @@ export interface GreetPayload {
   spawn?: string;
 }
 
+/** Waits a minute (on the app's clock) for a decision, and returns it: null when none came. */
+@Job('kit-await-decision', { queue: 'greetings' })
+export class AwaitDecision implements JobHandler<{ tag: string }> {
+  run(_payload: { tag: string }, ctx: JobContext): Promise<unknown> {
+    return ctx.waitForSignal('decision', { timeout: 60_000 });
+  }
+}
+
 @Job('kit-greet', { queue: 'greetings' })
 export class Greet implements JobHandler<GreetPayload, { greeted: string }> {
   constructor(
@@ -156,7 +164,7 @@ export class Scoped implements JobHandler<{ tag: string }, { sameJob: boolean }>
 }
 
 @Module({
-  providers: [KitLog, Greet, Flaky, Charge, Held, Forever, Tick, RunContext, Scoped],
+  providers: [KitLog, Greet, AwaitDecision, Flaky, Charge, Held, Forever, Tick, RunContext, Scoped],
   exports: [KitLog],
 })
 export class KitJobsModule {}

@@ -24,10 +24,32 @@ export function reencryptStatements(schema: string) {
       (p) =>
         `SELECT id::text AS id, error FROM ${s}.job_execution WHERE job_id = ANY(${p.ids}::uuid[]) AND error IS NOT NULL`,
     ),
+    // A step's sealed result, and a signal wait's, whose result holds the consumed payload.
     steps: statement<{ ids: readonly string[] }>()(
       ['ids'],
+      (p) => `SELECT job_id, name, result FROM ${s}.job_step WHERE job_id = ANY(${p.ids}::uuid[])
+         AND (jsonb_typeof(result) = 'string' OR (kind = 'signal' AND jsonb_typeof(result -> 'payload') = 'string'))`,
+    ),
+    signals: statement<{ ids: readonly string[] }>()(
+      ['ids'],
       (p) =>
-        `SELECT job_id, name, result FROM ${s}.job_step WHERE job_id = ANY(${p.ids}::uuid[]) AND jsonb_typeof(result) = 'string'`,
+        `SELECT id::text AS id, payload FROM ${s}.job_signal WHERE job_id = ANY(${p.ids}::uuid[]) AND jsonb_typeof(payload) = 'string'`,
+    ),
+    events: statement<{ ids: readonly string[] }>()(
+      ['ids'],
+      (p) =>
+        `SELECT job_id, key, value FROM ${s}.job_event_value WHERE job_id = ANY(${p.ids}::uuid[]) AND jsonb_typeof(value) = 'string'`,
+    ),
+    updateSignals: statement<{ ids: unknown[]; payloads: unknown[] }>()(
+      ['ids', 'payloads'],
+      (p) => `UPDATE ${s}.job_signal g SET payload = v.payload
+        FROM unnest(${p.ids}::bigint[], ${p.payloads}::jsonb[]) AS v(id, payload) WHERE g.id = v.id`,
+    ),
+    updateEvents: statement<{ jobIds: unknown[]; keys: unknown[]; values: unknown[] }>()(
+      ['jobIds', 'keys', 'values'],
+      (p) => `UPDATE ${s}.job_event_value t SET value = v.value
+        FROM unnest(${p.jobIds}::uuid[], ${p.keys}::text[], ${p.values}::jsonb[]) AS v(job_id, key, value)
+       WHERE t.job_id = v.job_id AND t.key = v.key`,
     ),
     updateJobs: statement<{
       ids: unknown[];
@@ -93,7 +115,12 @@ export async function reencryptChunk(
     }
   };
   const ids = jobs.map((j) => j.id as string);
-  const [executions, steps] = await Promise.all([sql.executions.run(tx, { ids }), sql.steps.run(tx, { ids })]);
+  const [executions, steps, signals, events] = await Promise.all([
+    sql.executions.run(tx, { ids }),
+    sql.steps.run(tx, { ids }),
+    sql.signals.run(tx, { ids }),
+    sql.events.run(tx, { ids }),
+  ]);
 
   const jobUpdates: Array<[string, string | null, string | null, string | null, string | null, string | null]> = [];
   for (const j of jobs) {
@@ -112,7 +139,13 @@ export async function reencryptChunk(
     .map((e) => [e.id as string, resealError(e.error as SerializedError, reseal)] as const)
     .filter(([, error]) => error !== null);
   const stepUpdates = steps
-    .map((t) => [t.job_id as string, t.name as string, reseal(t.result, true)] as const)
+    .map((t) => [t.job_id as string, t.name as string, resealStep(t.result, reseal)] as const)
+    .filter(([, , value]) => value !== null);
+  const signalUpdates = signals
+    .map((g) => [g.id as string, reseal(g.payload, true)] as const)
+    .filter(([, value]) => value !== null);
+  const eventUpdates = events
+    .map((e) => [e.job_id as string, e.key as string, reseal(e.value, true)] as const)
     .filter(([, , value]) => value !== null);
 
   if (jobUpdates.length) {
@@ -133,7 +166,22 @@ export async function reencryptChunk(
     const at = (i: number) => column(stepUpdates, i);
     await sql.updateSteps.run(tx, { jobIds: at(0), names: at(1), results: at(2) });
   }
+  if (signalUpdates.length) {
+    await sql.updateSignals.run(tx, { ids: column(signalUpdates, 0), payloads: column(signalUpdates, 1) });
+  }
+  if (eventUpdates.length) {
+    const at = (i: number) => column(eventUpdates, i);
+    await sql.updateEvents.run(tx, { jobIds: at(0), keys: at(1), values: at(2) });
+  }
   return result;
+}
+
+/** A step's result re-sealed, as the JSON to store: a sealed result, or a signal wait's sealed payload. */
+function resealStep(result: unknown, reseal: (value: unknown, json: boolean) => string | null): string | null {
+  if (typeof result === 'string') return reseal(result, true);
+  const { payload } = result as { payload: unknown };
+  const sealed = reseal(payload, true);
+  return sealed === null ? null : JSON.stringify({ ...(result as object), payload: JSON.parse(sealed) as unknown });
 }
 
 /** Re-seals the payloads of schedules of encrypted jobs (few rows: one round). */

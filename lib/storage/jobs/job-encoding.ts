@@ -296,6 +296,8 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
         hook: null,
         extra: true,
         run: encodeRun(job),
+        // A signal wait's park: due at once if its signal came while the attempt was ending.
+        ...(outcome.signal === undefined ? {} : { signal: outcome.signal }),
       };
     } else {
       failedIds.push(job.id);

@@ -16,7 +16,9 @@ export type JobNotification =
   /** A queue's settings changed (limits, pause, groups or serial keys seen): re-read them. */
   | { topic: 'queues'; queue: string }
   /** A job someone waits for (`waitFor`) ended: waiters look it up. */
-  | { topic: 'ended'; jobId: string };
+  | { topic: 'ended'; jobId: string }
+  /** A job published a value (`ctx.setEvent`): readers waiting in `getEvent` look again. */
+  | { topic: 'event'; jobId: string };
 
 export type NotificationTopic = JobNotification['topic'];
 
@@ -26,6 +28,7 @@ export const TOPIC_PREFIXES: Readonly<Record<NotificationTopic, string>> = {
   schedules: 's:',
   queues: 'k:',
   ended: 'e:',
+  event: 'v:',
 };
 
 /** Decodes a payload; null for a topic this build does not know (a newer instance may send one). */
@@ -42,6 +45,8 @@ export function decodeNotification(payload: string): JobNotification | null {
       return { topic: 'queues', queue: arg };
     case TOPIC_PREFIXES.ended:
       return { topic: 'ended', jobId: arg };
+    case TOPIC_PREFIXES.event:
+      return { topic: 'event', jobId: arg };
     default:
       return null;
   }

@@ -88,13 +88,22 @@ class PlainJob implements JobHandler<Secret> {
   }
 }
 
+/** Publishes the marker, then waits for a token and returns it. */
+@Job('enc-await', { encrypted: true, maxAttempts: 1 })
+class AwaitToken implements JobHandler<Secret> {
+  async run(payload: Secret, ctx: JobContext) {
+    await ctx.setEvent('contact', payload.email);
+    return { token: await ctx.waitForSignal('token', { timeout: 3_600_000 }) };
+  }
+}
+
 const schemas: string[] = [];
 const apps: INestApplication[] = [];
 
 async function boot(schema: string, options: Partial<JobsModuleOptions>, dashboard = false) {
   const app = await startJobsApp(schema, options, {
     imports: [TerminusModule, ...(dashboard ? [JobsDashboardModule.register({ public: true })] : [])],
-    providers: [SecretJob, PlainJob, JobsHealthIndicator],
+    providers: [SecretJob, PlainJob, AwaitToken, JobsHealthIndicator],
   });
   apps.push(app);
   return app;
@@ -216,6 +225,59 @@ describe('encryption at rest', () => {
       return true;
     });
     expect((await jobs.get(ids[1]!))!.result).toEqual({ sentTo: `${MARKER}-1` });
+  });
+
+  it("an encrypted job's signals and published values are sealed at rest, and reencrypt re-seals them", async () => {
+    const schema = uniqueSchema('enc_signals');
+    schemas.push(schema);
+    const raw = async (id: string) => {
+      const signals = await sql<{ t: string }>(
+        `SELECT payload #>> '{}' AS t FROM ${schema}.job_signal WHERE job_id = $1`,
+        [id],
+      );
+      const values = await sql<{ t: string }>(
+        `SELECT value #>> '{}' AS t FROM ${schema}.job_event_value WHERE job_id = $1`,
+        [id],
+      );
+      const steps = await sql<{ t: string }>(`SELECT s::text AS t FROM ${schema}.job_step s WHERE job_id = $1`, [id]);
+      return [...signals, ...values, ...steps].map((r) => r.t);
+    };
+    const first = await boot(schema, { encryption: ONLY_K1 });
+    const { id } = await first.get(JobQueue).enqueue(AwaitToken, { email: MARKER });
+    await waitFor('the job to publish and wait', async () => {
+      const [row] = await sql<{ a: string | null }>(`SELECT awaits_signal AS a FROM ${schema}.job WHERE id = $1`, [id]);
+      return row!.a === 'token';
+    });
+    await first.get(JobQueue).signal(id, 'token', { secret: MARKER });
+    await expect(first.get(JobQueue).waitFor(id, { timeout: 30_000 })).resolves.toMatchObject({
+      result: { token: { secret: MARKER } },
+    });
+    expect(await first.get(JobQueue).getEvent(id, 'contact')).toBe(MARKER);
+    // Not started: its signal waits sealed. A plain job's signal is stored as sent.
+    const later = await first.get(JobQueue).enqueue(AwaitToken, { email: MARKER }, { delay: 3_600_000 });
+    await first.get(JobQueue).signal(later.id, 'token', { secret: MARKER });
+    const plain = await first.get(JobQueue).enqueue(PlainJob, { email: 'x' }, { delay: 3_600_000 });
+    await first.get(JobQueue).signal(plain.id, 'note', { open: 'text' });
+    for (const text of [...(await raw(id)), ...(await raw(later.id))]) expect(text).not.toContain(MARKER);
+    expect((await raw(later.id))[0]).toMatch(/^\$enc1:k1:/);
+    expect(JSON.parse((await raw(plain.id))[0]!)).toEqual({ open: 'text' });
+    await first.close();
+
+    const both = await producer(schema, BOTH_K2);
+    await both.get(JobsAdmin).reencrypt();
+    const resealed = [...(await raw(id)), ...(await raw(later.id))].join('\n');
+    expect(resealed).not.toContain('$enc1:k1:');
+    expect(resealed).toContain('$enc1:k2:');
+    await both.close();
+
+    const next = await boot(schema, { encryption: ONLY_K2 });
+    const jobs = next.get(JobQueue);
+    expect(await jobs.getEvent(id, 'contact')).toBe(MARKER);
+    await next.get(JobsAdmin).runNow(later.id);
+    await expect(jobs.waitFor(later.id, { timeout: 30_000 })).resolves.toMatchObject({
+      state: 'succeeded',
+      result: { token: { secret: MARKER } },
+    });
   });
 
   it('the CLI: show decrypts with JOBS_ENCRYPTION_KEYS, and reencrypt re-seals; bad key material is refused', async () => {

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { BatchBuilder, JobQueue, JobQueues, JobsError, PermanentJobError } from 'nestjs-durable-jobs';
@@ -5,7 +6,17 @@ import { JobsTester, JobsTestingModule, ManualClock, type AttemptReport } from '
 import { DataSource } from 'typeorm';
 import { databaseUrl, dropSchemas, sql, uniqueSchema } from '../../support/database.js';
 import { startJobsApp } from '../../support/jobs-app.js';
-import { Charge, Flaky, Forever, Greet, Held, KitJobsModule, KitLog, Scoped } from '../../support/kit.jobs.js';
+import {
+  AwaitDecision,
+  Charge,
+  Flaky,
+  Forever,
+  Greet,
+  Held,
+  KitJobsModule,
+  KitLog,
+  Scoped,
+} from '../../support/kit.jobs.js';
 import { startTestingApp, type TestingApp } from '../../support/testing-app.js';
 
 // JobsTestingModule in its default mode ('manual'): a schema per test app,
@@ -192,6 +203,23 @@ describe('drain()', () => {
     ]);
   });
 
+  it('claims a due job whose row another transaction held for a moment when it looked, instead of ending with it due', async () => {
+    const { jobs, tester } = t;
+    const { id } = await jobs.enqueue(Greet, { tag: 'held a moment' });
+    // What waitFor() and signal() do to a job's row, held longer: a claim skips a locked row.
+    const holder = new pg.Client({ connectionString: databaseUrl() });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM "${tester.schema}".job WHERE id = $1 FOR UPDATE`, [id]);
+      const released = new Promise((resolve) => setTimeout(resolve, 200)).then(() => holder.query('COMMIT'));
+      expect(tags(await tester.drain())).toEqual(['kit-greet:held a moment#1 succeeded']);
+      await released;
+    } finally {
+      await holder.end();
+    }
+  });
+
   it('lets JobQueue.waitFor() resolve when drain() ends the job, also after advance() brought its retry due', async () => {
     const { jobs, tester } = t;
     const { id } = await jobs.enqueue(Flaky, { tag: 'awaited', okFrom: 2 });
@@ -202,6 +230,20 @@ describe('drain()', () => {
     await tester.advance(60_000);
     expect(tags(await tester.drain())).toEqual(['kit-flaky:awaited#2 succeeded']);
     expect(await waited).toMatchObject({ id, state: 'succeeded', attempt: 2 });
+  });
+
+  it('resumes a job waiting for a signal on the next drain after tester.signal(), and times its wait out on advance()', async () => {
+    const { jobs, tester } = t;
+    const signalled = await jobs.enqueue(AwaitDecision, { tag: 'signalled' });
+    const forgotten = await jobs.enqueue(AwaitDecision, { tag: 'forgotten' });
+    expect((await tester.drain()).map((r) => r.outcome)).toEqual(['snoozed', 'snoozed']);
+    expect(await tester.drain()).toEqual([]);
+    await tester.signal(signalled.id, 'decision', { approved: true });
+    expect(tags(await tester.drain())).toEqual(['kit-await-decision:signalled#2 succeeded']);
+    expect((await jobs.get(signalled.id))!.result).toEqual({ approved: true });
+    await tester.advance(60_000);
+    expect(tags(await tester.drain())).toEqual(['kit-await-decision:forgotten#2 succeeded']);
+    expect((await jobs.get(forgotten.id))!.result).toBeNull();
   });
 
   it('has run onFailure by the time it resolves with a job failed for good', async () => {

@@ -70,6 +70,18 @@ export function claimStatements(schema: string) {
        WHERE ${p.workerId} = ANY(jq.waiting_workers)`,
     ),
 
+    // The due jobs of `names`, and how many of them another transaction holds locked right now (a
+    // waitFor flag, a signal): a claim skips those, so the testing kit's drain, which ends when a
+    // claim finds nothing, looks again.
+    dueJobs: statement<{ names: readonly string[]; now: Date }>()(
+      ['names', 'now'],
+      (p) => `SELECT count(*)::int AS due,
+             count(*) FILTER (WHERE id NOT IN (SELECT id FROM ${s}.job
+                                                 WHERE state = 'queued' AND run_at <= ${p.now} AND name = ANY(${p.names}::text[])
+                                                   FOR UPDATE SKIP LOCKED))::int AS locked
+        FROM ${s}.job WHERE state = 'queued' AND run_at <= ${p.now} AND name = ANY(${p.names}::text[])`,
+    ),
+
     // A loose index scan over the claim index: one probe per distinct queue.
     queuesWithWork: fixedStatement(`WITH RECURSIVE q AS (
       (SELECT queue FROM ${s}.job WHERE state = 'queued' ORDER BY queue LIMIT 1)

@@ -44,6 +44,8 @@ export interface ClaimStorage {
   claimControlled(request: ClaimRequest): Promise<ClaimResult>;
   /** Drops the worker's waits for limited queues' slots: it stops claiming. */
   leaveWaits(workerId: string): Promise<void>;
+  /** How many jobs of `names` are due, and how many of them another transaction holds locked now (a claim skips those): for the testing kit's drain. */
+  dueJobs(names: readonly string[], now: Date): Promise<{ due: number; locked: number }>;
   /** Queues that hold eligible work, for workers that serve every queue. */
   queuesWithWork(): Promise<string[]>;
   /** Opens the worker's own connections before its first claim, so the first jobs do not wait for them. */

@@ -53,6 +53,11 @@ export class PostgresClaimStorage implements ClaimStorage {
     await this.sql.leaveWaits.run(this.pool, { workerId });
   }
 
+  async dueJobs(names: readonly string[], now: Date): Promise<{ due: number; locked: number }> {
+    const [row] = await this.sql.dueJobs.run(this.pool, { names, now });
+    return { due: Number(row?.due ?? 0), locked: Number(row?.locked ?? 0) };
+  }
+
   async queuesWithWork(): Promise<string[]> {
     return (await this.sql.queuesWithWork.run(this.pool, {})).map((r) => r.queue as string);
   }

@@ -34,6 +34,7 @@ export function controlStatements(schema: string) {
     // order the records were written in (completed_at follows the app's clock, which may stand
     // still). A fromStep the job never recorded writes nothing: `go` is empty, so neither the update,
     // the reopening nor the delete runs, and the job's recorded steps come back for the message.
+    // A ctx.patched() answer stays through fromStep: the rerun keeps the path the job took.
     // All in one statement under the job's row lock, so the check and the writes cannot be split.
     retry: statement<{
       jobId: string;
@@ -62,7 +63,8 @@ export function controlStatements(schema: string) {
       SELECT ${s}.${ROUTINE_NAMES.reopenJob}(go.id, go.state) FROM go WHERE go.batch_id IS NOT NULL OR go.has_dependents
     ), forget AS (
       DELETE FROM ${s}.job_step st USING u
-       WHERE st.job_id = u.id AND (${p.resetSteps}::boolean OR st.seq >= (SELECT seq FROM mark))
+       WHERE st.job_id = u.id
+         AND (${p.resetSteps}::boolean OR (st.seq >= (SELECT seq FROM mark) AND st.name NOT LIKE 'patch:%'))
     )
     SELECT id, ${notifySql('queue', p.channel, 'queue')}, NULL::text[] AS recorded, NULL::int AS recorded_count FROM u
     UNION ALL SELECT NULL, NULL, NULL, NULL FROM r

@@ -134,7 +134,12 @@ export function outcomeStatements(schema: string) {
         const next = `(CASE WHEN j.cancel_requested AND ${failed('state')} = 'queued' THEN 'cancelled' ELSE ${failed('state')} END)`;
         return `WITH u AS (
       UPDATE ${s}.job j
-         SET state = ${next}, run_at = coalesce((${failed('run_at')})::timestamptz, j.run_at),
+         SET state = ${next},
+             -- A signal wait's park whose signal came meanwhile (the signal cleared awaits_signal under
+             -- this row's lock) is due now, not at its deadline.
+             run_at = CASE WHEN ${failed('signal')} IS NOT NULL AND j.awaits_signal IS DISTINCT FROM ${failed('signal')}
+                           THEN ${p.now}::timestamptz
+                           ELSE coalesce((${failed('run_at')})::timestamptz, j.run_at) END,
              max_attempts = j.max_attempts + CASE WHEN (${failed('extra')})::boolean THEN 1 ELSE 0 END,
              last_error = CASE WHEN ${next} = 'cancelled' AND ${failed('state')} = 'queued' THEN jsonb_build_object(
                'name', '${CANCELLED}',

@@ -1,0 +1,130 @@
+import { sealJsonFor, sealSignalPayload, type JobCipher, type JobState } from '../../../model/index.js';
+import { executorFor, type PoolExecutor, type SqlExecutor } from '../../sql/sql-executor.js';
+import type { StorageContext } from '../../sql/storage-context.js';
+import type { TxScope } from '../../sql/storage-tx.interface.js';
+import type { HeldJob } from '../outcomes/outcome-storage.interface.js';
+import type { WorkerConnections } from '../worker-connections.js';
+import { signalStatements, type SignalStatements } from './signal-statements.js';
+import type { ConsumeResult, EventRead, SendSignalResult, SignalStorage } from './signal-storage.interface.js';
+
+export class PostgresSignalStorage implements SignalStorage {
+  private readonly sql: SignalStatements;
+  private readonly pool: PoolExecutor;
+  private readonly cipher: JobCipher;
+  private readonly channel: string;
+
+  constructor(
+    context: StorageContext,
+    /** A handler's writes go through the worker's connections, as its steps do. */
+    private readonly connections: WorkerConnections,
+  ) {
+    this.sql = signalStatements(context.schema);
+    this.pool = context.executor;
+    this.cipher = context.cipher;
+    this.channel = context.channel;
+  }
+
+  private worker(): SqlExecutor {
+    return this.connections.executor;
+  }
+
+  async send(
+    jobId: string,
+    name: string,
+    payloadJson: string | null,
+    now: Date,
+    tx?: TxScope,
+  ): Promise<SendSignalResult> {
+    const on = executorFor(tx, this.pool);
+    const sealed = sealSignalPayload(this.cipher, payloadJson);
+    const [row] = await this.sql.send.run(on, {
+      jobId,
+      name,
+      payload: payloadJson,
+      sealed,
+      now,
+      channel: this.channel,
+    });
+    if (row?.signal !== null && row?.signal !== undefined) return { outcome: 'sent' };
+    const [job] = await this.sql.stateOf.run(on, { jobId });
+    return job ? { outcome: 'finished', state: job.state as JobState } : { outcome: 'not-found' };
+  }
+
+  async beginWait(
+    workerId: string,
+    job: HeldJob,
+    name: string,
+    step: string,
+    now: Date,
+    deadline: Date,
+  ): Promise<boolean> {
+    const [row] = await this.sql.beginWait.run(this.worker(), {
+      jobId: job.id,
+      attempt: job.attempt,
+      workerId,
+      name,
+      step,
+      now,
+      deadline,
+    });
+    return Number(row!.fenced) > 0;
+  }
+
+  async consume(workerId: string, job: HeldJob, name: string, step: string, now: Date): Promise<ConsumeResult> {
+    const [row] = await this.sql.consume.run(this.worker(), {
+      jobId: job.id,
+      attempt: job.attempt,
+      workerId,
+      name,
+      step,
+      now,
+    });
+    if (Number(row!.fenced) === 0) return { outcome: 'lost' };
+    const result = row!.result as { payload: unknown } | null;
+    return result ? { outcome: 'consumed', payload: result.payload } : { outcome: 'none' };
+  }
+
+  async timeOut(workerId: string, job: HeldJob, step: string, now: Date): Promise<boolean> {
+    const rows = await this.sql.timeOut.run(this.worker(), {
+      jobId: job.id,
+      attempt: job.attempt,
+      workerId,
+      step,
+      now,
+    });
+    return rows.length > 0;
+  }
+
+  async setEvent(
+    workerId: string,
+    job: HeldJob,
+    key: string,
+    step: string,
+    valueJson: string,
+    now: Date,
+  ): Promise<boolean> {
+    const value = sealJsonFor(this.cipher, job, valueJson)!;
+    const [row] = await this.sql.setEvent.run(this.worker(), {
+      jobId: job.id,
+      attempt: job.attempt,
+      workerId,
+      key,
+      step,
+      value,
+      now,
+      channel: this.channel,
+    });
+    return Number(row!.fenced) > 0;
+  }
+
+  async getEvent(jobId: string, key: string): Promise<EventRead> {
+    const [row] = await this.sql.getEvent.run(this.pool, { jobId, key });
+    if (!row) return { outcome: 'not-found' };
+    const value = row.found ? this.cipher.openValue(row.value, `The value "${key}" of job ${jobId}`) : null;
+    return { outcome: 'read', state: row.state as JobState, found: row.found === true, value };
+  }
+
+  openPayload(stored: unknown, where: string): unknown {
+    return this.cipher.openValue(stored ?? null, where);
+  }
+}

@@ -1,2 +1,0 @@
-DROP TRIGGER IF EXISTS awaited_job_ended ON :SCHEMA.job;
-ALTER TABLE :SCHEMA.job DROP COLUMN IF EXISTS awaited;

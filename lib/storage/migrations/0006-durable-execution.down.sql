@@ -1,0 +1,10 @@
+DELETE FROM :SCHEMA.job_step WHERE kind = 'signal';
+ALTER TABLE :SCHEMA.job_step DROP CONSTRAINT IF EXISTS job_step_check;
+ALTER TABLE :SCHEMA.job_step ADD CONSTRAINT job_step_check CHECK ((kind = 'sleep') = (wake_at IS NOT NULL));
+ALTER TABLE :SCHEMA.job_step DROP CONSTRAINT IF EXISTS job_step_kind_check;
+ALTER TABLE :SCHEMA.job_step ADD CONSTRAINT job_step_kind_check CHECK (kind IN ('step', 'sleep'));
+DROP TABLE IF EXISTS :SCHEMA.job_event_value;
+DROP TABLE IF EXISTS :SCHEMA.job_signal;
+DROP TRIGGER IF EXISTS awaited_job_ended ON :SCHEMA.job;
+ALTER TABLE :SCHEMA.job DROP COLUMN IF EXISTS awaits_signal;
+ALTER TABLE :SCHEMA.job DROP COLUMN IF EXISTS awaited;
