@@ -60,6 +60,7 @@ export {
   JobsDatabaseError,
   JobsNotFoundError,
   PermanentJobError,
+  ChildJobFailedError,
   JobTimeoutError,
   JobCancelledError,
   LeaseLostError,

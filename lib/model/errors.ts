@@ -1,3 +1,4 @@
+import type { JobState } from './job-state.js';
 /**
  * Every error the library throws at a caller: a call-site check, a start-up
  * check, an environment it cannot use (the embedded server, a DataSource that
@@ -33,6 +34,26 @@ export class PermanentJobError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'PermanentJobError';
+  }
+}
+
+/**
+ * What `ctx.invoke()` throws when the child it waited for did not succeed:
+ * it failed for good, was cancelled or skipped. The parent may catch it;
+ * uncaught, it fails the parent at once (a retry would find the same child),
+ * as a PermanentJobError does.
+ */
+export class ChildJobFailedError extends PermanentJobError {
+  constructor(
+    /** The child's id. */
+    readonly childId: string,
+    /** How the child ended: `failed`, `cancelled` or `skipped`. */
+    readonly state: JobState,
+    /** The child's last error, as stored; null when it has none. */
+    readonly lastError: SerializedError | null,
+  ) {
+    super(`The child job ${childId} ${state}${lastError ? `: ${lastError.message}` : ''}`);
+    this.name = 'ChildJobFailedError';
   }
 }
 

@@ -117,6 +117,23 @@ export interface JobContext {
   /** ctx.sleep() until a point in time. */
   sleepUntil(name: string, until: Date): Promise<void>;
   /**
+   * Enqueues `job` as a child of this one, exactly once (the enqueue is a
+   * step, `invoke:<name>#<n>`, whose record commits with the child's row),
+   * and waits until the child has ended: the attempt ends as for ctx.sleep()
+   * and the job waits in the queue without a slot or a spent attempt, made
+   * due when the child ends, on whichever instance. Resolves with the
+   * child's result; a child that failed for good, was cancelled or skipped
+   * rejects with a `ChildJobFailedError` (its id, state and last error),
+   * which the handler may catch and which, uncaught, fails this job at once.
+   * Cancelling this job cancels the child it waits on. `options` are the
+   * child's, as `enqueue()` takes them, but `after`, `manager` and `unique`.
+   */
+  invoke<H extends JobHandler>(
+    job: JobClass<H> | string,
+    payload: PayloadOf<H>,
+    options?: StepOptions,
+  ): Promise<Awaited<ReturnType<H['run']>>>;
+  /**
    * Whether this run takes the path of a change named `name`, for changing a
    * handler with steps while jobs are mid-way: true for a job that had
    * recorded no step before it first asked (a new job, or one that never got

@@ -206,6 +206,8 @@ export interface JobSummary {
 
 /** What `JobQueue.get(id)` returns. */
 export interface JobInfo extends JobSummary {
+  /** The job whose `ctx.invoke()` enqueued this one, and waits for it; null for any other job. */
+  invokedBy: string | null;
   /** The payload it was enqueued with; a placeholder for an encrypted one this process cannot open. */
   payload: unknown;
   /**

@@ -91,6 +91,13 @@ export function inlineContext(run: InlineRun): JobContext {
         ENQUEUE_IT,
       );
     },
+    invoke: (async () => {
+      throw refuse(
+        'ctx.invoke()',
+        'the child is enqueued as a recorded step and the parent waits for it in the queue, and an inline run has neither',
+        `${ENQUEUE_IT}, or runInline() the child yourself`,
+      );
+    }) as JobContext['invoke'],
     // Nothing was recorded before an inline run: it is new code's from its start.
     patched: async () => true,
     waitForSignal: async () => {

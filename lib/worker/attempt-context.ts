@@ -1,3 +1,4 @@
+import type { AttemptInvoke } from './attempt-invoke.js';
 import type { AttemptSignals } from './attempt-signals.js';
 import type { EntityManager } from 'typeorm';
 import {
@@ -32,6 +33,7 @@ export interface ContextHost {
   signal(): AbortSignal;
   steps(): AttemptSteps;
   signals(): AttemptSignals;
+  invoker(): AttemptInvoke;
   transaction(): AttemptTransaction;
   stage(continuation: Continuation): void;
 }
@@ -116,6 +118,14 @@ class AttemptContext implements JobContext {
       refuseAfterEnd(host, 'ctx.sleepUntil()');
       return host.steps().sleep(name, sleepTarget('ctx.sleepUntil', host.job, until), 'ctx.sleepUntil');
     };
+  }
+
+  get invoke(): JobContext['invoke'] {
+    const host = this[HOST];
+    return (async (job: unknown, payload: unknown, options?: unknown) => {
+      refuseAfterEnd(host, 'ctx.invoke()');
+      return host.invoker().invoke(job as string, payload, options);
+    }) as JobContext['invoke'];
   }
 
   get patched(): JobContext['patched'] {

@@ -1,3 +1,4 @@
+import { ENQUEUE_STORAGE, type EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
 import { SIGNAL_STORAGE, type SignalStorage } from '../storage/jobs/signals/signal-storage.interface.js';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
@@ -48,6 +49,7 @@ export class AttemptRunner {
     @Inject(WORKFLOW_STORAGE) private readonly workflows: WorkflowStorage,
     @Inject(STEP_STORAGE) private readonly steps: StepStorage,
     @Inject(SIGNAL_STORAGE) private readonly signals: SignalStorage,
+    @Inject(ENQUEUE_STORAGE) private readonly enqueue: EnqueueStorage,
     @Inject(JOB_WRITE_RULES) private readonly writeRules: JobWriteRules,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
     private readonly events: JobEvents,
@@ -74,6 +76,7 @@ export class AttemptRunner {
       workerId,
       steps: this.steps,
       signals: this.signals,
+      enqueue: this.enqueue,
       maxResultBytes: this.writeRules.maxResultBytes,
       progress: (j, fraction, message) => progress.write(j, fraction, message),
       addToBatch: (batchId, row, before) => this.workflows.addToBatch(batchId, row, this.clock.now(), before),

@@ -9,6 +9,7 @@ import type {
   JobRowBuilder,
   NewJob,
 } from '../model/index.js';
+import type { EnqueueStorage } from '../storage/jobs/enqueue/enqueue-storage.interface.js';
 import type { SignalStorage } from '../storage/jobs/signals/signal-storage.interface.js';
 import type { StepStorage } from '../storage/jobs/step-storage.interface.js';
 
@@ -21,6 +22,8 @@ export interface RunnerDeps {
   workerId: string;
   steps: StepStorage;
   signals: SignalStorage;
+  /** Where ctx.invoke() writes its child, in the step's transaction. */
+  enqueue: EnqueueStorage;
   /** Largest job or step result, in bytes of JSON. */
   maxResultBytes: number;
   progress(job: ClaimedJob, fraction: number, message: string | null): Promise<void>;

@@ -20,6 +20,7 @@ import {
   type JobLogger,
 } from '../model/index.js';
 import { jobContext } from './attempt-context.js';
+import { AttemptInvoke } from './attempt-invoke.js';
 import { AttemptSignals, SignalWait } from './attempt-signals.js';
 import { deadlineError, pastDeadline } from './job-deadline.js';
 import { AttemptSteps, SleepJob } from './attempt-steps.js';
@@ -65,6 +66,7 @@ export class RunningJob {
   /** Made on the first ctx.step() or ctx.sleep(): most handlers have none. */
   private stepsOfRun: AttemptSteps | null = null;
   private signalsOfRun: AttemptSignals | null = null;
+  private invokeOfRun: AttemptInvoke | null = null;
   /** Made on the first ctx.transaction(). */
   private transactionOfRun: AttemptTransaction | null = null;
   /** The DI sub-tree of this attempt's scoped handler and interceptors, made on first need. */
@@ -112,6 +114,22 @@ export class RunningJob {
       steps: this.steps(),
       lost: () => this.lost(),
       checkRunning: () => this.checkRunning(),
+    }));
+  }
+
+  /** This attempt's ctx.invoke(). */
+  invoker(): AttemptInvoke {
+    return (this.invokeOfRun ??= new AttemptInvoke({
+      job: this.job,
+      workerId: this.deps.workerId,
+      clock: this.deps.clock,
+      builder: this.deps.builder,
+      enqueue: this.deps.enqueue,
+      storage: this.deps.signals,
+      steps: this.steps(),
+      lost: () => this.lost(),
+      checkRunning: () => this.checkRunning(),
+      inTransaction: () => this.transactionOfRun?.open() != null,
     }));
   }
 

@@ -73,6 +73,7 @@ export function jobInfoFromRows(
     moreExecutions: latestRows.length > shown.length && oldest ? formatExecutionCursor(rowCursor(oldest)) : null,
     steps: stepRows.map((r) => jobStepFromRow(r, withResults, cipher)),
     failureHook: failureHookFromRow(row, cipher),
+    invokedBy: (row.invoked_by as string | null) ?? null,
   };
 }
 

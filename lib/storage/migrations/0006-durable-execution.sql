@@ -10,6 +10,13 @@ ALTER TABLE :SCHEMA.job ADD COLUMN IF NOT EXISTS awaited boolean NOT NULL DEFAUL
 -- it under the row lock, so a signal that came while the attempt was ending still wakes the job.
 ALTER TABLE :SCHEMA.job ADD COLUMN IF NOT EXISTS awaits_signal text;
 
+-- The job whose ctx.invoke() enqueued this one: its end wakes that parent (see awaited_job_ended).
+-- No foreign key: a parent deleted first leaves a link that wakes nothing, and deletes of jobs pay no
+-- check for it.
+ALTER TABLE :SCHEMA.job ADD COLUMN IF NOT EXISTS invoked_by uuid;
+
+CREATE INDEX IF NOT EXISTS job_invoked_by_idx ON :SCHEMA.job (invoked_by) WHERE invoked_by IS NOT NULL;
+
 -- Signals sent to a job (JobQueue.signal), kept until a ctx.waitForSignal() of the name consumes
 -- the oldest; consumed ones stay as the job's history and go with it.
 CREATE TABLE IF NOT EXISTS :SCHEMA.job_signal (

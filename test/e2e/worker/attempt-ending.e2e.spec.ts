@@ -11,6 +11,7 @@ import {
   type ClaimedJob,
   type FinishedAttempt,
 } from '../../../lib/model/index.js';
+import { ENQUEUE_STORAGE } from '../../../lib/storage/jobs/enqueue/enqueue-storage.interface.js';
 import { SIGNAL_STORAGE } from '../../../lib/storage/jobs/signals/signal-storage.interface.js';
 import { STEP_STORAGE } from '../../../lib/storage/jobs/step-storage.interface.js';
 import { WORKFLOW_STORAGE } from '../../../lib/storage/workflows/workflow-storage.interface.js';
@@ -115,6 +116,7 @@ function parts(slots: AttemptSlots | null): Parts {
     app.get(WORKFLOW_STORAGE),
     app.get(STEP_STORAGE),
     app.get(SIGNAL_STORAGE),
+    app.get(ENQUEUE_STORAGE),
     app.get(JOB_WRITE_RULES),
     app.get(WORKER_OPTIONS),
     events,

@@ -22,6 +22,7 @@ import {
   type SpanIds,
   type TraceCarrier,
 } from '../../../lib/model/index.js';
+import { ENQUEUE_STORAGE } from '../../../lib/storage/jobs/enqueue/enqueue-storage.interface.js';
 import { SIGNAL_STORAGE } from '../../../lib/storage/jobs/signals/signal-storage.interface.js';
 import { STEP_STORAGE } from '../../../lib/storage/jobs/step-storage.interface.js';
 import { WORKFLOW_STORAGE } from '../../../lib/storage/workflows/workflow-storage.interface.js';
@@ -179,6 +180,7 @@ function runner(tracing: JobTracing = app.get(JobTracing), events = new JobEvent
     app.get(WORKFLOW_STORAGE),
     app.get(STEP_STORAGE),
     app.get(SIGNAL_STORAGE),
+    app.get(ENQUEUE_STORAGE),
     app.get(JOB_WRITE_RULES),
     app.get(WORKER_OPTIONS),
     events,

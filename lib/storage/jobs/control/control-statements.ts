@@ -1,5 +1,5 @@
 import { statement } from '../../sql/named-params.js';
-import { CANCELLABLE_STATES } from '../../../model/index.js';
+import { CANCELLABLE_STATES, TERMINAL_JOB_STATES } from '../../../model/index.js';
 import { quoteIdent, sqlLiterals } from '../../sql/sql-identifiers.js';
 import { notifySql } from '../../sql/notification-topics.js';
 import { settleCte } from '../job-fragments.js';
@@ -75,6 +75,13 @@ export function controlStatements(schema: string) {
     ),
 
     stateOf: statement<{ jobId: string }>()(['jobId'], (p) => `SELECT state FROM ${s}.job WHERE id = ${p.jobId}`),
+
+    // The children of ctx.invoke() a cancelled parent leaves, not ended yet: they are cancelled with it.
+    openChildren: statement<{ parentId: string }>()(
+      ['parentId'],
+      (p) =>
+        `SELECT id FROM ${s}.job WHERE invoked_by = ${p.parentId} AND state NOT IN (${sqlLiterals(TERMINAL_JOB_STATES)})`,
+    ),
 
     // Under the row lock, so the state returned is the latest: if the job ends after it, the end's
     // row version carries the flag and its trigger announces it. Already flagged: nothing to write.

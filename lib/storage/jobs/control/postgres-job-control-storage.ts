@@ -47,7 +47,13 @@ export class PostgresJobControlStorage implements JobControlStorage {
 
   async cancel(id: string, now: Date): Promise<CancelResult> {
     const written = (await this.sql.cancel.run(this.pool, { jobId: id, now, channel: this.channel })).find((r) => r.id);
-    if (written) return { outcome: written.state === 'active' ? 'requested' : 'cancelled' };
+    if (written) {
+      // The children it invoked and still waits on go with it (and theirs with them).
+      for (const child of await this.sql.openChildren.run(this.pool, { parentId: id })) {
+        await this.cancel(child.id as string, now);
+      }
+      return { outcome: written.state === 'active' ? 'requested' : 'cancelled' };
+    }
     const [row] = await this.sql.stateOf.run(this.pool, { jobId: id });
     if (!row) return { outcome: 'not-found' };
     return { outcome: 'finished', state: row.state as JobState };

@@ -1,11 +1,23 @@
-import { sealJsonFor, sealSignalPayload, type JobCipher, type JobState } from '../../../model/index.js';
+import {
+  sealJsonFor,
+  sealSignalPayload,
+  type JobCipher,
+  type JobState,
+  type SerializedError,
+} from '../../../model/index.js';
 import { executorFor, type PoolExecutor, type SqlExecutor } from '../../sql/sql-executor.js';
 import type { StorageContext } from '../../sql/storage-context.js';
 import type { TxScope } from '../../sql/storage-tx.interface.js';
 import type { HeldJob } from '../outcomes/outcome-storage.interface.js';
 import type { WorkerConnections } from '../worker-connections.js';
 import { signalStatements, type SignalStatements } from './signal-statements.js';
-import type { ConsumeResult, EventRead, SendSignalResult, SignalStorage } from './signal-storage.interface.js';
+import type {
+  ChildEnd,
+  ConsumeResult,
+  EventRead,
+  SendSignalResult,
+  SignalStorage,
+} from './signal-storage.interface.js';
 
 export class PostgresSignalStorage implements SignalStorage {
   private readonly sql: SignalStatements;
@@ -122,6 +134,35 @@ export class PostgresSignalStorage implements SignalStorage {
     if (!row) return { outcome: 'not-found' };
     const value = row.found ? this.cipher.openValue(row.value, `The value "${key}" of job ${jobId}`) : null;
     return { outcome: 'read', state: row.state as JobState, found: row.found === true, value };
+  }
+
+  async linkChild(parentId: string, childId: string, tx?: TxScope): Promise<void> {
+    await this.sql.linkChild.run(executorFor(tx, this.pool), { parentId, childId });
+  }
+
+  async awaitChild(workerId: string, job: HeldJob, childId: string): Promise<boolean> {
+    const rows = await this.sql.awaitChild.run(this.worker(), {
+      jobId: job.id,
+      attempt: job.attempt,
+      workerId,
+      childId,
+    });
+    return rows.length > 0;
+  }
+
+  async stopAwaiting(workerId: string, job: HeldJob): Promise<boolean> {
+    const rows = await this.sql.stopAwaiting.run(this.worker(), { jobId: job.id, attempt: job.attempt, workerId });
+    return rows.length > 0;
+  }
+
+  async childEnd(childId: string): Promise<ChildEnd | null> {
+    const [row] = await this.sql.childEnd.run(this.worker(), { childId });
+    if (!row) return null;
+    return {
+      state: row.state as JobState,
+      result: this.cipher.openValue(row.result ?? null, `The result of child job ${childId}`),
+      lastError: this.cipher.revealError((row.last_error as SerializedError | null) ?? null),
+    };
   }
 
   openPayload(stored: unknown, where: string): unknown {

@@ -123,6 +123,29 @@ export function signalStatements(schema: string) {
     SELECT (SELECT count(*) FROM j) AS fenced, (SELECT count(*) FROM n) AS published`,
     ),
 
+    // A child of ctx.invoke(), in the parent's step transaction: linked to the parent, and awaited so
+    // that its end (the trigger of awaited_job_ended) wakes the parent.
+    linkChild: statement<{ parentId: string; childId: string }>()(
+      ['parentId', 'childId'],
+      (p) => `UPDATE ${s}.job SET invoked_by = ${p.parentId}, awaited = true WHERE id = ${p.childId}`,
+    ),
+
+    // The parent waits for its child: a flag the child's end clears (the park's write then makes it due).
+    awaitChild: statement<Fenced & { childId: string }>()(
+      [...FENCED, 'childId'],
+      (p) => `UPDATE ${s}.job SET awaits_signal = 'child:' || ${p.childId}::text WHERE ${fence(p)} RETURNING id`,
+    ),
+
+    stopAwaiting: statement<Fenced>()(
+      FENCED,
+      (p) => `UPDATE ${s}.job SET awaits_signal = NULL WHERE ${fence(p)} RETURNING id`,
+    ),
+
+    childEnd: statement<{ childId: string }>()(
+      ['childId'],
+      (p) => `SELECT state, result, last_error FROM ${s}.job WHERE id = ${p.childId}`,
+    ),
+
     // A published value with the job's state, so a reader knows whether waiting can still help.
     getEvent: statement<{ jobId: string; key: string }>()(
       ['jobId', 'key'],

@@ -1,4 +1,4 @@
-import type { JobState } from '../../../model/index.js';
+import type { JobState, SerializedError } from '../../../model/index.js';
 import type { TxScope } from '../../sql/storage-tx.interface.js';
 import type { HeldJob } from '../outcomes/outcome-storage.interface.js';
 
@@ -11,6 +11,13 @@ export type EventRead = { outcome: 'not-found' } | { outcome: 'read'; state: Job
 
 /** What a consume found: the job was no longer this attempt's, a signal's payload, or nothing yet. */
 export type ConsumeResult = { outcome: 'lost' } | { outcome: 'consumed'; payload: unknown } | { outcome: 'none' };
+
+/** How a child of ctx.invoke() stands. */
+export interface ChildEnd {
+  state: JobState;
+  result: unknown;
+  lastError: SerializedError | null;
+}
 
 /** Signals into jobs (JobQueue.signal, ctx.waitForSignal) and values out of them (ctx.setEvent, JobQueue.getEvent). */
 export interface SignalStorage {
@@ -26,6 +33,14 @@ export interface SignalStorage {
   setEvent(workerId: string, job: HeldJob, key: string, step: string, valueJson: string, now: Date): Promise<boolean>;
   /** A published value and the job's state. */
   getEvent(jobId: string, key: string): Promise<EventRead>;
+  /** Links a child of ctx.invoke() to its parent and flags it awaited, in the parent's step transaction. */
+  linkChild(parentId: string, childId: string, tx?: TxScope): Promise<void>;
+  /** Flags the parent as waiting for the child; false when fenced out. */
+  awaitChild(workerId: string, job: HeldJob, childId: string): Promise<boolean>;
+  /** The parent waits no more (its child ended); false when fenced out. */
+  stopAwaiting(workerId: string, job: HeldJob): Promise<boolean>;
+  /** A child's state, result (opened) and error; null when it no longer exists. */
+  childEnd(childId: string): Promise<ChildEnd | null>;
   /** A signal's payload as stored in a wait's record, opened. */
   openPayload(stored: unknown, where: string): unknown;
 }
