@@ -135,6 +135,7 @@ export {
   type JobSearch,
   type JobSearchPage,
   type JobDetail,
+  type InvokedJob,
   type DependencyEdge,
   type EdgeEnd,
   type BulkFilter,

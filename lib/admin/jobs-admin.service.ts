@@ -126,7 +126,8 @@ export class JobsAdmin {
 
   /**
    * A job with its history, its steps, its dependency edges (parents,
-   * children) and its batch; null if unknown. `stepResults: true` adds each
+   * children), the children its ctx.invoke() enqueued (and, in `invokedBy`,
+   * the parent that invoked it) and its batch; null if unknown. `stepResults: true` adds each
    * step's stored result.
    */
   async detail(id: string, options: GetJobOptions = {}): Promise<JobDetail | null> {
@@ -144,6 +145,7 @@ export class JobsAdmin {
       parents: edges.parents,
       children: edges.children.slice(0, MAX_DETAIL_CHILDREN),
       moreChildren: edges.children.length > MAX_DETAIL_CHILDREN,
+      invoked: edges.invoked.slice(0, MAX_DETAIL_CHILDREN),
       batch,
     };
   }

@@ -89,6 +89,7 @@ function detailText(job: JobDetail): string {
       ['progress', job.progress === null ? '-' : `${Math.round(job.progress * 100)}% ${job.progressMessage ?? ''}`],
       ['worker', job.workerId ?? '-'],
       ['batch', job.batch ? `${job.batch.id} ${job.batch.name ?? ''} (${job.batch.state})` : '-'],
+      ['invoked by', job.invokedBy ?? '-'],
       ['last error', job.lastError ? `${job.lastError.name}: ${job.lastError.message}` : '-'],
       ['payload', JSON.stringify(job.payload)],
       ['result', job.result === null ? '-' : JSON.stringify(job.result)],
@@ -122,6 +123,15 @@ function detailText(job: JobDetail): string {
     );
   }
   if (job.parents.length) parts.push('\nwaits on:', edgeRows(job.parents));
+  if (job.invoked.length) {
+    parts.push(
+      '\ninvoked (ctx.invoke):',
+      table(
+        ['CHILD', 'NAME', 'STATE'],
+        job.invoked.map((c) => [c.id, c.name, c.state]),
+      ),
+    );
+  }
   if (job.children.length) {
     parts.push('\nwaited on by:', edgeRows(job.children));
     if (job.moreChildren) parts.push(`(more children than the ${job.children.length} shown)`);

@@ -33,9 +33,18 @@ export class DashboardGraphs {
     while (todo.length) {
       const d = todo.shift()!;
       if (d.moreChildren) truncated = true;
+      // A child of ctx.invoke() hangs off the parent that invoked it, its edge marked `invoke`.
+      const invoker = d.invokedBy && !seen.has(d.invokedBy) ? await this.admin.detail(d.invokedBy) : null;
+      const invokes = [
+        ...(invoker
+          ? [{ job: { id: invoker.id, name: invoker.name, state: invoker.state }, from: invoker.id, to: d.id }]
+          : []),
+        ...d.invoked.map((c) => ({ job: c, from: d.id, to: c.id })),
+      ];
       const ends = [
         ...d.parents.map((e) => ({ e, from: e.other.id, to: d.id })),
         ...d.children.map((e) => ({ e, from: d.id, to: e.other.id })),
+        ...invokes.map(({ job, from, to }) => ({ e: { kind: 'job' as const, on: 'invoke', other: job }, from, to })),
       ];
       for (const { e, from, to } of ends) {
         const other = e.other;

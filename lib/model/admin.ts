@@ -86,6 +86,16 @@ export interface DependencyEdge {
   parentOutcome: string | null;
 }
 
+/** A child job a `ctx.invoke()` enqueued, as a parent's detail lists it. */
+export interface InvokedJob {
+  /** The child's id. */
+  id: string;
+  /** Its job name, as in `@Job(name)`. */
+  name: string;
+  /** Its state now. */
+  state: JobState;
+}
+
 /** A job with its history, its edges and its batch: what `JobsAdmin.detail()` returns. */
 export interface JobDetail extends JobInfo {
   /** Jobs and batches this job waits (or waited) for. */
@@ -94,6 +104,8 @@ export interface JobDetail extends JobInfo {
   children: DependencyEdge[];
   /** True when the job has more children than `children` lists. */
   moreChildren: boolean;
+  /** The child jobs its `ctx.invoke()` enqueued, oldest first; at most `MAX_DETAIL_CHILDREN`. */
+  invoked: InvokedJob[];
   /** The batch it is a member of, with its counts. */
   batch: BatchInfo | null;
 }

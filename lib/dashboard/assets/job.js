@@ -24,7 +24,7 @@ export const job = (id) => ({
   load: async () => {
     const job = await api('/jobs/' + enc(id));
     const [graph, steps] = await Promise.all([
-      job.parents.length || job.children.length ? flowGraph(job) : null,
+      job.parents.length || job.children.length || job.invokedBy || job.invoked.length ? flowGraph(job) : null,
       job.steps.length ? api('/jobs/' + enc(id) + '/steps').catch(() => job.steps) : [],
     ]);
     return { job, graph, steps };
@@ -281,7 +281,7 @@ function attemptRow(job, x) {
  * @param {any} graph
  */
 function dependencies(job, graph) {
-  if (!job.parents.length && !job.children.length) return null;
+  if (!job.parents.length && !job.children.length && !job.invokedBy && !job.invoked.length) return null;
   const edgeRow = (/** @type {any} */ e) =>
     h(
       'tr',
@@ -315,6 +315,26 @@ function dependencies(job, graph) {
           h('h4', null, 'Waited on by'),
           table(['child', 'state', 'trigger', 'parent outcome'], job.children.map(edgeRow)),
           job.moreChildren ? h('p', { class: 'muted' }, 'More children than listed here.') : null,
+        )
+      : null,
+    job.invokedBy
+      ? h(
+          'p',
+          { id: 'invoked-by' },
+          'Invoked by ',
+          jobLink(job.invokedBy, shortId(job.invokedBy)),
+          ' (ctx.invoke), which waits for it.',
+        )
+      : null,
+    job.invoked.length
+      ? h(
+          'div',
+          { id: 'invoked' },
+          h('h4', null, 'Child jobs (ctx.invoke)'),
+          table(
+            ['child', 'state'],
+            job.invoked.map((/** @type {any} */ c) => h('tr', null, td(jobLink(c.id, c.name)), td(badge(c.state)))),
+          ),
         )
       : null,
   );

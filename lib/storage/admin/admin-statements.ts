@@ -147,6 +147,12 @@ export function adminStatements(schema: string) {
        WHERE d.child_id = ${p.jobId}
        ORDER BY coalesce(d.parent_job_id, d.parent_batch_id)`,
     ),
+    // The children this job's ctx.invoke() enqueued, oldest first.
+    invoked: statement<{ jobId: string; limit: number }>()(
+      ['jobId', 'limit'],
+      (p) => `SELECT id, name, state FROM ${s}.job WHERE invoked_by = ${p.jobId} ORDER BY id LIMIT ${p.limit}`,
+    ),
+
     children: statement<{ jobId: string; limit: number }>()(
       ['jobId', 'limit'],
       (p) => `SELECT d.trigger, d.parent_outcome, c.id, c.name, c.state

@@ -1,4 +1,5 @@
 import type {
+  InvokedJob,
   BatchState,
   BatchSummary,
   DependencyEdge,
@@ -89,7 +90,10 @@ export interface ThroughputRow {
 export interface AdminStorage {
   searchJobs(query: JobSearchQuery): Promise<JobSummary[]>;
   /** The edges of one job: its parents (jobs or batches) and up to `childLimit` children. */
-  jobEdges(id: string, childLimit: number): Promise<{ parents: DependencyEdge[]; children: DependencyEdge[] }>;
+  jobEdges(
+    id: string,
+    childLimit: number,
+  ): Promise<{ parents: DependencyEdge[]; children: DependencyEdge[]; invoked: InvokedJob[] }>;
   deleteJob(id: string): Promise<DeleteJobResult>;
   runNow(id: string, now: Date): Promise<RunNowOutcome>;
   /** Failed, cancelled or skipped jobs of the chunk → queued with fresh attempts (reopening their batch and dependents). */

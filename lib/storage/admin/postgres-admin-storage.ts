@@ -68,9 +68,10 @@ export class PostgresAdminStorage implements AdminStorage {
 
   async jobEdges(id: string, childLimit: number) {
     // One snapshot: a parent settling between two reads would show its child released and itself still active.
-    const [parents, children] = await inOneSnapshot(this.pool, async (tx) => [
+    const [parents, children, invoked] = await inOneSnapshot(this.pool, async (tx) => [
       await this.sql.parents.run(tx, { jobId: id }),
       await this.sql.children.run(tx, { jobId: id, limit: childLimit }),
+      await this.sql.invoked.run(tx, { jobId: id, limit: childLimit }),
     ]);
     return {
       parents: parents.map((r): DependencyEdge => ({
@@ -91,6 +92,7 @@ export class PostgresAdminStorage implements AdminStorage {
         on: r.trigger as DependencyOn,
         parentOutcome: (r.parent_outcome as string | null) ?? null,
       })),
+      invoked: invoked.map((r) => ({ id: r.id as string, name: r.name as string, state: r.state as JobState })),
     };
   }
 

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { JobQueue, JobsAdmin } from 'nestjs-durable-jobs';
 import { readyWorkerId } from '../../support/child-ready.js';
+import { runCli } from '../../support/cli-process.js';
+import { DashboardGraphs } from '../../../lib/dashboard/dashboard-graphs.service.js';
 import { SIGNAL_STORAGE, type SignalStorage } from '../../../lib/storage/jobs/signals/signal-storage.interface.js';
 import { appFixture } from '../../support/app-fixture.js';
 import { workerStorage } from '../../support/job-storage.js';
@@ -45,7 +47,7 @@ async function parkedOn(schema: string, parent: string, child: string): Promise<
 
 describe('ctx.invoke()', () => {
   it('enqueues the child once, waits for it out of any slot, and returns its result', async () => {
-    const { caller, schema } = await instances();
+    const { caller, admin, schema } = await instances();
     const { id } = await caller.enqueue(InvokingParent, { child: { n: 4, gate: 'inv-ok' } });
     const [child] = await waitUntil('the child to be enqueued', async () => {
       const rows = await childrenOf(schema, id);
@@ -61,6 +63,15 @@ describe('ctx.invoke()', () => {
     // The parent and the child know each other: the child's invokedBy, the parent's recorded step.
     const childInfo = await caller.get(child!.id);
     expect(childInfo).toMatchObject({ invokedBy: id, result: 40 });
+    // Operators see both: the admin's detail, the CLI's show, the dashboard's flow graph.
+    expect((await admin.detail(id))!.invoked).toEqual([{ id: child!.id, name: 'inv-child', state: 'succeeded' }]);
+    expect((await admin.detail(child!.id))!.invokedBy).toBe(id);
+    const shown = await runCli(['show', id, '--schema', schema]);
+    expect(shown.stdout).toContain('invoked (ctx.invoke)');
+    expect(shown.stdout).toContain(child!.id);
+    expect((await runCli(['show', child!.id, '--schema', schema])).stdout).toMatch(new RegExp(`invoked by\\s+${id}`));
+    const graph = await new DashboardGraphs(admin).jobGraph(child!.id);
+    expect(graph.edges).toEqual([expect.objectContaining({ from: id, to: child!.id, on: 'invoke' })]);
     const withResults = await caller.get(id, { stepResults: true });
     expect(withResults!.steps).toEqual([
       expect.objectContaining({ name: 'before', kind: 'step' }),
