@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { CHAOS_SCHEMA as C, JOBS_SCHEMA as J } from './chaos-work.job.js';
+import { CHAOS_SCHEMA as C, CHILD_NAME, JOBS_SCHEMA as J, PARENT_NAME } from './chaos-work.job.js';
 
 export const TERMINAL_STATES = ['succeeded', 'failed', 'cancelled', 'skipped'];
 
@@ -67,10 +67,14 @@ export async function installSuccessLog(url: string): Promise<void> {
 }
 
 export interface Progress {
+  /** Every job row, children of --invoke included. */
   total: number;
   done: number;
   active: number;
   succeeded: number;
+  /** The jobs the run enqueued itself (not invoked by another job): what --jobs counts. */
+  topLevel: number;
+  topLevelDone: number;
 }
 
 export async function progress(url: string): Promise<Progress> {
@@ -79,7 +83,9 @@ export async function progress(url: string): Promise<Progress> {
     `SELECT count(*)::int AS total,
             count(*) FILTER (WHERE state = ANY($1))::int AS done,
             count(*) FILTER (WHERE state = 'active')::int AS active,
-            count(*) FILTER (WHERE state = 'succeeded')::int AS succeeded
+            count(*) FILTER (WHERE state = 'succeeded')::int AS succeeded,
+            count(*) FILTER (WHERE invoked_by IS NULL)::int AS "topLevel",
+            count(*) FILTER (WHERE invoked_by IS NULL AND state = ANY($1))::int AS "topLevelDone"
        FROM ${J}.job`,
     [TERMINAL_STATES],
   );
@@ -127,6 +133,18 @@ export interface JobFacts {
   succeededExecutions: number;
   /** Writes that made the job row 'succeeded' (success_log). */
   successRecords: number;
+  /** The job's name (absent: a ChaosWork job). */
+  name?: string;
+  /** The parent's id for a child of ctx.invoke(), else null. */
+  invokedBy?: string | null;
+  /** The job's stored result (null for none). */
+  result?: unknown;
+  /** A parent's: the child id its step `invoke:chaos-child#1` recorded, or null without that step. */
+  invokeStepChild?: string | null;
+  /** A parent's: interrupted executions that ended after its invoke step was recorded (the next attempt replayed it). */
+  interruptedAfterStep?: number;
+  /** A parent's: 'snoozed' executions (its parks while the child ran). */
+  parks?: number;
 }
 
 export async function jobFacts(url: string): Promise<JobFacts[]> {
@@ -136,8 +154,14 @@ export async function jobFacts(url: string): Promise<JobFacts[]> {
             j.last_error->>'name' AS "errorName",
             coalesce(se.n, 0)::int AS "sideEffects", coalesce(se.own, 0)::int AS "ownSideEffects",
             coalesce(ex.interrupted, 0)::int AS interrupted, coalesce(ex.failed, 0)::int AS "failedExecutions",
-            coalesce(ex.succeeded, 0)::int AS "succeededExecutions", coalesce(sl.n, 0)::int AS "successRecords"
+            coalesce(ex.succeeded, 0)::int AS "succeededExecutions", coalesce(sl.n, 0)::int AS "successRecords",
+            j.name, j.invoked_by AS "invokedBy", j.result,
+            st.result #>> '{}' AS "invokeStepChild",
+            coalesce(ex.snoozed, 0)::int AS parks,
+            (SELECT count(*) FROM ${J}.job_execution e
+              WHERE e.job_id = j.id AND e.state = 'interrupted' AND e.ended_at > st.completed_at)::int AS "interruptedAfterStep"
        FROM ${J}.job j
+       LEFT JOIN ${J}.job_step st ON st.job_id = j.id AND st.name = 'invoke:${CHILD_NAME}#1'
        LEFT JOIN LATERAL (
          SELECT count(*) AS n, count(*) FILTER (WHERE s.attempt = j.attempt) AS own
            FROM ${C}.side_effect s WHERE s.job_id = j.id
@@ -145,7 +169,8 @@ export async function jobFacts(url: string): Promise<JobFacts[]> {
        LEFT JOIN (
          SELECT job_id, count(*) FILTER (WHERE state = 'interrupted') AS interrupted,
                 count(*) FILTER (WHERE state = 'failed') AS failed,
-                count(*) FILTER (WHERE state = 'succeeded') AS succeeded
+                count(*) FILTER (WHERE state = 'succeeded') AS succeeded,
+                count(*) FILTER (WHERE state = 'snoozed') AS snoozed
            FROM ${J}.job_execution GROUP BY job_id
        ) ex ON ex.job_id = j.id
        LEFT JOIN (SELECT job_id, count(*) AS n FROM ${C}.success_log GROUP BY job_id) sl ON sl.job_id = j.id
@@ -156,6 +181,10 @@ export async function jobFacts(url: string): Promise<JobFacts[]> {
 /** Figures for the report, none of them a pass/fail criterion. */
 export interface RunFigures {
   sideEffects: number;
+  /** Jobs that write a side effect: all but the parents of --invoke. */
+  workJobs: number;
+  /** Children of --invoke (job rows with invoked_by). */
+  children: number;
   /** Side effects of job ids that are not in the job table. */
   orphanSideEffects: number;
   executions: Array<{ state: string; error: string | null; n: number }>;
@@ -167,9 +196,17 @@ export interface RunFigures {
 }
 
 export async function runFigures(url: string): Promise<RunFigures> {
-  const [counts] = await query<{ sideEffects: number; orphans: number; maxAttempt: number }>(
+  const [counts] = await query<{
+    sideEffects: number;
+    orphans: number;
+    maxAttempt: number;
+    workJobs: number;
+    children: number;
+  }>(
     url,
     `SELECT (SELECT count(*) FROM ${C}.side_effect)::int AS "sideEffects",
+            (SELECT count(*) FROM ${J}.job WHERE name <> '${PARENT_NAME}')::int AS "workJobs",
+            (SELECT count(*) FROM ${J}.job WHERE invoked_by IS NOT NULL)::int AS children,
             (SELECT count(*) FROM ${C}.side_effect s WHERE NOT EXISTS (SELECT 1 FROM ${J}.job j WHERE j.id = s.job_id))::int
               AS orphans,
             (SELECT coalesce(max(attempt), 0) FROM ${J}.job)::int AS "maxAttempt"`,
@@ -193,6 +230,8 @@ export async function runFigures(url: string): Promise<RunFigures> {
     delays.filter((d) => d.error === name && d.ms !== null).map((d) => Math.max(0, Number(d.ms)));
   return {
     sideEffects: counts!.sideEffects,
+    workJobs: counts!.workJobs,
+    children: counts!.children,
     orphanSideEffects: counts!.orphans,
     executions,
     maxAttemptUsed: counts!.maxAttempt,

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Module, type DynamicModule, type INestApplicationContext, type LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { JobQueue, JobsModule, startEmbeddedPostgres, type EmbeddedPostgresHandle } from 'nestjs-durable-jobs';
-import { ChaosWork, JOBS_SCHEMA } from './chaos-work.job.js';
+import { ChaosChild, ChaosParent, ChaosWork, JOBS_SCHEMA } from './chaos-work.job.js';
 import { evaluate } from './checks.js';
 import {
   countSeqRange,
@@ -59,7 +59,7 @@ class EnqueuerModule {
           scheduler: { enabled: false },
         }),
       ],
-      providers: [ChaosWork],
+      providers: [ChaosWork, ChaosParent, ChaosChild],
     };
   }
 }
@@ -153,12 +153,21 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
     const workMs = Array.from({ length: options.jobs }, () =>
       mix.next() < 0.1 ? mix.int(100, 1_000) : mix.int(1, 10),
     );
+    // --invoke: which seqs are parents, from a stream of their own (the mix and the kills replay as without).
+    const invokeDraw = new Random(options.seed + 2);
+    const parent = Array.from({ length: options.jobs }, () => options.invoke > 0 && invokeDraw.next() < options.invoke);
     const items = (from: number, to: number) =>
-      workMs.slice(from, to).map((ms, k) => ({
-        job: ChaosWork,
-        payload: { seq: from + k, ms, tx: transactional(from + k) },
-        options: { maxAttempts: options.maxAttempts },
-      }));
+      workMs.slice(from, to).map((ms, k) => {
+        const seq = from + k;
+        const jobOptions = { maxAttempts: options.maxAttempts };
+        return parent[seq]
+          ? {
+              job: ChaosParent,
+              payload: { seq, ms, tx: transactional(seq), childMaxAttempts: options.maxAttempts },
+              options: jobOptions,
+            }
+          : { job: ChaosWork, payload: { seq, ms, tx: transactional(seq) }, options: jobOptions };
+      });
     const transactional = (seq: number) =>
       options.handlers === 'transactional' || (options.handlers === 'both' && seq % 2 === 1);
     let fed = 0;
@@ -273,7 +282,7 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
     const reached = (fraction: number) =>
       options.duration > 0
         ? Date.now() - chaosStart >= fraction * options.duration * 1_000
-        : (seen.latest?.done ?? 0) >= fraction * options.jobs;
+        : (seen.latest?.topLevelDone ?? 0) >= fraction * options.jobs;
     // The kills often leave a worker or two starting (seconds each on a busy machine), and a fault
     // with no worker up proves little (a connection kill found 0 backends once). So a fault that is
     // due waits for every worker to be up, or, after FAULT_PATIENCE_MS, for any.
@@ -331,7 +340,9 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
           .finally(() => (pending.poll = false));
       }
       const latest = seen.latest;
-      const finished = fed === options.jobs && latest !== null && latest.total === fed && latest.done === fed;
+      // Every job the run enqueued, and every child they invoked, has ended.
+      const finished =
+        fed === options.jobs && latest !== null && latest.topLevel === fed && latest.done === latest.total;
       // A fault that fell due, or is under way, still happens before the chaos ends.
       const faultOwed =
         pending.restart || pending.kill || (armedAt.restart && !restartDone) || (armedAt.kill && !killDone);
@@ -350,14 +361,16 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
       if (now >= deadline) {
         chaosEnd ??= now;
         say(
-          `deadline: ${options.timeout} s after the chaos began, ${latest ? fed - latest.done : '?'} jobs unfinished`,
+          `deadline: ${options.timeout} s after the chaos began, ${latest ? fed - latest.topLevelDone : '?'} jobs unfinished`,
         );
         break;
       }
       if (now - lastStatus >= STATUS_EVERY_MS) {
         lastStatus = now;
         say(
-          `finished ${latest?.done ?? '?'}/${options.jobs} (active ${latest?.active ?? '?'}, enqueued ${fed}) · ` +
+          `finished ${latest?.topLevelDone ?? '?'}/${options.jobs} (active ${latest?.active ?? '?'}, enqueued ${fed}` +
+            (options.invoke > 0 && latest ? `, invoked children ${latest.total - latest.topLevel}` : '') +
+            ') · ' +
             `kills ${fleet.kills} · workers ready ${fleet.readyCount()}/${options.workers}`,
         );
       }
@@ -376,7 +389,8 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
     if (typeof connectionKill !== 'string') {
       connectionKill.firstSuccessAt = await firstSuccessAfter(url, connectionKill.at);
     }
-    const checks = evaluate(facts, options.jobs, figures.orphanSideEffects);
+    const parents = parent.slice(0, fed).filter(Boolean).length;
+    const checks = evaluate(facts, options.jobs, figures.orphanSideEffects, options.invoke > 0 ? parents : undefined);
     const record: RunRecord = {
       options,
       setupMs,
@@ -385,6 +399,7 @@ async function run(options: ChaosOptions, abort: AbortSignal): Promise<number> {
       chaosEndedAt: new Date(chaosEnd!),
       allDoneAt: allDone === null ? null : new Date(allDone),
       enqueued: fed,
+      parents,
       enqueueErrors,
       kills: fleet.kills,
       workerStarts: fleet.starts,

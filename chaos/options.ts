@@ -30,6 +30,12 @@ export interface ChaosOptions {
    */
   handlers: HandlerMode;
   /**
+   * The share of the jobs (0 to 1) that are parents: each ctx.invoke()s one
+   * child that does the work (the side effect, in the seq's handler mode) and
+   * returns the child's result. Which seqs are parents is drawn from the seed.
+   */
+  invoke: number;
+  /**
    * A PgBouncer in this pool mode between the workers (and the enqueuer) and
    * PostgreSQL, or null for direct connections. LISTEN, migrations, the
    * checks and the connection kill go straight to the server.
@@ -73,6 +79,13 @@ interrupted attempt, and that a transactional handler's happened exactly once.
                       library starts again writes it again), transactional (in ctx.transaction(),
                       committed with the job's success: exactly once), or both (default: odd seqs
                       transactional, even ones plain, under the same kills)
+  --invoke SHARE      make SHARE of the jobs (0 to 1; default 0, 1 all) parents: each works a little,
+                      ctx.invoke()s one child job that does the work above (its side effect in
+                      the seq's handler mode) and returns the child's result. Then checked too:
+                      each parent finished, has exactly one child row (invoked_by) that its
+                      invoke step names, each child ran once or re-ran only where its
+                      interrupted executions explain it, and each parent returned its child's
+                      result. Which seqs are parents is drawn from the seed
   --pooler MODE       run the workers and the enqueuer through a PgBouncer (/usr/sbin/pgbouncer,
                       at its defaults) in MODE, transaction or session, started in front of the
                       embedded server: JobsModule gets pooler: MODE and the direct URL as
@@ -117,6 +130,7 @@ export function parseOptions(argv: readonly string[], cwd = process.cwd()): Chao
         'no-conn-kill': { type: 'boolean' },
         'max-attempts': { type: 'string' },
         handlers: { type: 'string' },
+        invoke: { type: 'string' },
         pooler: { type: 'string' },
         timeout: { type: 'string' },
         seed: { type: 'string' },
@@ -160,6 +174,7 @@ export function parseOptions(argv: readonly string[], cwd = process.cwd()): Chao
     dataDir: str('data-dir') ?? `${cwd}/.jobs-data/chaos`,
     verbose: Boolean(values.verbose),
     handlers: handlerMode(str('handlers') ?? 'both'),
+    invoke: number(str('invoke'), 'invoke', 0, { min: 0, max: 1 }),
     pooler,
   };
 }

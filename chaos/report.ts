@@ -33,6 +33,8 @@ export interface RunRecord {
   /** When every job had finished, or null if they had not by the deadline. */
   allDoneAt: Date | null;
   enqueued: number;
+  /** --invoke: how many of the enqueued jobs were parents. */
+  parents: number;
   enqueueErrors: number;
   kills: number;
   workerStarts: number;
@@ -60,6 +62,9 @@ export function formatReport(record: RunRecord, figures: RunFigures, checks: rea
       `(handlers: ${o.handlers === 'both' ? 'half in ctx.transaction(), half plain' : o.handlers}) ` +
       (o.duration > 0 ? `fed in over ${o.duration} s of chaos` : 'enqueued up front, chaos until all finished') +
       `, max ${o.maxAttempts} attempts` +
+      (o.invoke > 0
+        ? `; --invoke ${o.invoke}: ${record.parents} of them parents, each ctx.invoke()ing one child that does the work`
+        : '') +
       (o.pooler ? `; through PgBouncer in ${o.pooler} mode (LISTEN and migrations direct)` : ''),
   );
   const end = record.allDoneAt ?? record.chaosEndedAt;
@@ -116,8 +121,14 @@ export function formatReport(record: RunRecord, figures: RunFigures, checks: rea
   row('attempts', `the most any job needed: ${figures.maxAttemptUsed} of ${o.maxAttempts}`);
   row(
     'side effects',
-    `${figures.sideEffects} rows for ${record.enqueued} jobs (${Math.max(0, figures.sideEffects - record.enqueued)} beyond one per job)`,
+    `${figures.sideEffects} rows for ${figures.workJobs} jobs that write one (${Math.max(0, figures.sideEffects - figures.workJobs)} beyond one per job)`,
   );
+  if (o.invoke > 0) {
+    row(
+      'invoke',
+      `${record.parents} parents enqueued, ${figures.children} child rows with invoked_by (the parents write no side effect)`,
+    );
+  }
   row('rescue→rerun', distribution(figures.rescueDelays, 'rescues'));
   if (figures.handBackDelays.length) row('handback→rerun', distribution(figures.handBackDelays, 'hand-backs'));
   if (record.enqueueErrors) row('enqueue', `${record.enqueueErrors} enqueue call(s) failed and were retried`);

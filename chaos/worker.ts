@@ -1,13 +1,14 @@
 /**
  * One worker process of the chaos suite: JobsModule with a short lease and
- * the ChaosWork handler, nothing else. Started by chaos/main.ts; prints
- * "ready" once it is claiming. Settings come from the environment (CHAOS_*).
+ * the chaos handlers (ChaosWork, and --invoke's ChaosParent and ChaosChild),
+ * nothing else. Started by chaos/main.ts; prints "ready" once it is claiming.
+ * Settings come from the environment (CHAOS_*).
  */
 import 'reflect-metadata';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { JobsModule } from 'nestjs-durable-jobs';
-import { ChaosWork, JOBS_SCHEMA } from './chaos-work.job.js';
+import { ChaosChild, ChaosParent, ChaosWork, JOBS_SCHEMA } from './chaos-work.job.js';
 
 /** How a worker reaches PostgreSQL: straight, or through the chaos' PgBouncer (--pooler). */
 interface Reach {
@@ -44,7 +45,7 @@ class ChaosWorkerModule {
           scheduler: { enabled: false },
         }),
       ],
-      providers: [ChaosWork],
+      providers: [ChaosWork, ChaosParent, ChaosChild],
     };
   }
 }
