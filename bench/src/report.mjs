@@ -78,6 +78,44 @@ function rowsFor(titles) {
       better: 'lower',
     })),
     { scenario: 'waitfor', field: 'exactlyOnce', title: 'waitFor: each job ran exactly once', unit: 'check' },
+    { scenario: 'invoke', field: 'parentsPerSec', title: t('invoke'), unit: 'rate', better: 'higher' },
+    {
+      scenario: 'invoke',
+      field: 'plainJobsPerSec',
+      title: 'the same worker draining twice as many plain no-op jobs (jobs/s)',
+      unit: 'rate',
+    },
+    {
+      scenario: 'invoke',
+      field: 'plainOverInvoke',
+      title: 'invoke: plain drain time ÷ invoke drain time, same executions minus the replays (per run)',
+      unit: 'pct-range',
+    },
+    {
+      scenario: 'invoke',
+      field: 'exactlyOnce',
+      title: 'invoke: each parent resumed once with its child\'s result, each child ran once (and the plain drain)',
+      unit: 'check',
+    },
+    ...['p50', 'p95'].map((field) => ({
+      scenario: 'invoke-latency',
+      field,
+      title: `ctx.invoke round trip: parent enqueued → its code after invoke() returned ${field} (ms)`,
+      unit: 'ms',
+      better: 'lower',
+    })),
+    {
+      scenario: 'invoke-latency',
+      field: 'childP50',
+      title: 'of which: parent enqueued → child handler start p50 (ms)',
+      unit: 'ms',
+    },
+    {
+      scenario: 'invoke-latency',
+      field: 'exactlyOnce',
+      title: 'invoke round trip: each parent resumed once, each child ran once',
+      unit: 'check',
+    },
     { scenario: 'drain10', field: 'rssMb', title: 'worker peak RSS, concurrency 10 (MB)', unit: 'mb', better: 'lower' },
     { scenario: 'drain50', field: 'rssMb', title: 'worker peak RSS, concurrency 50 (MB)', unit: 'mb', better: 'lower' },
     { scenario: 'claim0', field: 'jobsPerSec', title: t('claim0'), unit: 'rate', better: 'higher' },
@@ -158,7 +196,7 @@ function fmt(x, unit) {
   if (x == null || !Number.isFinite(x)) return '–';
   if (unit === 'ms') return x.toFixed(1);
   if (unit === 'mb') return Math.round(x).toString();
-  if (unit === 'pct') return `${Math.round(x * 100)}%`;
+  if (unit === 'pct' || unit === 'pct-range') return `${Math.round(x * 100)}%`;
   if (x >= 1000) {
     const p = 10 ** (Math.floor(Math.log10(x)) - 2); // three significant figures
     return (Math.round(x / p) * p).toLocaleString('en-US');

@@ -102,6 +102,9 @@ export function buildScenarios(scale) {
   const serialN = S(2_000);
   // The jobs parked in a signal wait beside the plain drain (drain10-waiting).
   const parkedN = S(10_000);
+  // The parents of the invoke drain, each invoking one child: 2 × invokeN job executions (plus the
+  // parents' replays), set against a plain drain of as many.
+  const invokeN = S(2_000);
   const k = (n) => (n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
   const kept = keptN >= 1_000_000 && keptN % 1_000_000 === 0 ? `${keptN / 1_000_000}M` : k(keptN);
 
@@ -334,6 +337,113 @@ export function buildScenarios(scale) {
     },
   };
 
+  // ctx.invoke (ours; a peer without child jobs shows n/a). `invokeN` parents, each invoking one no-op
+  // child, drained by one process at concurrency 10, reported as parents/s; in the same run, with a
+  // reset between (the order alternating run by run), the same worker drains 2 × invokeN plain no-op
+  // jobs, as many executions minus the parents' replays, and the run's ratio of the two drain times
+  // is the cost of the invoke machinery. The drain's clock starts at the first parent's first attempt.
+  // Checked: each parent's code after invoke() ran once with its own child's result and each child
+  // ran once (the workers' counts over 2 × invokeN indexes), and in the job table every parent
+  // succeeded with that result, with exactly one child row (invoked_by) that succeeded in its first
+  // attempt, and no other child row.
+  let invokeRuns = 0;
+  const invokeScenario = {
+    id: 'invoke',
+    title: `ctx.invoke: drain ${k(invokeN)} parents that each invoke one no-op child, 1 process, concurrency 10 (parents/s)`,
+    notApplicable: (adapter) => adapter.invokes !== true,
+    async run(adapter, lib) {
+      const jobs = 2 * invokeN;
+      const phases = invokeRuns++ % 2 === 0 ? ['invoke', 'plain'] : ['plain', 'invoke'];
+      const out = {};
+      for (const [p, phase] of phases.entries()) {
+        if (p > 0) {
+          await checkpoint();
+          await adapter.reset();
+          await adapter.open();
+        }
+        if (phase === 'invoke') {
+          // Children take the indexes past the parents'.
+          await adapter.enqueueInvokers(invokeN, invokeN);
+          await settle(adapter);
+          const m = await timedDrain(adapter, lib, { jobs, concurrency: 10 });
+          const { timeline } = await adapter.checkInvoked(invokeN);
+          Object.assign(out, {
+            timeline,
+            parentsPerSec: invokeN / m.seconds,
+            seconds: m.seconds,
+            rssMb: m.rssMb,
+            invokeExactlyOnce: m.exactlyOnce,
+          });
+        } else {
+          await adapter.enqueueBulk(jobs);
+          await settle(adapter);
+          const m = await timedDrain(adapter, lib, { jobs, concurrency: 10 });
+          Object.assign(out, { plainJobsPerSec: m.jobsPerSec, plainSeconds: m.seconds, plainExactlyOnce: m.exactlyOnce });
+        }
+      }
+      // One check for the run: both drains' counts.
+      const [a, b] = [out.invokeExactlyOnce, out.plainExactlyOnce];
+      const exactly = {
+        ok: a.ok && b.ok,
+        missing: a.missing + b.missing,
+        duplicated: a.duplicated + b.duplicated,
+        outside: a.outside + b.outside,
+      };
+      return { ...out, exactlyOnce: exactly, plainOverInvoke: out.plainSeconds / out.seconds };
+    },
+  };
+
+  // ctx.invoke's round trip on an idle worker (concurrency 10): `latencyN` parents enqueued one by one
+  // 20 ms apart, each invoking one no-op child; timed from just before the parent's enqueue to its
+  // code after invoke() returned (the replayed attempt, just before it returns), and, of that, to the
+  // child's handler start. One more parent runs first as the warm-up. Checked as in `invoke`.
+  const invokeLatencyScenario = {
+    id: 'invoke-latency',
+    title: `ctx.invoke round trip: parent enqueued → its code after invoke() returned, idle worker, ${latencyN} parents 20 ms apart (ms)`,
+    notApplicable: (adapter) => adapter.invokes !== true,
+    async run(adapter, lib) {
+      const n = latencyN + 1; // parent latencyN: the warm-up; parent i's child is n + i
+      const [child] = await startWorkers({ lib, concurrency: 10, size: 2 * n, mode: 'latency' });
+      try {
+        await adapter.enqueueInvoker(latencyN, n + latencyN);
+        await until('the warm-up parent never resumed', () => child.starts.some((s) => s.i === latencyN), {
+          children: [child],
+        });
+        await sleep(1000);
+        child.starts.length = 0;
+
+        const sent = new Array(latencyN);
+        const base = Date.now();
+        for (const i of range(latencyN)) {
+          const wait = base + i * 20 - Date.now();
+          if (wait > 0) await sleep(wait);
+          sent[i] = now();
+          await adapter.enqueueInvoker(i, n + i);
+        }
+        await until(
+          'not every parent resumed',
+          () => child.starts.filter((s) => s.i >= 0 && s.i < latencyN).length >= latencyN,
+          { children: [child] },
+        );
+        const lat = child.starts.filter((s) => s.i >= 0 && s.i < latencyN).map((s) => ms(sent[s.i], s.t));
+        const toChild = child.starts
+          .filter((s) => s.i >= n && s.i < n + latencyN)
+          .map((s) => ms(sent[s.i - n], s.t))
+          .sort((a, b) => a - b);
+        await until('jobs still unfinished', async () => (await adapter.pendingCount()) === 0, { children: [child] });
+        const result = await child.stop();
+        await adapter.checkInvoked(n);
+        return {
+          ...percentiles(lat),
+          childP50: percentile(toChild, 0.5),
+          exactlyOnce: exactlyOnce([result], 2 * n),
+        };
+      } finally {
+        child.kill();
+      }
+    },
+  };
+
   // Flow control, on every library whose adapter lists the kind in `flow`: two processes × 10,
   // each run checked for the most handlers running at once (all jobs, and per key). `slots`: the
   // slots 10 ms handlers could keep busy (10 for the limit, 20 for serial keys and groups), for
@@ -499,6 +609,8 @@ export function buildScenarios(scale) {
     ),
     signalScenario,
     waitForScenario,
+    invokeScenario,
+    invokeLatencyScenario,
     claimScenario('claim0', false),
     claimScenario('claim1m', true),
     {

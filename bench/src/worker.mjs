@@ -34,6 +34,9 @@ function onJob(payload) {
     first = t;
     send({ type: 'first', t });
   }
+  // An attempt's start that is not counted (a parent's attempts in the invoke scenarios): it only
+  // starts the drain's clock.
+  if (payload?.mark === true) return;
   const i = payload?.i;
   const timed = Number.isInteger(i) && i >= 0 && i < size && starts[i] === 0;
   if (timed) starts[i] = Number(t);

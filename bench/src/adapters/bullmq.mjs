@@ -1,6 +1,6 @@
 // BullMQ on Redis with its defaults apart from concurrency: completed jobs are
 // kept (removeOnComplete unset), as the PostgreSQL libraries keep theirs.
-import { Queue, QueueEvents, Worker } from 'bullmq';
+import { FlowProducer, Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { REDIS_URL, sleep } from '../common.mjs';
 
@@ -37,11 +37,20 @@ export function create() {
   let worker = null;
   let redis = null;
   let events = null;
+  let flows = null;
 
   const q = () => (queue ??= new Queue(QUEUE, { connection: connection(), prefix: PREFIX }));
   // The waitfor scenario's one QueueEvents of the process (a Redis stream reader), shared by every waiter.
   const qe = () => (events ??= new QueueEvents(QUEUE, { connection: connection(), prefix: PREFIX }));
   const r = () => (redis ??= new Redis(connection()));
+  // The invoke scenarios' flows: BullMQ's parent/child jobs.
+  const fp = () => (flows ??= new FlowProducer({ connection: connection(), prefix: PREFIX }));
+  const flow = (i, child) => ({
+    name: QUEUE,
+    queueName: QUEUE,
+    data: { i, invoke: child },
+    children: [{ name: QUEUE, queueName: QUEUE, data: { i: child, child: true } }],
+  });
 
   return {
     name: 'bullmq',
@@ -106,6 +115,43 @@ export function create() {
       return true;
     },
 
+    // The invoke scenarios, BullMQ's nearest shape: a flow (FlowProducer) of a parent with one child.
+    // The child runs first, then the parent, once (no replay), reading its child's result with
+    // job.getChildrenValues(). Not ctx.invoke's shape: the parent does not start before its child.
+    invokes: true,
+    async enqueueInvokers(n, childOffset, offset = 0) {
+      const all = new Array(n);
+      for (let k = 0; k < n; k++) all[k] = flow(offset + k, childOffset + k);
+      await fp().addBulk(all);
+    },
+
+    async enqueueInvoker(i, child) {
+      await fp().add(flow(i, child));
+    },
+
+    // Every parent completed with its own child's result, and each has exactly one child, completed.
+    async checkInvoked(n) {
+      const jobs = await q().getJobs(['completed', 'failed', 'wait', 'active', 'delayed', 'waiting-children']);
+      const parents = jobs.filter((j) => j.data.invoke !== undefined);
+      const children = jobs.filter((j) => j.data.child === true);
+      const perParent = new Map();
+      for (const c of children) {
+        const key = c.parentKey ?? c.opts?.parent?.id;
+        perParent.set(key, (perParent.get(key) ?? 0) + 1);
+      }
+      const r = {
+        parents: parents.length,
+        succeeded: parents.filter((p) => p.finishedOn && !p.failedReason).length,
+        one_child: parents.filter((p) => perParent.get(`${PREFIX}:${QUEUE}:${p.id}`) === 1).length,
+        with_result: parents.filter((p) => p.returnvalue?.child === p.data.invoke).length,
+        children: children.filter((c) => c.finishedOn && !c.failedReason && c.attemptsMade <= 1).length,
+      };
+      if (r.parents !== n || r.succeeded !== n || r.one_child !== n || r.with_result !== n || r.children !== n) {
+        throw new Error(`invoke: ${JSON.stringify(r)}; ${n} parents expected, each completed with one child's result`);
+      }
+      return r;
+    },
+
     async jobCount() {
       const counts = await q().getJobCounts();
       return Object.values(counts).reduce((a, b) => a + b, 0);
@@ -124,7 +170,8 @@ export function create() {
     async analyze() {},
 
     async pendingCount() {
-      const counts = await q().getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
+      // waiting-children: a flow's parent (the invoke scenarios) waits there for its child.
+      const counts = await q().getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused', 'waiting-children');
       return Object.values(counts).reduce((a, b) => a + b, 0);
     },
 
@@ -133,6 +180,18 @@ export function create() {
         QUEUE,
         async (job) => {
           if (job.data.holdMs) await sleep(job.data.holdMs);
+          // A flow's parent (the invoke scenarios): its one child's result, checked as ours checks
+          // what ctx.invoke() returned.
+          if (job.data.invoke !== undefined) {
+            const values = Object.values(await job.getChildrenValues());
+            const got = values.length === 1 ? values[0] : null;
+            await onJob(got?.child === job.data.invoke ? job.data : { i: -3 });
+            return { child: got?.child ?? null };
+          }
+          if (job.data.child) {
+            await onJob(job.data);
+            return { child: job.data.i };
+          }
           return onJob(job.data);
         },
         {
@@ -148,9 +207,10 @@ export function create() {
     async close() {
       if (worker) await worker.close();
       if (events) await events.close();
+      if (flows) await flows.close();
       if (queue) await queue.close();
       if (redis) await redis.quit();
-      worker = queue = redis = events = null;
+      worker = queue = redis = events = flows = null;
     },
   };
 }

@@ -34,6 +34,8 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
   // Builds with durable execution (JobQueue.waitFor, signal) take the scenarios that measure them.
   const endWaits = typeof JobQueue.prototype.waitFor === 'function';
   const signals = typeof JobQueue.prototype.signal === 'function';
+  // Builds with ctx.invoke (child jobs) take the invoke scenarios.
+  const invokes = typeof lib.ChildJobFailedError === 'function';
   const poolerOptions = existsSync(fileURLToPath(new URL('./storage/connection/pooler-probe.js', dist)));
   // A fixed key: the bench measures the sealing, not the key's secrecy.
   const keyring = encryption
@@ -62,8 +64,23 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
     // returned, on the attempt that resumed, and a resume with a payload that is not the job's own
     // (or none: the wait ran out) is reported outside the counted range. `holdMs`: the handler waits
     // that long, then the hook runs just before it returns (the waitfor scenario's end time).
+    // `invoke`: the index of the child this job invokes (ctx.invoke of this same job type, payload
+    // { i: invoke, child: true }); the hook runs once invoke() returned, on the attempt that replayed
+    // it, and a result that is not the child's own is reported outside the counted range. Every
+    // attempt of such a parent first marks its start uncounted (the drain's clock starts at the
+    // first parent, not at the first child). `child`: returns { child: i }, its index.
     // A plain drain's payload has none of them.
     async run(payload, ctx) {
+      if (payload.invoke !== undefined) {
+        onJobHook({ mark: true });
+        const got = await ctx.invoke(NoopJob, { i: payload.invoke, child: true });
+        await onJobHook(got?.child === payload.invoke ? payload : { i: -3 });
+        return { child: got?.child ?? null };
+      }
+      if (payload.child) {
+        await onJobHook(payload);
+        return { child: payload.i };
+      }
       if (payload.steps) for (let s = 0; s < payload.steps; s++) await ctx.step(`s${s}`, () => s);
       if (payload.tx) await ctx.transaction(async () => null);
       if (payload.signal) {
@@ -124,6 +141,7 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
       encryption,
       endWaits,
       signals,
+      invokes,
       // The flow-control scenarios this build takes (enqueueFlow's kinds).
       flow: flowControl ? ['limit', 'serial', 'groups'] : [],
       // Builds with the pooler options take the PgBouncer scenarios, with LISTEN on directConnection or without.
@@ -244,6 +262,61 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
           [SIGNAL],
         );
         return { sent: Number(rows[0].sent), consumed: Number(rows[0].consumed) };
+      },
+
+      // The invoke scenarios: n parents with indexes from `offset`, parent k invoking the child of index
+      // childOffset + k.
+      async enqueueInvokers(n, childOffset, offset = 0) {
+        const { queue, Noop } = await client();
+        const items = new Array(n);
+        for (let k = 0; k < n; k++) items[k] = { job: Noop, payload: { i: offset + k, invoke: childOffset + k } };
+        await queue.enqueueMany(items);
+      },
+
+      // One parent, enqueued alone (invoke-latency): job i invoking the child of index `child`.
+      async enqueueInvoker(i, child) {
+        const { queue, Noop } = await client();
+        await queue.enqueue(Noop, { i, invoke: child });
+      },
+
+      // What the job table says of n parents of enqueueInvokers: every one succeeded with its own
+      // child's result, and every child (exactly one row per parent, linked by invoked_by, none stray)
+      // succeeded in its first attempt. Throws with the counts when any does not hold.
+      async checkInvoked(n) {
+        const { rows } = await sql(
+          `WITH p AS (SELECT * FROM ${SCHEMA}.job WHERE payload ? 'invoke'),
+                c AS (SELECT * FROM ${SCHEMA}.job WHERE invoked_by IS NOT NULL),
+                per AS (SELECT p.id, p.state, p.result, p.payload, count(c.id) AS children,
+                               bool_and(c.state = 'succeeded' AND c.attempt = 1
+                                        AND (c.payload->>'i')::int = (p.payload->>'invoke')::int
+                                        AND c.result = jsonb_build_object('child', (p.payload->>'invoke')::int)
+                                        AND p.result = c.result) AS child_ok
+                          FROM p LEFT JOIN c ON c.invoked_by = p.id GROUP BY p.id, p.state, p.result, p.payload)
+           SELECT (SELECT count(*) FROM per) AS parents,
+                  (SELECT count(*) FROM per WHERE state = 'succeeded') AS succeeded,
+                  (SELECT count(*) FROM per WHERE children = 1) AS one_child,
+                  (SELECT count(*) FROM per WHERE children = 1 AND child_ok) AS with_result,
+                  (SELECT count(*) FROM c) AS children`,
+        );
+        const r = Object.fromEntries(Object.entries(rows[0]).map(([k, v]) => [k, Number(v)]));
+        if (r.parents !== n || r.succeeded !== n || r.one_child !== n || r.with_result !== n || r.children !== n) {
+          throw new Error(`invoke: ${JSON.stringify(r)}; ${n} parents expected, each succeeded with one child's result`);
+        }
+        // When the phases ended, in seconds from the first child's enqueue (the database's clock,
+        // transaction start times): the parents' first attempts (the last child enqueued), the
+        // children, the parents' replays. For the JSON, not the table.
+        const { rows: t } = await sql(
+          `WITH p AS (SELECT * FROM ${SCHEMA}.job WHERE payload ? 'invoke'),
+                c AS (SELECT * FROM ${SCHEMA}.job WHERE invoked_by IS NOT NULL),
+                z AS (SELECT min(created_at) AS z FROM c)
+           SELECT extract(epoch FROM (SELECT max(created_at) FROM c) - z) AS "lastChildEnqueued",
+                  extract(epoch FROM (SELECT max(completed_at) FROM c) - z) AS "lastChildDone",
+                  extract(epoch FROM (SELECT max(completed_at) FROM p) - z) AS "lastParentDone",
+                  (SELECT avg(attempt) FROM p) AS "parentAttempts"
+             FROM z`,
+        );
+        r.timeline = Object.fromEntries(Object.entries(t[0]).map(([k, v]) => [k, Number(v)]));
+        return r;
       },
 
       // The waitfor scenario: one job whose handler waits holdMs before it ends; its id is the handle.
