@@ -45,7 +45,7 @@ export class JobEndWaiters {
    * JobsNotFoundError when the job does not exist or is deleted meanwhile.
    */
   async wait(where: string, id: string, timeoutMs: number | undefined): Promise<JobState> {
-    if (this.closed) throw new JobsError(`${where}: the app is shutting down. Potential fix: wait before app.close().`);
+    if (this.closed) throw shuttingDown(where);
     await this.listen();
     let waiter!: Waiter;
     const ended = new Promise<JobState>((resolve, reject) => (waiter = { resolve, reject }));
@@ -53,10 +53,12 @@ export class JobEndWaiters {
     this.add(id, waiter);
     let state: JobState | null;
     try {
+      if (this.closed) throw shuttingDown(where);
       state = await this.control.awaitEnd(id);
     } catch (error) {
       this.remove(id, waiter);
-      throw error;
+      // The app closed while the wait began: its pool is gone, and that is the answer, not a database fault.
+      throw this.closed ? shuttingDown(where) : error;
     }
     if (state === null) this.settle(id, (w) => w.reject(notFound(where)));
     else if (isTerminal(state)) this.settle(id, (w) => w.resolve(state));
@@ -92,7 +94,7 @@ export class JobEndWaiters {
   async close(): Promise<void> {
     this.closed = true;
     for (const [id, set] of this.waiters) {
-      for (const w of set) w.reject(new JobsError(`waitFor(${id}): the app shut down before the job ended.`));
+      for (const w of set) w.reject(shuttingDown(`waitFor(${id})`));
     }
     this.waiters.clear();
     for (const set of this.watchers.values()) for (const wake of [...set]) wake();
@@ -203,6 +205,12 @@ export class JobEndWaiters {
       else if (isTerminal(state)) this.settle(id, (w) => w.resolve(state));
     }
   }
+}
+
+function shuttingDown(where: string): JobsError {
+  return new JobsError(
+    `${where}: the app shut down before the job ended. Potential fix: wait for the job before app.close().`,
+  );
 }
 
 function notFound(where: string, deleted = false): JobsNotFoundError {

@@ -186,14 +186,35 @@ describe('JobQueue.waitFor', () => {
   });
 
   it('ends the waits still open with a JobsError when its app closes', async () => {
-    const { caller, callerApp } = await instances();
+    const { caller, callerApp, schema } = await instances();
     const { id } = await caller.enqueue(Stall, { gate: 'wf-never' });
     const waited = caller.waitFor(id).catch((e: unknown) => e);
-    await waitUntil('the job to start', async () => (await caller.get(id))!.state === 'active', 30_000);
+    // Started, and its wait begun (the job flagged): the close meets a wait that listens.
+    await waitUntil(
+      'the job to start, flagged as awaited',
+      async () => {
+        const [row] = await sql<{ state: string; awaited: boolean }>(
+          `SELECT state, awaited FROM "${schema}".job WHERE id = $1`,
+          [id],
+        );
+        return row!.state === 'active' && row!.awaited;
+      },
+      30_000,
+    );
     await callerApp.close();
     const error = await waited;
     expect(error).toBeInstanceOf(JobsError);
     expect((error as Error).message).toContain('shut down');
     await openGate('wf-never');
+  });
+
+  it('ends a wait that the app closes before it began with the same JobsError, not a database error', async () => {
+    const { caller, callerApp } = await instances();
+    const { id } = await caller.enqueue(Double, { n: 1 }, { delay: 3_600_000 });
+    const waited = caller.waitFor(id).catch((e: unknown) => e);
+    await callerApp.close();
+    const error = await waited;
+    expect(error).toBeInstanceOf(JobsError);
+    expect((error as Error).message).toMatch(/waitFor\(.*\): the app shut down before the job ended/);
   });
 });
