@@ -1,3 +1,4 @@
+import type { INestApplication } from '@nestjs/common';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { JobQueue, JobsAdmin } from 'nestjs-durable-jobs';
 import { readyWorkerId } from '../../support/child-ready.js';
@@ -18,17 +19,32 @@ import { waitFor as waitUntil } from '../../support/wait.js';
 const HANDLERS = [InvokingParent, InvokedChild, BadInvoke];
 const { apps, schemas } = appFixture({ closeApps: 'each' });
 
-async function instances(): Promise<{ caller: JobQueue; admin: JobsAdmin; schema: string }> {
-  const schema = uniqueSchema('invoke');
+/** A schema of the file's, dropped after it. */
+function newSchema(prefix: string): string {
+  const schema = uniqueSchema(prefix);
   schemas.push(schema);
-  const start = (worker: Record<string, unknown>) =>
-    startJobsApp(
+  return schema;
+}
+
+/** Starts apps of `schema` with the given worker options (`enabled: false`: an app that only calls), closed after each test. */
+function starter(schema: string): (worker: Record<string, unknown>) => Promise<INestApplication> {
+  return async (worker) => {
+    const app = await startJobsApp(
       schema,
       { worker: { pollInterval: 100, ...worker }, scheduler: { enabled: false } },
       { providers: HANDLERS },
     );
+    apps.push(app);
+    return app;
+  };
+}
+
+async function instances(): Promise<{ caller: JobQueue; admin: JobsAdmin; schema: string }> {
+  const schema = newSchema('invoke');
+  const start = starter(schema);
   const callerApp = await start({ enabled: false });
-  apps.push(callerApp, await start({ queues: ['inv-parents'] }), await start({ queues: ['inv-children'] }));
+  await start({ queues: ['inv-parents'] });
+  await start({ queues: ['inv-children'] });
   return { caller: callerApp.get(JobQueue), admin: callerApp.get(JobsAdmin), schema };
 }
 
@@ -127,16 +143,10 @@ describe('ctx.invoke()', () => {
   });
 
   it("survives a SIGKILL of the parent's worker while the child runs: one child, and the parent resumes with its result", async () => {
-    const schema = uniqueSchema('invoke_kill');
-    schemas.push(schema);
-    const start = (worker: Record<string, unknown>) =>
-      startJobsApp(
-        schema,
-        { worker: { pollInterval: 100, ...worker }, scheduler: { enabled: false } },
-        { providers: HANDLERS },
-      );
+    const schema = newSchema('invoke_kill');
+    const start = starter(schema);
     const callerApp = await start({ enabled: false });
-    apps.push(callerApp, await start({ queues: ['inv-children'] }));
+    await start({ queues: ['inv-children'] });
     const caller = callerApp.get(JobQueue);
     const parents = await Promise.all(
       [1, 2, 3].map((n) => caller.enqueue(InvokingParent, { child: { n, gate: 'inv-kill' } })),
@@ -153,7 +163,7 @@ describe('ctx.invoke()', () => {
     } finally {
       if (victim.exitCode === null && victim.signalCode === null) victim.kill('SIGKILL');
     }
-    apps.push(await start({ queues: ['inv-parents'], lease: 1_000 }));
+    await start({ queues: ['inv-parents'], lease: 1_000 });
     openGate('inv-kill');
     for (const [i, p] of parents.entries()) {
       await expect(caller.waitFor(p.id, { timeout: 60_000 })).resolves.toMatchObject({
@@ -167,14 +177,8 @@ describe('ctx.invoke()', () => {
   }, 120_000);
 
   it('wakes a parent whose child ends after the parent looked and before its park is written', async () => {
-    const schema = uniqueSchema('invoke_gap');
-    schemas.push(schema);
-    const app = await startJobsApp(
-      schema,
-      { worker: { enabled: false }, scheduler: { enabled: false } },
-      { providers: HANDLERS },
-    );
-    apps.push(app);
+    const schema = newSchema('invoke_gap');
+    const app = await starter(schema)({ enabled: false });
     const jobs = app.get(JobQueue);
     const parent = await jobs.enqueue(InvokingParent, { child: { n: 1 } });
     const child = await jobs.enqueue(InvokedChild, { n: 1 });

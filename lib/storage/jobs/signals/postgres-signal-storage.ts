@@ -71,9 +71,7 @@ export class PostgresSignalStorage implements SignalStorage {
     deadline: Date,
   ): Promise<boolean> {
     const [row] = await this.sql.beginWait.run(this.worker(), {
-      jobId: job.id,
-      attempt: job.attempt,
-      workerId,
+      ...fenced(workerId, job),
       name,
       step,
       now,
@@ -84,9 +82,7 @@ export class PostgresSignalStorage implements SignalStorage {
 
   async consume(workerId: string, job: HeldJob, name: string, step: string, now: Date): Promise<ConsumeResult> {
     const [row] = await this.sql.consume.run(this.worker(), {
-      jobId: job.id,
-      attempt: job.attempt,
-      workerId,
+      ...fenced(workerId, job),
       name,
       step,
       now,
@@ -98,9 +94,7 @@ export class PostgresSignalStorage implements SignalStorage {
 
   async timeOut(workerId: string, job: HeldJob, step: string, now: Date): Promise<boolean> {
     const rows = await this.sql.timeOut.run(this.worker(), {
-      jobId: job.id,
-      attempt: job.attempt,
-      workerId,
+      ...fenced(workerId, job),
       step,
       now,
     });
@@ -117,9 +111,7 @@ export class PostgresSignalStorage implements SignalStorage {
   ): Promise<boolean> {
     const value = sealJsonFor(this.cipher, job, valueJson)!;
     const [row] = await this.sql.setEvent.run(this.worker(), {
-      jobId: job.id,
-      attempt: job.attempt,
-      workerId,
+      ...fenced(workerId, job),
       key,
       step,
       value,
@@ -142,16 +134,14 @@ export class PostgresSignalStorage implements SignalStorage {
 
   async awaitChild(workerId: string, job: HeldJob, childId: string): Promise<boolean> {
     const rows = await this.sql.awaitChild.run(this.worker(), {
-      jobId: job.id,
-      attempt: job.attempt,
-      workerId,
+      ...fenced(workerId, job),
       childId,
     });
     return rows.length > 0;
   }
 
   async stopAwaiting(workerId: string, job: HeldJob): Promise<boolean> {
-    const rows = await this.sql.stopAwaiting.run(this.worker(), { jobId: job.id, attempt: job.attempt, workerId });
+    const rows = await this.sql.stopAwaiting.run(this.worker(), fenced(workerId, job));
     return rows.length > 0;
   }
 
@@ -168,4 +158,9 @@ export class PostgresSignalStorage implements SignalStorage {
   openPayload(stored: unknown, where: string): unknown {
     return this.cipher.openValue(stored ?? null, where);
   }
+}
+
+/** The fence of the attempt that owns the job, as every handler-side statement takes it. */
+function fenced(workerId: string, job: HeldJob): { jobId: string; attempt: number; workerId: string } {
+  return { jobId: job.id, attempt: job.attempt, workerId };
 }
