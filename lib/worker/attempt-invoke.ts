@@ -1,4 +1,3 @@
-import type { EntityManager } from 'typeorm';
 import type { Type } from '@nestjs/common';
 import {
   ChildJobFailedError,
@@ -38,11 +37,11 @@ export interface InvokeHost {
 
 /**
  * ctx.invoke() for one attempt: the child is enqueued in a transactional
- * step (its row, its link to this job and the step's record commit
- * together, so a crash after it replays the step instead of enqueueing
- * again), then the parent parks until the child has ended, woken by the
- * child's end (the trigger of awaited_job_ended clears the parent's
- * `awaits_signal` and makes it due).
+ * step (its row, its link to this job, this job's flag and the step's
+ * record commit together, so a crash after it replays the step instead of
+ * enqueueing again), then the parent parks until the child has ended,
+ * woken by the child's end (the trigger of awaited_job_ended clears the
+ * parent's `awaits_signal` and makes it due).
  */
 export class AttemptInvoke {
   /** How many times this run invoked each job name: a step name per call. */
@@ -65,39 +64,50 @@ export class AttemptInvoke {
           `Potential fix: invoke the child before ctx.transaction(), and pass its result in.`,
       );
     }
-    const childId = await steps.step<string>(
+    // The enqueue commits as the worker's outcomes do: a crash of PostgreSQL that undid it undoes the
+    // step's record with it, and this job (whose own row an enqueue made durable) runs the step again.
+    const { value: childId, fresh } = await steps.ownStep(
       `invoke:${row.name}#${n}`,
-      { transaction: true },
-      async (manager: EntityManager) => {
-        const held = (await enqueue.insertJobs([row], clock.now(), manager)).get(row.id);
+      where,
+      'ctx.invoke(Child, payload)',
+      async (tx) => {
+        const held = (await enqueue.insertJobs([row], clock.now(), tx)).get(row.id);
         if (held !== undefined) {
           throw new JobsError(
             `${where}: job ${held} holds the unique key of "${row.name}", so no child was enqueued; an invoked child must be a job of its own. ` +
               `Potential fix: a payload whose unique key is free, or wait for job ${held} with JobQueue.waitFor() outside the handler.`,
           );
         }
-        await storage.linkChild(job.id, row.id, manager);
+        if (!(await storage.linkChild(this.host.workerId, job, row.id, tx))) throw this.host.lost();
         return row.id;
       },
     );
-    return this.waitForChild<R>(where, childId);
+    // Just enqueued, the child was invisible until the step committed with this job's flag: nothing to look at.
+    if (fresh) return this.park(childId);
+    return this.replay<R>(where, childId);
   }
 
-  private async waitForChild<R>(where: string, childId: string): Promise<R> {
-    const { job, clock, storage, workerId } = this.host;
+  /** A later attempt, whose step recorded the child: its end if it has one, else a wait for it. */
+  private async replay<R>(where: string, childId: string): Promise<R> {
+    const { job, storage, workerId } = this.host;
     this.host.checkRunning();
-    const now = clock.now();
-    // Flagged before looking: a child that ends after the look finds the flag and wakes this job.
-    if (!(await storage.awaitChild(workerId, job, childId))) throw this.host.lost();
-    const end = await storage.childEnd(childId);
+    let end = await storage.childEnd(workerId, job, childId);
+    if (end && !isTerminal(end.state)) {
+      // Flagged before looking again: a child that ends after this look finds the flag and wakes this job.
+      if (!(await storage.awaitChild(workerId, job, childId))) throw this.host.lost();
+      end = await storage.childEnd(workerId, job, childId);
+    }
     if (end === null) {
       throw new JobsError(`${where}: the child job ${childId} no longer exists (deleted before it ended).`);
     }
-    if (isTerminal(end.state)) {
-      if (!(await storage.stopAwaiting(workerId, job))) throw this.host.lost();
-      if (end.state === 'succeeded') return end.result as R;
-      throw new ChildJobFailedError(childId, end.state, end.lastError);
-    }
+    if (!isTerminal(end.state)) return this.park(childId);
+    if (end.state === 'succeeded') return end.result as R;
+    throw new ChildJobFailedError(childId, end.state, end.lastError);
+  }
+
+  private park(childId: string): never {
+    const { job, clock } = this.host;
+    const now = clock.now();
     const until = job.deadline ? new Date(job.deadline) : new Date(now.getTime() + MAX_CHILD_WAIT_MS);
     throw new SignalWait(`child:${childId}`, until, now, `ctx.invoke() waiting for child job ${childId}`);
   }

@@ -11,6 +11,7 @@ import {
   type StoredStep,
 } from '../model/index.js';
 import type { StepStorage } from '../storage/jobs/step-storage.interface.js';
+import type { StorageTx, TxScope } from '../storage/sql/storage-tx.interface.js';
 import { resultJson } from './result-json.js';
 
 /** A step's result is stored whole and read back on every later attempt. */
@@ -77,12 +78,7 @@ export class AttemptSteps {
     }
     const work = async (manager: EntityManager | undefined, withSuccess: boolean): Promise<string> => {
       const value = await (fn as (m?: EntityManager) => unknown)(manager);
-      const json = resultJson(where, value, this.host.maxResultBytes, STEP_RESULT_FIX);
-      if (this.host.dieAfterStep?.(name)) throw this.host.lost();
-      const step: NewStep = { name, kind: 'step', resultJson: json, completedAt: this.host.clock.now(), wakeAt: null };
-      const { storage, workerId } = this.host;
-      if (!(await storage.recordStep(workerId, job, step, manager, withSuccess))) throw this.host.lost();
-      return json;
+      return this.record(where, name, value, manager, withSuccess);
     };
     let json: string;
     if (!transactional) json = await work(undefined, false);
@@ -91,6 +87,48 @@ export class AttemptSteps {
       json = open ? await work(open, true) : await this.host.storage.handlerTransaction((m) => work(m, false));
     }
     return JSON.parse(json) as T;
+  }
+
+  /**
+   * A step whose writes are all the library's own (ctx.invoke()'s enqueue):
+   * they and the step's record commit in one transaction on the worker's
+   * connections. `fresh` tells the caller whether `fn` ran in this attempt.
+   */
+  async ownStep<T>(
+    name: string,
+    where: string,
+    example: string,
+    fn: (tx: StorageTx) => Promise<T>,
+  ): Promise<{ value: T; fresh: boolean }> {
+    this.claim(where, name, example);
+    this.host.checkRunning();
+    const stored = (await this.recorded()).get(name);
+    if (stored) {
+      if (stored.kind !== 'step') throw kindClash(where, name, 'a sleep');
+      return { value: stored.result as T, fresh: false };
+    }
+    const value = await this.host.storage.workerTransaction(async (tx) => {
+      const v = await fn(tx);
+      await this.record(where, name, v, tx, false);
+      return v;
+    });
+    return { value, fresh: true };
+  }
+
+  /** Records a step's result, in `tx` when given; the JSON it stored. */
+  private async record(
+    where: string,
+    name: string,
+    value: unknown,
+    tx: TxScope | undefined,
+    withSuccess: boolean,
+  ): Promise<string> {
+    const json = resultJson(where, value, this.host.maxResultBytes, STEP_RESULT_FIX);
+    if (this.host.dieAfterStep?.(name)) throw this.host.lost();
+    const step: NewStep = { name, kind: 'step', resultJson: json, completedAt: this.host.clock.now(), wakeAt: null };
+    const { storage, workerId, job } = this.host;
+    if (!(await storage.recordStep(workerId, job, step, tx, withSuccess))) throw this.host.lost();
+    return json;
   }
 
   /** ctx.sleep(name, ms) and ctx.sleepUntil(name, date): `wake` is computed only for a new sleep. */

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { type JobCipher, type JobStep, type NewStep, sealJsonFor, type StoredStep } from '../../model/index.js';
-import { executorFor, ignoreError, type PoolExecutor } from '../sql/sql-executor.js';
+import { asStorageTx, executorFor, ignoreError, type PoolExecutor } from '../sql/sql-executor.js';
 import type { StorageContext } from '../sql/storage-context.js';
-import type { TxScope } from '../sql/storage-tx.interface.js';
+import type { StorageTx, TxScope } from '../sql/storage-tx.interface.js';
 import type { HeldJob } from './outcomes/outcome-storage.interface.js';
 import { jobStepFromRow } from './job-rows.js';
 import { stepStatements, type StepStatements } from './step-statements.js';
@@ -65,8 +65,7 @@ export class PostgresStepStorage implements StepStorage {
   }
 
   async recordStep(workerId: string, job: HeldJob, step: NewStep, tx?: TxScope, withSuccess = false): Promise<boolean> {
-    // Named only on the step pool's connections: a transaction's connection is the app's.
-    const statement = withSuccess ? this.sql.recordWithSuccess : tx ? this.sql.record : this.prepared.record;
+    const statement = withSuccess ? this.sql.recordWithSuccess : this.prepared.record;
     const rows = await statement.run(tx ? executorFor(tx, this.pool) : this.steps(), {
       jobId: job.id,
       attempt: job.attempt,
@@ -83,6 +82,10 @@ export class PostgresStepStorage implements StepStorage {
   async listSteps(jobId: string, withResults: boolean): Promise<JobStep[]> {
     const rows = await this.sql.list.run<JobStep>(this.pool, { jobId, withResults });
     return rows.map((r) => jobStepFromRow(r, withResults, this.cipher));
+  }
+
+  workerTransaction<T>(body: (tx: StorageTx) => Promise<T>): Promise<T> {
+    return this.steps().transaction((tx) => body(asStorageTx(tx)));
   }
 
   /**

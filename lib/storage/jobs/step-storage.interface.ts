@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { JobStep, NewStep, StoredStep } from '../../model/index.js';
-import type { TxScope } from '../sql/storage-tx.interface.js';
+import type { StorageTx, TxScope } from '../sql/storage-tx.interface.js';
 import type { HeldJob } from './outcomes/outcome-storage.interface.js';
 
 /**
@@ -31,6 +31,12 @@ export interface StepStorage {
    * resolves, rolled back when it throws (its error is rethrown).
    */
   handlerTransaction<T>(body: (manager: EntityManager) => Promise<T>): Promise<T>;
+  /**
+   * Runs `body` in a new transaction on the worker's own connections, which
+   * commit as its claims and outcomes do (worker.synchronousCommit): for a
+   * step whose writes are all the library's own (ctx.invoke()'s enqueue).
+   */
+  workerTransaction<T>(body: (tx: StorageTx) => Promise<T>): Promise<T>;
 }
 
 export const STEP_STORAGE = Symbol('STEP_STORAGE');

@@ -176,14 +176,14 @@ describe('ctx.invoke()', () => {
     }
   }, 120_000);
 
-  it('wakes a parent whose child ends after the parent looked and before its park is written', async () => {
+  it('wakes a parent whose child ends after the invoke step committed and before its park is written', async () => {
     const schema = newSchema('invoke_gap');
     const app = await starter(schema)({ enabled: false });
     const jobs = app.get(JobQueue);
     const parent = await jobs.enqueue(InvokingParent, { child: { n: 1 } });
     const child = await jobs.enqueue(InvokedChild, { n: 1 });
     // The worker's statements by hand, so the child's end lands in the gap: the parent claimed, the
-    // child linked, the parent's flag and look (not ended), the child's end, then the park's write.
+    // child linked with the parent's flag (the invoke step), the child's end, then the park's write.
     const { claims, outcomes } = workerStorage(app);
     const signals = app.get<SignalStorage>(SIGNAL_STORAGE);
     const now = new Date();
@@ -195,9 +195,7 @@ describe('ctx.invoke()', () => {
       now,
       leaseMs: 60_000,
     });
-    await signals.linkChild(parent.id, child.id);
-    expect(await signals.awaitChild('w-gap', job!, child.id)).toBe(true);
-    expect((await signals.childEnd(child.id))!.state).toBe('queued');
+    expect(await signals.linkChild('w-gap', job!, child.id)).toBe(true);
     await sql(`UPDATE "${schema}".job SET state = 'succeeded', completed_at = now() WHERE id = $1`, [child.id]);
     const parkedAt = new Date();
     const deadline = new Date(parkedAt.getTime() + 3_600_000);
@@ -213,6 +211,44 @@ describe('ctx.invoke()', () => {
     );
     expect(row!.state).toBe('queued');
     expect(row!.run_at.getTime()).toBe(parkedAt.getTime());
+  });
+
+  it('a later attempt that finds its child not ended flags itself before looking again, and stops waiting once it has ended', async () => {
+    const schema = newSchema('invoke_replay');
+    const app = await starter(schema)({ enabled: false });
+    const jobs = app.get(JobQueue);
+    const parent = await jobs.enqueue(InvokingParent, { child: { n: 2 } });
+    const child = await jobs.enqueue(InvokedChild, { n: 2 });
+    const { claims } = workerStorage(app);
+    const signals = app.get<SignalStorage>(SIGNAL_STORAGE);
+    const [job] = await claims.claim({
+      workerId: 'w-replay',
+      queue: 'inv-parents',
+      names: ['inv-parent'],
+      limit: 1,
+      now: new Date(),
+      leaseMs: 60_000,
+    });
+    const flag = async () =>
+      (
+        await sql<{ awaits_signal: string | null }>(`SELECT awaits_signal FROM "${schema}".job WHERE id = $1`, [
+          parent.id,
+        ])
+      )[0]!.awaits_signal;
+    expect((await signals.childEnd('w-replay', job!, child.id))!.state).toBe('queued');
+    expect(await flag()).toBeNull();
+    expect(await signals.awaitChild('w-replay', job!, child.id)).toBe(true);
+    expect(await flag()).toBe(`child:${child.id}`);
+    // A look while the child runs leaves the flag for its end to clear.
+    expect((await signals.childEnd('w-replay', job!, child.id))!.state).toBe('queued');
+    expect(await flag()).toBe(`child:${child.id}`);
+    // An end the trigger could not clear the flag for (it is not linked here): the look clears it.
+    await sql(`UPDATE "${schema}".job SET state = 'succeeded', completed_at = now(), result = '7' WHERE id = $1`, [
+      child.id,
+    ]);
+    const end = await signals.childEnd('w-replay', job!, child.id);
+    expect(end).toMatchObject({ state: 'succeeded', result: 7 });
+    expect(await flag()).toBeNull();
   });
 
   it('refuses an option an invoked child cannot take, and writes no child', async () => {

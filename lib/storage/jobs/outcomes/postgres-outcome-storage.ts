@@ -23,7 +23,12 @@ import { outcomeStatements, type OutcomeStatements } from './outcome-statements.
  * with plan_cache_mode = force_generic_plan: it finds its rows through the
  * primary key whatever the batch size). The rarer writes stay unnamed.
  */
-const PREPARED: ReadonlyArray<keyof OutcomeStatements> = ['succeed', 'succeedWithSuccessors', 'succeedAndClaim'];
+const PREPARED: ReadonlyArray<keyof OutcomeStatements> = [
+  'succeed',
+  'succeedWithSuccessors',
+  'succeedAndClaim',
+  'fail',
+];
 
 type Row = Record<string, unknown>;
 

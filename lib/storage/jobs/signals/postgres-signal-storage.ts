@@ -10,6 +10,7 @@ import type { StorageContext } from '../../sql/storage-context.js';
 import type { TxScope } from '../../sql/storage-tx.interface.js';
 import type { HeldJob } from '../outcomes/outcome-storage.interface.js';
 import type { WorkerConnections } from '../worker-connections.js';
+import { preparedStatements } from '../statement-runner.js';
 import { signalStatements, type SignalStatements } from './signal-statements.js';
 import type {
   ChildEnd,
@@ -30,7 +31,10 @@ export class PostgresSignalStorage implements SignalStorage {
     /** A handler's writes go through the worker's connections, as its steps do. */
     private readonly connections: WorkerConnections,
   ) {
-    this.sql = signalStatements(context.schema);
+    // Prepared once per connection: a wait, a look at a child or a published value is a statement
+    // on the handler's path, and their texts are long enough that parsing and planning each showed.
+    const sql = signalStatements(context.schema);
+    this.sql = preparedStatements(sql, Object.keys(sql) as Array<keyof SignalStatements>);
     this.pool = context.executor;
     this.cipher = context.cipher;
     this.channel = context.channel;
@@ -128,8 +132,9 @@ export class PostgresSignalStorage implements SignalStorage {
     return { outcome: 'read', state: row.state as JobState, found: row.found === true, value };
   }
 
-  async linkChild(parentId: string, childId: string, tx?: TxScope): Promise<void> {
-    await this.sql.linkChild.run(executorFor(tx, this.pool), { parentId, childId });
+  async linkChild(workerId: string, job: HeldJob, childId: string, tx?: TxScope): Promise<boolean> {
+    const rows = await this.sql.linkChild.run(executorFor(tx, this.pool), { ...fenced(workerId, job), childId });
+    return rows.length > 0;
   }
 
   async awaitChild(workerId: string, job: HeldJob, childId: string): Promise<boolean> {
@@ -140,13 +145,8 @@ export class PostgresSignalStorage implements SignalStorage {
     return rows.length > 0;
   }
 
-  async stopAwaiting(workerId: string, job: HeldJob): Promise<boolean> {
-    const rows = await this.sql.stopAwaiting.run(this.worker(), fenced(workerId, job));
-    return rows.length > 0;
-  }
-
-  async childEnd(childId: string): Promise<ChildEnd | null> {
-    const [row] = await this.sql.childEnd.run(this.worker(), { childId });
+  async childEnd(workerId: string, job: HeldJob, childId: string): Promise<ChildEnd | null> {
+    const [row] = await this.sql.childEnd.run(this.worker(), { ...fenced(workerId, job), childId });
     if (!row) return null;
     return {
       state: row.state as JobState,

@@ -124,26 +124,40 @@ export function signalStatements(schema: string) {
     ),
 
     // A child of ctx.invoke(), in the parent's step transaction: linked to the parent, and awaited so
-    // that its end (the trigger of awaited_job_ended) wakes the parent.
-    linkChild: statement<{ parentId: string; childId: string }>()(
-      ['parentId', 'childId'],
-      (p) => `UPDATE ${s}.job SET invoked_by = ${p.parentId}, awaited = true WHERE id = ${p.childId}`,
+    // that its end (the trigger of awaited_job_ended) wakes the parent; the parent is flagged as
+    // waiting for it. The child is not visible to anyone until this commits, so it cannot have ended
+    // before the flag: the parent parks without looking, and the park's write finds the flag cleared
+    // if the child ended in between.
+    linkChild: statement<Fenced & { childId: string }>()(
+      [...FENCED, 'childId'],
+      (p) => `WITH child AS (
+      UPDATE ${s}.job SET invoked_by = ${p.jobId}, awaited = true WHERE id = ${p.childId} RETURNING id
+    )
+    UPDATE ${s}.job SET awaits_signal = 'child:' || ${p.childId}::text
+     WHERE ${fence(p)} AND EXISTS (SELECT 1 FROM child)
+    RETURNING id`,
     ),
 
-    // The parent waits for its child: a flag the child's end clears (the park's write then makes it due).
+    // The parent waits for its child again (a later attempt that found it not ended): the flag is set
+    // before the look that follows it, so an end after the look finds it.
     awaitChild: statement<Fenced & { childId: string }>()(
       [...FENCED, 'childId'],
       (p) => `UPDATE ${s}.job SET awaits_signal = 'child:' || ${p.childId}::text WHERE ${fence(p)} RETURNING id`,
     ),
 
-    stopAwaiting: statement<Fenced>()(
-      FENCED,
-      (p) => `UPDATE ${s}.job SET awaits_signal = NULL WHERE ${fence(p)} RETURNING id`,
-    ),
-
-    childEnd: statement<{ childId: string }>()(
-      ['childId'],
-      (p) => `SELECT state, result, last_error FROM ${s}.job WHERE id = ${p.childId}`,
+    // How the child stands; once it has ended, its parent waits for it no more (a flag left by an
+    // attempt that stopped between its flag and its look is cleared here).
+    childEnd: statement<Fenced & { childId: string }>()(
+      [...FENCED, 'childId'],
+      (p) => `WITH c AS (
+      SELECT state, result, last_error FROM ${s}.job WHERE id = ${p.childId}
+    ), u AS (
+      UPDATE ${s}.job SET awaits_signal = NULL
+       WHERE ${fence(p)} AND awaits_signal = 'child:' || ${p.childId}::text
+         AND EXISTS (SELECT 1 FROM c WHERE state IN (${ended}))
+      RETURNING id
+    )
+    SELECT state, result, last_error FROM c`,
     ),
 
     // A published value with the job's state, so a reader knows whether waiting can still help.

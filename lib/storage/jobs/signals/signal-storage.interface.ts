@@ -33,14 +33,18 @@ export interface SignalStorage {
   setEvent(workerId: string, job: HeldJob, key: string, step: string, valueJson: string, now: Date): Promise<boolean>;
   /** A published value and the job's state. */
   getEvent(jobId: string, key: string): Promise<EventRead>;
-  /** Links a child of ctx.invoke() to its parent and flags it awaited, in the parent's step transaction. */
-  linkChild(parentId: string, childId: string, tx?: TxScope): Promise<void>;
-  /** Flags the parent as waiting for the child; false when fenced out. */
+  /**
+   * Links a child of ctx.invoke() to its parent, flags it awaited and flags the parent as waiting for
+   * it, in the parent's step transaction; false when the parent's attempt is fenced out.
+   */
+  linkChild(workerId: string, job: HeldJob, childId: string, tx?: TxScope): Promise<boolean>;
+  /** Flags the parent as waiting for the child again (a later attempt); false when fenced out. */
   awaitChild(workerId: string, job: HeldJob, childId: string): Promise<boolean>;
-  /** The parent waits no more (its child ended); false when fenced out. */
-  stopAwaiting(workerId: string, job: HeldJob): Promise<boolean>;
-  /** A child's state, result (opened) and error; null when it no longer exists. */
-  childEnd(childId: string): Promise<ChildEnd | null>;
+  /**
+   * A child's state, result (opened) and error, null when it no longer exists; once it has ended,
+   * the parent (this attempt's job) waits for it no more.
+   */
+  childEnd(workerId: string, job: HeldJob, childId: string): Promise<ChildEnd | null>;
   /** A signal's payload as stored in a wait's record, opened. */
   openPayload(stored: unknown, where: string): unknown;
 }
