@@ -1,5 +1,4 @@
-import type { AttemptInvoke } from './attempt-invoke.js';
-import type { AttemptSignals } from './attempt-signals.js';
+import type { AttemptParts } from './attempt-parts.js';
 import type { EntityManager } from 'typeorm';
 import {
   describeValue,
@@ -15,9 +14,7 @@ import {
   type JobContextData,
   type JobLogger,
 } from '../model/index.js';
-import type { AttemptSteps } from './attempt-steps.js';
 import { sleepTarget } from './attempt-steps.js';
-import type { AttemptTransaction } from './attempt-transaction.js';
 import type { RunnerDeps } from './runner-deps.js';
 
 /** A snooze longer than a year is a bug, not a plan. */
@@ -31,10 +28,8 @@ export interface ContextHost {
   /** True in onFailure: the attempt has ended. */
   readonly hasEnded: boolean;
   signal(): AbortSignal;
-  steps(): AttemptSteps;
-  signals(): AttemptSignals;
-  invoker(): AttemptInvoke;
-  transaction(): AttemptTransaction;
+  /** Its steps, signal waits, child jobs and ctx.transaction(). */
+  parts(): AttemptParts;
   stage(continuation: Continuation): void;
 }
 
@@ -95,7 +90,7 @@ class AttemptContext implements JobContext {
     const host = this[HOST];
     return ((name: string, second: unknown, third?: unknown) => {
       refuseAfterEnd(host, 'ctx.step()');
-      return host.steps().step(name, second, third);
+      return host.parts().steps().step(name, second, third);
     }) as JobContext['step'];
   }
 
@@ -108,7 +103,10 @@ class AttemptContext implements JobContext {
     const host = this[HOST];
     return async (name, ms) => {
       refuseAfterEnd(host, 'ctx.sleep()');
-      return host.steps().sleep(name, sleepTarget('ctx.sleep', host.job, ms), 'ctx.sleep');
+      return host
+        .parts()
+        .steps()
+        .sleep(name, sleepTarget('ctx.sleep', host.job, ms), 'ctx.sleep');
     };
   }
 
@@ -116,7 +114,10 @@ class AttemptContext implements JobContext {
     const host = this[HOST];
     return async (name, until) => {
       refuseAfterEnd(host, 'ctx.sleepUntil()');
-      return host.steps().sleep(name, sleepTarget('ctx.sleepUntil', host.job, until), 'ctx.sleepUntil');
+      return host
+        .parts()
+        .steps()
+        .sleep(name, sleepTarget('ctx.sleepUntil', host.job, until), 'ctx.sleepUntil');
     };
   }
 
@@ -124,7 +125,10 @@ class AttemptContext implements JobContext {
     const host = this[HOST];
     return (async (job: unknown, payload: unknown, options?: unknown) => {
       refuseAfterEnd(host, 'ctx.invoke()');
-      return host.invoker().invoke(job as string, payload, options);
+      return host
+        .parts()
+        .invoker()
+        .invoke(job as string, payload, options);
     }) as JobContext['invoke'];
   }
 
@@ -132,7 +136,7 @@ class AttemptContext implements JobContext {
     const host = this[HOST];
     return async (name) => {
       refuseAfterEnd(host, 'ctx.patched()');
-      return host.steps().patched(name);
+      return host.parts().steps().patched(name);
     };
   }
 
@@ -140,7 +144,7 @@ class AttemptContext implements JobContext {
     const host = this[HOST];
     return async <T>(name: string, options?: { timeout?: number }) => {
       refuseAfterEnd(host, 'ctx.waitForSignal()');
-      return host.signals().waitForSignal<T>(name, options);
+      return host.parts().signals().waitForSignal<T>(name, options);
     };
   }
 
@@ -148,7 +152,7 @@ class AttemptContext implements JobContext {
     const host = this[HOST];
     return async (key, value) => {
       refuseAfterEnd(host, 'ctx.setEvent()');
-      return host.signals().setEvent(key, value);
+      return host.parts().signals().setEvent(key, value);
     };
   }
 
@@ -156,7 +160,7 @@ class AttemptContext implements JobContext {
     const host = this[HOST];
     return async <T>(fn: (manager: EntityManager) => Promise<T>) => {
       refuseAfterEnd(host, 'ctx.transaction()');
-      return host.transaction().run<T>(fn);
+      return host.parts().transaction().run<T>(fn);
     };
   }
 

@@ -20,11 +20,11 @@ import {
   type JobLogger,
 } from '../model/index.js';
 import { jobContext } from './attempt-context.js';
-import { AttemptInvoke } from './attempt-invoke.js';
-import { AttemptSignals, SignalWait } from './attempt-signals.js';
+import { AttemptParts } from './attempt-parts.js';
+import { SignalWait } from './attempt-signals.js';
 import { deadlineError, pastDeadline } from './job-deadline.js';
-import { AttemptSteps, SleepJob } from './attempt-steps.js';
-import { AttemptTransaction } from './attempt-transaction.js';
+import { SleepJob } from './attempt-steps.js';
+import type { AttemptTransaction } from './attempt-transaction.js';
 import { loggableMessage, loggableStack } from './outcome-log.js';
 import { resultJson } from './result-json.js';
 import { leaseLostError, type RunResult } from './run-result.js';
@@ -63,12 +63,8 @@ export class RunningJob {
   private handler: JobHandler | undefined;
   /** Why the attempt failed for good, as the handler threw it. */
   private failedWith: Error | undefined;
-  /** Made on the first ctx.step() or ctx.sleep(): most handlers have none. */
-  private stepsOfRun: AttemptSteps | null = null;
-  private signalsOfRun: AttemptSignals | null = null;
-  private invokeOfRun: AttemptInvoke | null = null;
-  /** Made on the first ctx.transaction(). */
-  private transactionOfRun: AttemptTransaction | null = null;
+  /** Made on the first ctx.step(), ctx.invoke(), ctx.transaction() or the like: most handlers use none. */
+  private partsOfRun: AttemptParts | null = null;
   /** The DI sub-tree of this attempt's scoped handler and interceptors, made on first need. */
   private contextId: ContextId | null = null;
 
@@ -88,63 +84,21 @@ export class RunningJob {
     return this.ended;
   }
 
-  /** This attempt's steps and sleeps. */
-  steps(): AttemptSteps {
-    return (this.stepsOfRun ??= new AttemptSteps({
+  /** This attempt's steps, signal waits, child jobs and ctx.transaction(). */
+  parts(): AttemptParts {
+    return (this.partsOfRun ??= new AttemptParts({
       job: this.job,
-      workerId: this.deps.workerId,
-      clock: this.deps.clock,
-      storage: this.deps.steps,
-      maxResultBytes: this.deps.maxResultBytes,
+      deps: this.deps,
+      faults: this.faults,
       checkRunning: () => this.checkRunning(),
       lost: () => this.lost(),
-      openTransaction: () => this.transactionOfRun?.open() ?? null,
-      dieAfterStep: this.faults.dieAfterStep,
-    }));
-  }
-
-  /** This attempt's ctx.waitForSignal() and ctx.setEvent(). */
-  signals(): AttemptSignals {
-    return (this.signalsOfRun ??= new AttemptSignals({
-      job: this.job,
-      workerId: this.deps.workerId,
-      clock: this.deps.clock,
-      storage: this.deps.signals,
-      maxResultBytes: this.deps.maxResultBytes,
-      steps: this.steps(),
-      lost: () => this.lost(),
-      checkRunning: () => this.checkRunning(),
-    }));
-  }
-
-  /** This attempt's ctx.invoke(). */
-  invoker(): AttemptInvoke {
-    return (this.invokeOfRun ??= new AttemptInvoke({
-      job: this.job,
-      workerId: this.deps.workerId,
-      clock: this.deps.clock,
-      builder: this.deps.builder,
-      enqueue: this.deps.enqueue,
-      storage: this.deps.signals,
-      steps: this.steps(),
-      lost: () => this.lost(),
-      checkRunning: () => this.checkRunning(),
-      inTransaction: () => this.transactionOfRun?.open() != null,
-    }));
-  }
-
-  /** This attempt's ctx.transaction(). */
-  transaction(): AttemptTransaction {
-    return (this.transactionOfRun ??= new AttemptTransaction({
-      job: this.job,
-      storage: this.deps.steps,
-      checkRunning: () => this.checkRunning(),
-      flushProgress: () => this.deps.flushProgress(this.job),
       checkResult: (value) => this.checkResult(value),
       releaseForSuccess: () => this.release('success') ?? [],
-      writeSuccess: (attempt, continuations, manager) => this.deps.writeSuccess(attempt, continuations, manager),
-      lost: () => this.lost(),
     }));
+  }
+
+  private get transactionOfRun(): AttemptTransaction | null {
+    return this.partsOfRun?.openedTransaction ?? null;
   }
 
   /** Stages a continuation, unless ctx.transaction() has written the success it would ride on. */
