@@ -24,11 +24,12 @@ const batch = Number(size);
 const n = Number(total);
 const SCHEMA = 'bench_jobs';
 const S = outcomeStatements(SCHEMA);
-const claimText = claimStatements(SCHEMA).claim;
+// The library's statements take named parameters (a Statement: its text, and its values from one object).
+const claim = claimStatements(SCHEMA).claim;
 // The succeed statement's parameters: ids, worker, now, the NOTIFY channel of batch settlement,
-// attempts, results, traces (null: no traced attempt).
+// attempts, results, traces (null: no traced attempt); the delete takes the same, in the same order.
 const finishText = {
-  succeed: S.succeed,
+  succeed: S.succeed.text,
   delete: `DELETE FROM ${SCHEMA}.job j
     WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
       AND j.attempt = ($5::jsonb ->> (j.id::text))::int
@@ -58,13 +59,28 @@ for (;;) {
   let t = cpuMs();
   const { rows } = await c.query({
     name: 'claim',
-    text: claimText,
-    values: ['default', new Date(), ['noop'], batch, 'statement-cost', 30_000],
+    text: claim.text,
+    values: claim.values({
+      queue: 'default',
+      now: new Date(),
+      names: ['noop'],
+      limit: batch,
+      workerId: 'statement-cost',
+      leaseMs: 30_000,
+    }),
   });
   claimMs += cpuMs() - t;
   if (rows.length === 0) break;
   const attempts = Object.fromEntries(rows.map((r) => [r.id, r.attempt]));
-  const values = [rows.map((r) => r.id), 'statement-cost', new Date(), 'none', JSON.stringify(attempts), '{}', null];
+  const values = S.succeed.values({
+    ids: rows.map((r) => r.id),
+    workerId: 'statement-cost',
+    now: new Date(),
+    channel: 'none',
+    attempts: JSON.stringify(attempts),
+    results: '{}',
+    traces: null,
+  });
   t = cpuMs();
   await c.query({ name: finish, text: finishText, values });
   finishMs += cpuMs() - t;
