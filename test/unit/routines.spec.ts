@@ -12,7 +12,7 @@ import { ROUTINE_NAMES, ROUTINES } from '../../lib/storage/routines/routine-cata
 import { SETTLE_JOBS } from '../../lib/storage/routines/settle-jobs.routine.js';
 import { workflowStatements } from '../../lib/storage/workflows/workflow-statements.js';
 
-const BASES = ['claim_controlled', 'settle_jobs', 'release_children', 'reopen_job', 'awaited_job_ended'];
+const BASES = ['claim_controlled', 'settle_jobs', 'release_children', 'reopen_job', 'awaited_job_ended', 'job_deleted'];
 
 /** Every SQL text a statements object holds, its builders called with placeholders. */
 function texts(statements: Record<string, unknown>): string[] {

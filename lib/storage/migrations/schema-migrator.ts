@@ -2,7 +2,7 @@ import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { JobsError } from '../../model/index.js';
 import { quoteIdent } from '../sql/sql-identifiers.js';
 import { installRoutines, missingRoutines } from '../routines/routine-installer.js';
-import { LAST_RELEASED_VERSION, migrationSql, schemaMigrations } from './migration-files.js';
+import { LAST_RELEASED_VERSION, latestSchemaVersion, migrationSql, schemaMigrations } from './migration-files.js';
 import {
   versionTable,
   type AppliedRow,
@@ -208,6 +208,7 @@ export async function ensureRoutines(dataSource: DataSource, schema: string): Pr
  */
 export function createJobsMigrations(schema = 'jobs'): Array<new () => MigrationInterface> {
   const s = quoteIdent(schema);
+  const latest = latestSchemaVersion();
   return schemaMigrations().map((migration) => {
     const timestamp = 1764000000000 + migration.version;
     // TypeORM records migrations by name: the schema is part of it, so two
@@ -220,6 +221,9 @@ export function createJobsMigrations(schema = 'jobs'): Array<new () => Migration
         for (const statement of versionTable(s)) await runner.query(statement);
         await runner.query(migrationSql(migration.up, schema));
         await recordVersion(runner, s, migration);
+        // Installed with the last version, in its transaction: a version may leave to a routine
+        // what its tables no longer do (job_deleted, for the foreign keys version 7 drops).
+        if (migration.version === latest) await installRoutines(runner, schema);
       }
       async down(runner: QueryRunner): Promise<void> {
         await runner.query(migrationSql(migration.down, schema));

@@ -22,7 +22,8 @@ export interface BatchRoundResult {
 
 /**
  * Deleting settled batches, shared by retention and `JobsAdmin.purge()`. A
- * batch goes whole, its members with it (the foreign keys cascade), so a
+ * batch goes whole, its members with it (the foreign key cascades, and their
+ * own rows go with them through the trigger of job_deleted), so a
  * round is sized by member rows rather than by batches: a thousand batches
  * of ten thousand members each would otherwise be one transaction of ten
  * million deleted rows.
