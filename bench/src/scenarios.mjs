@@ -79,6 +79,22 @@ async function until(what, probe, { children = [], timeoutMs = 10_000, everyMs =
 }
 
 // The latency figures of one scenario, in ms.
+/**
+ * Calls `send(i)` for i in 0..count-1, each 20 ms after the start of the one before (on schedule,
+ * not 20 ms after it returned), one at a time; the monotonic time each call began, by i.
+ */
+async function paced(count, send) {
+  const sent = new Array(count);
+  const base = Date.now();
+  for (const i of range(count)) {
+    const wait = base + i * 20 - Date.now();
+    if (wait > 0) await sleep(wait);
+    sent[i] = now();
+    await send(i);
+  }
+  return sent;
+}
+
 function percentiles(lat) {
   lat.sort((a, b) => a - b);
   return { p50: percentile(lat, 0.5), p95: percentile(lat, 0.95), p99: percentile(lat, 0.99) };
@@ -156,14 +172,7 @@ export function buildScenarios(scale) {
         await sleep(1000);
         child.starts.length = 0;
 
-        const sent = new Array(latencyN);
-        const base = Date.now();
-        for (const i of range(latencyN)) {
-          const wait = base + i * 20 - Date.now();
-          if (wait > 0) await sleep(wait);
-          sent[i] = now();
-          await adapter.enqueueOne(i);
-        }
+        const sent = await paced(latencyN, (i) => adapter.enqueueOne(i));
         const until = Date.now() + 10_000;
         while (new Set(child.starts.map((s) => s.i)).size < latencyN) {
           if (child.failure) throw child.failure;
@@ -219,14 +228,7 @@ export function buildScenarios(scale) {
         await sleep(1000);
         child.starts.length = 0;
 
-        const sent = new Array(latencyN);
-        const base = Date.now();
-        for (const i of range(latencyN)) {
-          const wait = base + i * 20 - Date.now();
-          if (wait > 0) await sleep(wait);
-          sent[i] = now();
-          await adapter.signal(ids[i], i);
-        }
+        const sent = await paced(latencyN, (i) => adapter.signal(ids[i], i));
         await until(`not every signalled job resumed`, () => new Set(child.starts.map((s) => s.i)).size >= latencyN, {
           children: [child],
         });
@@ -412,14 +414,7 @@ export function buildScenarios(scale) {
         await sleep(1000);
         child.starts.length = 0;
 
-        const sent = new Array(latencyN);
-        const base = Date.now();
-        for (const i of range(latencyN)) {
-          const wait = base + i * 20 - Date.now();
-          if (wait > 0) await sleep(wait);
-          sent[i] = now();
-          await adapter.enqueueInvoker(i, n + i);
-        }
+        const sent = await paced(latencyN, (i) => adapter.enqueueInvoker(i, n + i));
         await until(
           'not every parent resumed',
           () => child.starts.filter((s) => s.i >= 0 && s.i < latencyN).length >= latencyN,
