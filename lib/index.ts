@@ -98,6 +98,7 @@ export {
   type JobInfo,
   type FailureHookInfo,
   type FailureHookRetries,
+  type KeepOptions,
   type BatchInfo,
   type BatchState,
   type JobClass,

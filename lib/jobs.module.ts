@@ -174,6 +174,7 @@ function coreProviders(): Provider[] {
       inject: [JOBS_MODULE_OPTIONS],
       useFactory: (o: JobsModuleOptions): JobsDiscoveryOptions => ({
         defaults: o.defaults,
+        keepSucceeded: o.retention?.succeeded !== 0,
         externalJobs: o.externalJobs,
         unregisteredJobs: o.unregisteredJobs,
         interceptors: o.interceptors,

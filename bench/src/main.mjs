@@ -28,6 +28,7 @@ const { values: flags } = parseArgs({
 const LABELS = {
   ours: ['nestjs-durable-jobs', `${ROOT}/package.json`],
   'ours-sync': ['nestjs-durable-jobs', `${ROOT}/package.json`, ' (synchronous commit)'],
+  'ours-forget': ['nestjs-durable-jobs', `${ROOT}/package.json`, ' (sync commit, forgetting successes)'],
   graphile: ['graphile-worker', `${BENCH}/node_modules/graphile-worker/package.json`],
   pgboss: ['pg-boss', `${BENCH}/node_modules/pg-boss/package.json`],
   bullmq: ['BullMQ', `${BENCH}/node_modules/bullmq/package.json`, ' (Redis)'],
@@ -102,7 +103,10 @@ for (const scenario of selected) {
   results[scenario.id] = {};
   // A scenario only some libraries have (batches): the others get no cell. One that cannot apply to a
   // library (a PostgreSQL pooler for BullMQ) shows "n/a".
-  const takes = (lib) => !adapters[lib] || !scenario.supports || scenario.supports(adapters[lib]);
+  // Ours forgetting its successes runs the plain drains only: the rows it is compared on.
+  const takes = (lib) =>
+    !adapters[lib] ||
+    ((!adapters[lib].drainsOnly || scenario.plainDrain) && (!scenario.supports || scenario.supports(adapters[lib])));
   const notApplicable = (lib) => adapters[lib] && scenario.notApplicable?.(adapters[lib]);
   for (const lib of libs.filter((l) => takes(l) && notApplicable(l))) {
     results[scenario.id][lib] = { runs: [], errors: [], notApplicable: true };
@@ -184,10 +188,13 @@ console.log();
 const storage = Object.fromEntries(Object.entries(adapters).map(([l, a]) => [l, a.storage]));
 console.log(table(rows, libs, labels, storage));
 console.log();
-if (libs.some((l) => !['ours', 'ours-sync', 'base'].includes(l))) {
+if (libs.some((l) => !['ours', 'ours-sync', 'ours-forget', 'base'].includes(l))) {
   console.log('ours vs best peer: above 1× ours leads (throughput: ours ÷ best peer; latency and RSS: best peer ÷ ours)');
   if (libs.includes('ours-sync')) {
     console.log('ours (sync commit): claims and outcomes wait for the WAL flush, as the peers\' do: the comparison at equal durability');
+  }
+  if (libs.includes('ours-forget')) {
+    console.log('ours (forgetting): sync commit, and each success deletes its job (retention.succeeded: 0), as graphile-worker keeps no successes');
   }
 }
 if (libs.includes('base') && libs.includes('ours')) {

@@ -287,7 +287,7 @@ function checkCell(v) {
 // Ours against the best peer on each row: >1× means ours is better on a
 // higher-is-better row, and also on a lower-is-better row (peer ÷ ours).
 /** This library's own columns; every other library is a peer. */
-const OURS = ['ours', 'ours-sync', 'base'];
+const OURS = ['ours', 'ours-sync', 'ours-forget', 'base'];
 
 // `row.peersFrom`: the peers' figures come from that scenario's row of the same field (a variant
 // of ours measured alone, the peers running the same way in both).
@@ -312,15 +312,21 @@ function versusBase(row) {
   return `${(row.better === 'higher' ? ours / base : base / ours).toFixed(2)}×`;
 }
 
+const VERSUS_HEADS = {
+  ours: 'ours vs best peer',
+  'ours-sync': 'ours (sync commit) vs best peer',
+  'ours-forget': 'ours (forgetting) vs best peer',
+};
+
 export function table(rows, libs, labels, storage = {}) {
   const hasPeers = libs.some((l) => !OURS.includes(l));
   // Ours against the best peer, at our default durability and at the peers' (synchronous commit).
-  const versus = hasPeers ? ['ours', 'ours-sync'].filter((l) => libs.includes(l)) : [];
+  const versus = hasPeers ? ['ours', 'ours-sync', 'ours-forget'].filter((l) => libs.includes(l)) : [];
   const withBase = libs.includes('ours') && libs.includes('base');
   const head = [
     '',
     ...libs.map((l) => labels[l]),
-    ...versus.map((l) => (l === 'ours' ? 'ours vs best peer' : 'ours (sync commit) vs best peer')),
+    ...versus.map((l) => VERSUS_HEADS[l]),
     ...(withBase ? ['ours vs base'] : []),
   ];
   const body = rows.map((row) => [

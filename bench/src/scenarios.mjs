@@ -126,6 +126,7 @@ export function buildScenarios(scale) {
 
   const drainScenario = (id, concurrency, processes) => ({
     id,
+    plainDrain: true,
     title:
       processes === 1
         ? `drain ${k(plainDrainN)}, 1 process, concurrency ${concurrency} (jobs/s)`

@@ -13,6 +13,16 @@
 //             through the trigger of job_deleted; before schema 7, through
 //             cascading foreign keys, and commit 1b2a4f8 of this file measured
 //             both ways side by side)
+//   forget    the library's forgetting success write (keep.succeeded: false): the
+//             rows locked, deleted, their throughput counted in job_forgotten
+//   history   the layout of a small hot table and a history partitioned by day:
+//             each row moves, in one statement, from job to job_history (made
+//             here: the job table's columns, one partition for today, its id
+//             indexed); the job_deleted trigger is off, as executions and
+//             steps would stay with the history
+//
+// Beside the CPU, the WAL each statement kind writes (pg_current_wal_insert_lsn
+// read around it), per job.
 // kept: finished jobs written into the table first (as the claim1m scenario)
 import fs from 'node:fs';
 import pg from 'pg';
@@ -33,6 +43,8 @@ const claim = claimStatements(SCHEMA).claim;
 // attempts, results, traces (null: no traced attempt); the delete takes the same, in the same order.
 const finishText = {
   succeed: S.succeed.text,
+  forget: S.forget.text,
+  history: null,
   delete: `DELETE FROM ${SCHEMA}.job j
     WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
       AND j.attempt = ($5::jsonb ->> (j.id::text))::int
@@ -40,7 +52,7 @@ const finishText = {
       AND $7::jsonb IS NULL
     RETURNING j.id`,
 }[finish];
-if (!finishText) throw new Error(`unknown finish "${finish}" (succeed, delete)`);
+if (finishText === undefined) throw new Error(`unknown finish "${finish}" (succeed, delete, forget, history)`);
 
 const ours = (await load('ours')).create();
 await ours.reset();
@@ -52,13 +64,19 @@ await checkpoint();
 
 const c = new pg.Client({ connectionString: DATABASE_URL, options: '-c synchronous_commit=off' });
 await c.connect();
+let text = finishText;
+if (finish === 'history') text = await historyLayout(c);
 const { rows: [{ pid }] } = await c.query('SELECT pg_backend_pid() AS pid');
 const cpuMs = () => Number(fs.readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
 
+const walAt = async () => BigInt((await c.query(`SELECT pg_current_wal_insert_lsn() - '0/0' AS b`)).rows[0].b);
 let claimMs = 0;
 let finishMs = 0;
+let claimWal = 0n;
+let finishWal = 0n;
 let done = 0;
 for (;;) {
+  let wal = await walAt();
   let t = cpuMs();
   const { rows } = await c.query({
     name: 'claim',
@@ -73,6 +91,7 @@ for (;;) {
     }),
   });
   claimMs += cpuMs() - t;
+  claimWal += (await walAt()) - wal;
   if (rows.length === 0) break;
   const attempts = Object.fromEntries(rows.map((r) => [r.id, r.attempt]));
   const values = S.succeed.values({
@@ -84,13 +103,57 @@ for (;;) {
     results: '{}',
     traces: null,
   });
+  if (finish === 'forget') values.push(`{${rows.map((r) => r.id).join(',')}}`);
+  wal = await walAt();
   t = cpuMs();
-  await c.query({ name: finish, text: finishText, values });
+  await c.query({ name: finish, text, values });
   finishMs += cpuMs() - t;
+  finishWal += (await walAt()) - wal;
   done += rows.length;
 }
 await c.end();
 await ours.cleanup();
 const us = (ms) => ((ms * 1000) / done).toFixed(1);
-console.log(`${done} jobs in batches of ${batch}, ${kept} finished jobs kept: backend CPU per job: claim ${us(claimMs)} us, ${finish} ${us(finishMs)} us`);
+const bytes = (b) => (Number(b) / done).toFixed(0);
+console.log(
+  `${done} jobs in batches of ${batch}, ${kept} finished jobs kept: backend CPU per job: claim ${us(claimMs)} us, ` +
+    `${finish} ${us(finishMs)} us; WAL per job: claim ${bytes(claimWal)} B, ${finish} ${bytes(finishWal)} B`,
+);
 process.exit(0);
+
+/**
+ * Makes the history layout's table beside the job table and returns the statement that moves the
+ * claimed rows there as they succeed (the succeed statement's parameters, in its order).
+ */
+async function historyLayout(client) {
+  const { rows } = await client.query(
+    `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'job' ORDER BY ordinal_position`,
+    [SCHEMA],
+  );
+  const columns = rows.map((r) => r.column_name);
+  const set = {
+    state: `'succeeded'`,
+    completed_at: '$3::timestamptz',
+    result: `$6::jsonb -> (d.id::text)`,
+    lease_expires_at: 'NULL',
+    progress: 'CASE WHEN d.progress IS NULL THEN NULL ELSE 1 END',
+  };
+  const day = new Date();
+  day.setUTCHours(0, 0, 0, 0);
+  const next = new Date(day.getTime() + 86_400_000);
+  await client.query(`DROP TABLE IF EXISTS ${SCHEMA}.job_history;
+    CREATE TABLE ${SCHEMA}.job_history (LIKE ${SCHEMA}.job INCLUDING DEFAULTS) PARTITION BY RANGE (completed_at);
+    CREATE TABLE ${SCHEMA}.job_history_today PARTITION OF ${SCHEMA}.job_history
+      FOR VALUES FROM ('${day.toISOString()}') TO ('${next.toISOString()}');
+    CREATE INDEX ON ${SCHEMA}.job_history (id);
+    ALTER TABLE ${SCHEMA}.job DISABLE TRIGGER job_deleted`);
+  return `WITH d AS (
+      DELETE FROM ${SCHEMA}.job j
+       WHERE j.id = ANY($1::uuid[]) AND j.worker_id = $2 AND j.state = 'active'
+         AND j.attempt = ($5::jsonb ->> (j.id::text))::int AND $4::text IS NOT NULL AND $7::jsonb IS NULL
+      RETURNING j.*
+    )
+    INSERT INTO ${SCHEMA}.job_history (${columns.join(', ')})
+    SELECT ${columns.map((col) => set[col] ?? `d.${col}`).join(', ')} FROM d
+    RETURNING id`;
+}

@@ -3,6 +3,8 @@ import type { ExternalJobs } from './job-registry.js';
 
 export interface JobsDiscoveryOptions {
   defaults?: JobDefaults;
+  /** `keep.succeeded` of job types that leave it out: false when retention's `succeeded` is 0. */
+  keepSucceeded?: boolean;
   externalJobs?: ExternalJobs;
   unregisteredJobs?: 'error' | 'warn' | 'ignore';
   /** Interceptors around every job's attempts, outside each job's own. */

@@ -50,15 +50,18 @@ export class JobRegistry {
   /** The serial keys and groups external jobs declare, for this app's enqueues of them. */
   private readonly externalKeys = new Map<string, Pick<JobOptions, DeclaredKeyField>>();
   private defaults: JobDefaults = {};
+  private keepSucceeded = true;
 
-  configure(defaults: JobDefaults, externalJobs: ExternalJobs): void {
+  /** `keepSucceeded`: whether job types that leave `keep.succeeded` out keep their successes. */
+  configure(defaults: JobDefaults, externalJobs: ExternalJobs, keepSucceeded = true): void {
     validateFailureHookRetries('JobsModule.forRoot() defaults', defaults.onFailureRetries);
     this.defaults = defaults;
+    this.keepSucceeded = keepSucceeded;
     if (Array.isArray(externalJobs)) {
       for (const name of externalJobs as readonly string[]) this.external.set(name, null);
     } else {
       for (const [name, options] of Object.entries(externalJobs)) {
-        this.external.set(name, resolveJobOptions(options, defaults));
+        this.external.set(name, resolveJobOptions(options, defaults, keepSucceeded));
         const where = `JobsModule's "externalJobs" entry '${name}'`;
         if (options.interceptors !== undefined) {
           throw new JobsError(
@@ -88,7 +91,7 @@ export class JobRegistry {
     const job: RegisteredJob = {
       name: meta.name,
       metatype,
-      options: resolveJobOptions(meta.options, this.defaults),
+      options: resolveJobOptions(meta.options, this.defaults, this.keepSucceeded),
       declared: meta.options,
       wrapper,
       logger: new Logger(`Job ${meta.name}`),
@@ -118,7 +121,7 @@ export class JobRegistry {
   optionsOf(name: string): ResolvedJobOptions & { queueKnown: boolean } {
     const registered = this.byName.get(name)?.options ?? this.external.get(name);
     if (registered) return { ...registered, queueKnown: true };
-    return { ...resolveJobOptions({}, this.defaults), queueKnown: false };
+    return { ...resolveJobOptions({}, this.defaults, this.keepSucceeded), queueKnown: false };
   }
 
   /** The unique options the job type declares (`@Job` or `externalJobs`), if any. */

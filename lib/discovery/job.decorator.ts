@@ -81,6 +81,19 @@ export function validateJobOptions(where: string, o: JobOptions): void {
   }
   checkBackoff(where, 'backoff', o.backoff);
   validateFailureHookRetries(where, o.onFailureRetries);
+  if (o.keep !== undefined) {
+    if (typeof o.keep !== 'object' || o.keep === null || Array.isArray(o.keep)) {
+      throw new JobsError(
+        `${where}: "keep" must be an object { succeeded }, got ${describeValue(o.keep)}. Potential fix: keep: { succeeded: false }.`,
+      );
+    }
+    if (o.keep.succeeded !== undefined && typeof o.keep.succeeded !== 'boolean') {
+      throw new JobsError(
+        `${where}: "keep.succeeded" must be true or false, got ${describeValue(o.keep.succeeded)}. ` +
+          `Potential fix: keep: { succeeded: false } to delete each job as it succeeds.`,
+      );
+    }
+  }
 }
 
 /** Checks `onFailureRetries` (of `@Job`, an external job or JobsModule's `defaults`), naming where it came from. */

@@ -24,7 +24,11 @@ export class JobsExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.registry.configure(this.options.defaults ?? {}, this.options.externalJobs ?? []);
+    this.registry.configure(
+      this.options.defaults ?? {},
+      this.options.externalJobs ?? [],
+      this.options.keepSucceeded ?? true,
+    );
     const found = new Set<Type>();
     const byClass = new Map<unknown, InstanceWrapper>();
     for (const wrapper of this.discovery.getProviders()) {

@@ -74,6 +74,22 @@ export interface JobOptions {
    * throws a PermanentJobError is not run again.
    */
   onFailureRetries?: FailureHookRetries;
+  /**
+   * Which ended jobs of this type keep their row. `{ succeeded: false }` forgets a success: the
+   * outcome's write deletes the job with its history, as BullMQ's `removeOnComplete` and
+   * graphile-worker do, and `get()` then finds nothing. Default: JobsModule's `retention.succeeded`
+   * (0 forgets every success), else kept until retention prunes it.
+   */
+  keep?: KeepOptions;
+}
+
+/** `keep`: whether a job's row outlives its success. */
+export interface KeepOptions {
+  /**
+   * false deletes the job in the write of its success. A success others still need is kept until
+   * retention prunes it: a flow's parent, a job `waitFor()` or a parent's `ctx.invoke()` waits on.
+   */
+  succeeded?: boolean;
 }
 
 /** `onFailureRetries`: how often, and how far apart, a throwing onFailure hook runs. */
@@ -122,6 +138,8 @@ export interface ResolvedJobOptions {
   priority: number;
   encrypted: boolean;
   onFailureRetries: Required<FailureHookRetries>;
+  /** false: a success deletes the job (`keep.succeeded`). */
+  keepSucceeded: boolean;
 }
 
 /** The library's own defaults: the one place they are spelled. */
@@ -136,10 +154,18 @@ export const JOB_DEFAULTS: Readonly<ResolvedJobOptions> = Object.freeze({
     attempts: 3,
     backoff: { type: 'exponential', delay: 1_000, maxDelay: 60_000, jitter: true },
   }),
+  keepSucceeded: true,
 });
 
-/** Per field: the declaration, else the module's defaults, else the library's. */
-export function resolveJobOptions(declared: JobOptions = {}, defaults: JobDefaults = {}): ResolvedJobOptions {
+/**
+ * Per field: the declaration, else the module's defaults, else the library's. `keepSucceeded`: the
+ * module's default for `keep.succeeded` (false when its `retention.succeeded` is 0).
+ */
+export function resolveJobOptions(
+  declared: JobOptions = {},
+  defaults: JobDefaults = {},
+  keepSucceeded: boolean = JOB_DEFAULTS.keepSucceeded,
+): ResolvedJobOptions {
   return {
     queue: declared.queue ?? JOB_DEFAULTS.queue,
     maxAttempts: declared.maxAttempts ?? defaults.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
@@ -157,5 +183,6 @@ export function resolveJobOptions(declared: JobOptions = {}, defaults: JobDefaul
         defaults.onFailureRetries?.backoff ??
         JOB_DEFAULTS.onFailureRetries.backoff,
     },
+    keepSucceeded: declared.keep?.succeeded ?? keepSucceeded,
   };
 }

@@ -1,7 +1,7 @@
 import type { BatchListFilter, BulkFilter, JobListState, JobSearch, PurgeOptions } from './admin.js';
 import type { BackoffOptions, BackoffFunction } from './backoff.js';
 import type { StepOptions, UniqueOptions } from './job-context.js';
-import type { FailureHookRetries, JobDefaults, JobOptions, JobUniqueOptions } from './job-options.js';
+import type { FailureHookRetries, JobDefaults, JobOptions, JobUniqueOptions, KeepOptions } from './job-options.js';
 import type { JobListFilter } from './monitoring.js';
 import { optionShape, type OptionField } from './option-keys.js';
 import type { QueueOptions, RateLimit } from './queue-settings.js';
@@ -50,6 +50,7 @@ const JOB_UNIQUE_SHAPE = optionShape<JobUniqueOptions>({
 
 /** `onFailureRetries` of `@Job`, `externalJobs` and `defaults`. */
 const FAILURE_HOOK_RETRIES_SHAPE = optionShape<FailureHookRetries>({ attempts: true, backoff: BACKOFF_SHAPE });
+const KEEP_SHAPE = optionShape<KeepOptions>({ succeeded: true });
 
 /** `@Job(name, options)` and the entries of `externalJobs`. */
 export const JOB_OPTIONS_SHAPE = optionShape<JobOptions>({
@@ -66,6 +67,7 @@ export const JOB_OPTIONS_SHAPE = optionShape<JobOptions>({
   interceptors: true,
   encrypted: true,
   onFailureRetries: FAILURE_HOOK_RETRIES_SHAPE,
+  keep: KEEP_SHAPE,
 });
 
 export const JOB_DEFAULTS_SHAPE = optionShape<JobDefaults>({

@@ -54,7 +54,8 @@ interface AttemptStart {
 
 /** What the worker decided about one finished attempt. */
 export type AttemptOutcome =
-  | { kind: 'succeeded'; result: unknown }
+  /** `forget`: the job type does not keep successes (`keep.succeeded: false`): the write deletes the job. */
+  | { kind: 'succeeded'; result: unknown; forget?: true }
   | { kind: 'retry'; error: SerializedError; retryAt: Date }
   /** `hook`: the handler has an onFailure, which this worker runs once the outcome is written. */
   | { kind: 'failed'; error: SerializedError; hook: boolean }

@@ -218,7 +218,9 @@ function notFound(where: string, deleted = false): JobsNotFoundError {
     deleted
       ? `${where}: the job was deleted before it could be seen ending (retention, deleteBatch or JobsAdmin.delete). ` +
           `Potential fix: keep finished jobs longer than you wait for them (retention).`
-      : `${where}: no such job. Potential fix: check the id returned by enqueue().`,
+      : `${where}: no such job: the id is wrong, or the job ended and is gone (retention, or a job type ` +
+          `with keep: { succeeded: false }, whose success deletes it unless a wait had begun). ` +
+          `Potential fix: check the id returned by enqueue(); for a job type that forgets its successes, begin the wait before it can end, or keep its successes.`,
   );
 }
 

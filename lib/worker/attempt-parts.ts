@@ -1,4 +1,4 @@
-import type { ClaimedJob, Continuation } from '../model/index.js';
+import type { AttemptOutcome, ClaimedJob, Continuation } from '../model/index.js';
 import { AttemptInvoke } from './attempt-invoke.js';
 import { AttemptSignals } from './attempt-signals.js';
 import { AttemptSteps } from './attempt-steps.js';
@@ -18,6 +18,8 @@ export interface PartsHost {
   checkResult(value: unknown): unknown;
   /** Ends the attempt's own part in its success, for ctx.transaction(): the continuations it staged. */
   releaseForSuccess(): Continuation[];
+  /** The success with this result, as the job type records successes. */
+  succeeded(result: unknown): AttemptOutcome;
 }
 
 /**
@@ -96,6 +98,7 @@ export class AttemptParts {
       flushProgress: () => deps.flushProgress(job),
       checkResult: (value) => this.host.checkResult(value),
       releaseForSuccess: () => this.host.releaseForSuccess(),
+      succeeded: (result) => this.host.succeeded(result),
       writeSuccess: (attempt, continuations, manager) => deps.writeSuccess(attempt, continuations, manager),
       lost: () => this.host.lost(),
     }));

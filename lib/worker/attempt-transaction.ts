@@ -1,5 +1,12 @@
 import type { EntityManager } from 'typeorm';
-import { describeValue, JobsError, type ClaimedJob, type Continuation, type FinishedAttempt } from '../model/index.js';
+import {
+  describeValue,
+  JobsError,
+  type AttemptOutcome,
+  type ClaimedJob,
+  type Continuation,
+  type FinishedAttempt,
+} from '../model/index.js';
 import type { StepStorage } from '../storage/jobs/step-storage.interface.js';
 
 /** What ctx.transaction() needs of the attempt that calls it. */
@@ -14,6 +21,8 @@ export interface TransactionHost {
   checkResult(value: unknown): unknown;
   /** The continuations a success releases, taken as the success is written. */
   releaseForSuccess(): Continuation[];
+  /** The success with this result, as the job type records successes (kept or forgotten). */
+  succeeded(result: unknown): AttemptOutcome;
   /** Writes the success, fenced, in `manager`'s transaction: false when the fence refused it. */
   writeSuccess(attempt: FinishedAttempt, continuations: Continuation[], manager: EntityManager): Promise<boolean>;
   /** Stops the attempt as one whose lease is lost; the error the transaction rolls back with. */
@@ -107,7 +116,7 @@ export class AttemptTransaction {
       this.host.checkRunning();
       this.state = 'writing';
       const continuations = this.host.releaseForSuccess();
-      const attempt: FinishedAttempt = { job, outcome: { kind: 'succeeded', result } };
+      const attempt: FinishedAttempt = { job, outcome: this.host.succeeded(result) };
       if (!(await this.host.writeSuccess(attempt, continuations, manager))) throw this.host.lost();
       this.result = result;
       return value;

@@ -2,7 +2,11 @@ import { describeValue, INT4_MAX, JobsError } from '../model/index.js';
 
 /** How long ended jobs, settled batches and stopped workers' rows are kept before they are pruned. */
 export interface RetentionOptions {
-  /** How long succeeded jobs stay queryable, in ms; default 7 days; false keeps them. */
+  /**
+   * How long succeeded jobs stay queryable, in ms; default 7 days; false keeps them. 0 forgets
+   * them: each success deletes its job in the outcome's write (the default of `@Job`'s
+   * `keep.succeeded`), and a pass deletes the successes that had to be kept a while.
+   */
   succeeded?: number | false;
   /**
    * How long failed and skipped jobs and settled batches stay, in ms; default 30 days; false keeps
@@ -56,12 +60,14 @@ function checkMs(field: string, value: unknown, min: number, example: string): n
   return value;
 }
 
-function checkKeep(field: string, value: unknown, fallback: number | false): number | false {
+/** `min`: 0 for `succeeded`, whose 0 forgets each success as it is written. */
+function checkKeep(field: string, value: unknown, fallback: number | false, min = 1): number | false {
   if (value === undefined) return fallback;
   if (value === false) return false;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > Number.MAX_SAFE_INTEGER) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > Number.MAX_SAFE_INTEGER) {
+    const what = min === 0 ? 'an integer number of ms from 0' : 'a positive integer number of ms';
     throw new JobsError(
-      `${WHERE}.${field} must be a positive integer number of ms, or false to keep the rows, got ${describeValue(value)}. ` +
+      `${WHERE}.${field} must be ${what}, or false to keep the rows, got ${describeValue(value)}. ` +
         `Potential fix: retention: { ${field}: 7 * 86_400_000 }.`,
     );
   }
@@ -79,7 +85,7 @@ export function resolveRetentionOptions(o: RetentionOptions = {}): ResolvedReten
   }
   const failed = checkKeep('failed', o.failed, 30 * DAY);
   return {
-    succeeded: checkKeep('succeeded', o.succeeded, 7 * DAY),
+    succeeded: checkKeep('succeeded', o.succeeded, 7 * DAY, 0),
     failed,
     cancelled: checkKeep('cancelled', o.cancelled, failed),
     workers: checkKeep('workers', o.workers, 7 * DAY),

@@ -8,11 +8,18 @@ import { RETENTION_OPTIONS, type ResolvedRetentionOptions } from './retention-op
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker-options.js';
 
 /**
+ * How long the counts of forgotten successes stay: the longest throughput window (a day) and the
+ * minute under way.
+ */
+const FORGOTTEN_COUNTS_KEPT_MS = 1_441 * 60_000;
+
+/**
  * Keeps the job table lean: finished jobs leave once their retention ends,
  * in small chunks so no statement holds locks for long, with a rest between
  * chunks so a pass over millions of expired rows leaves room for the claims,
  * and so do the rows of workers long stopped (every process start adds one)
- * and the groups' rate logs whose starts all left their window.
+ * the groups' rate logs whose starts all left their window, and the counts
+ * of forgotten successes no throughput window reads.
  * Runs on instances with a worker; several instances prune side by side
  * (SKIP LOCKED).
  */
@@ -68,6 +75,7 @@ export class RetentionService {
       if (deleted) this.logger.log(`Pruned ${deleted} finished job(s) and batch(es) past their retention`);
       if (workers !== false && !this.stopping) await this.storage.pruneWorkers(new Date(now - workers));
       if (!this.stopping) await this.storage.pruneGroupRates(new Date(now));
+      if (!this.stopping) await this.storage.pruneForgotten(new Date(now - FORGOTTEN_COUNTS_KEPT_MS));
     } catch (error) {
       this.logger.warn(`Pruning finished jobs failed: ${(error as Error).message}`);
     }

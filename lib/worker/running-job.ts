@@ -13,6 +13,7 @@ import {
   serializeError,
   SnoozeJob,
   WorkerShutdownError,
+  type AttemptOutcome,
   type ClaimedJob,
   type Continuation,
   type JobContext,
@@ -40,6 +41,10 @@ const NO_FAULTS: RunFaults = Object.freeze({});
  * instead of two objects per job held until its outcome is written.
  */
 const SUCCEEDED_EMPTY: RunResult = Object.freeze({ outcome: Object.freeze({ kind: 'succeeded', result: null }) });
+/** SUCCEEDED_EMPTY of a job type that does not keep its successes. */
+const FORGOTTEN_EMPTY: RunResult = Object.freeze({
+  outcome: Object.freeze({ kind: 'succeeded', result: null, forget: true }),
+});
 
 /** Why a running attempt was stopped from outside the handler. */
 type StopReason = 'cancel' | 'timeout' | 'lost-lease' | 'shutdown';
@@ -94,6 +99,7 @@ export class RunningJob {
       lost: () => this.lost(),
       checkResult: (value) => this.checkResult(value),
       releaseForSuccess: () => this.release('success') ?? [],
+      succeeded: (result) => this.succeeded(result),
     }));
   }
 
@@ -176,8 +182,10 @@ export class RunningJob {
       if (this.stopReason === 'cancel') return this.cancelled();
       const value = this.checkResult(result);
       const continuations = this.release('success');
-      if (value === null && !continuations) return SUCCEEDED_EMPTY;
-      return { outcome: { kind: 'succeeded', result: value }, continuations };
+      if (value === null && !continuations) {
+        return this.registered.options.keepSucceeded ? SUCCEEDED_EMPTY : FORGOTTEN_EMPTY;
+      }
+      return { outcome: this.succeeded(value), continuations };
     } catch (error) {
       // Stopped while ctx.transaction() was writing the success: what it committed stands.
       if (this.transactionOfRun && (await this.transactionOfRun.committedDespiteStop())) {
@@ -203,7 +211,14 @@ export class RunningJob {
       );
       this.registered.logger.error(error.message, loggableStack(this.job, after));
     }
-    return { outcome: { kind: 'succeeded', result: this.transactionOfRun!.result }, recorded: true };
+    return { outcome: this.succeeded(this.transactionOfRun!.result), recorded: true };
+  }
+
+  /** The success with this result, forgotten when the job type keeps no successes. */
+  private succeeded(result: unknown): AttemptOutcome {
+    return this.registered.options.keepSucceeded
+      ? { kind: 'succeeded', result }
+      : { kind: 'succeeded', result, forget: true };
   }
 
   /**

@@ -38,6 +38,7 @@ function host(source: HandlerTransactionSource, writeSucceeds = true) {
     flushProgress: async () => void calls.push('progress'),
     checkResult: (value) => value,
     releaseForSuccess: () => [],
+    succeeded: (result) => ({ kind: 'succeeded', result }),
     writeSuccess: async () => {
       calls.push('success');
       return writeSucceeds;

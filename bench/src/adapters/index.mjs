@@ -4,6 +4,8 @@ const modules = {
   ours: () => import('./ours.mjs'),
   // Ours at the peers' durability: claims and outcomes wait for the WAL flush.
   'ours-sync': () => import('./ours-sync.mjs'),
+  // Ours at synchronous commit, forgetting successes (retention.succeeded: 0), as graphile-worker does.
+  'ours-forget': () => import('./ours-forget.mjs'),
   graphile: () => import('./graphile.mjs'),
   pgboss: () => import('./pgboss.mjs'),
   bullmq: () => import('./bullmq.mjs'),
@@ -18,6 +20,7 @@ const aliases = {
   bull: 'bullmq',
   'ours-base': 'base',
   sync: 'ours-sync',
+  forget: 'ours-forget',
 };
 
 /** The default selection: this library and its peers. */

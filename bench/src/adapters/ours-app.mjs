@@ -20,7 +20,7 @@ const SIGNAL = 'go';
 const SIGNAL_WAIT_MS = 3_600_000;
 
 /** An adapter over the build at `dist` (a file URL of its lib/index.js), in its own schema. */
-export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchronousCommit = false }) {
+export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchronousCommit = false, forget = false }) {
   const lib = await import(dist);
   const { JobsModule, Job, JobQueue, BatchBuilder } = lib;
   // Builds with flow control (JobQueues) take the flow-control scenarios; an older base build does not.
@@ -51,6 +51,7 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
     'worker.prefetch': 500,
     'worker.pollInterval': POLL_MS,
     'worker.synchronousCommit': synchronousCommit,
+    ...(forget ? { 'retention.succeeded': 0 } : {}),
     connection: 'TypeORM pg pool, default size',
   });
 
@@ -114,6 +115,7 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
               worker,
               queues,
               unregisteredJobs: 'ignore',
+              ...(forget ? { retention: { succeeded: 0 } } : {}),
               ...(keyring ? { encryption: keyring } : {}),
             }),
           ],
@@ -136,6 +138,7 @@ export async function oursAdapter({ name, label, dist, schema: SCHEMA, synchrono
       name,
       label,
       storage: 'postgres',
+      drainsOnly: forget,
       flowControl,
       durableSteps,
       encryption,

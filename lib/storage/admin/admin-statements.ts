@@ -60,7 +60,7 @@ export function adminStatements(schema: string) {
     ), w AS (
       SELECT array_agg(id) AS ids FROM u WHERE batch_id IS NOT NULL OR has_dependents
     ), settled AS (
-      SELECT ${s}.${ROUTINE_NAMES.settleJobs}(w.ids, array_fill('cancelled'::text, ARRAY[array_length(w.ids, 1)]), $1, $2)
+      SELECT ${s}.${ROUTINE_NAMES.settleJobs}(w.ids, array_fill('cancelled'::text, ARRAY[array_length(w.ids, 1)]), NULL, $1, $2)
         FROM w WHERE w.ids IS NOT NULL
     )
     SELECT id, NULL::uuid AS seen FROM u
@@ -163,7 +163,9 @@ export function adminStatements(schema: string) {
 
     // completed_at has no index (it would cost every completion a write), so
     // the window is read among the jobs created since `createdFrom`, a primary-key range.
-    // Minutes are cut from the epoch: the same in every session time zone.
+    // Minutes are cut from the epoch: the same in every session time zone. The successes
+    // of job types that keep none are counted in job_forgotten instead (one row per minute, queue
+    // and writing backend): a queue and minute may come as more than one row, which the caller adds up.
     throughput: statement<{ since: Date; until: Date; createdFrom: string; queue: string | null }>()(
       ['since', 'until', 'createdFrom', 'queue'],
       (p) => `SELECT queue, to_timestamp(floor(extract(epoch FROM completed_at) / 60) * 60) AS minute,
@@ -172,6 +174,11 @@ export function adminStatements(schema: string) {
         FROM ${s}.job
        WHERE id >= ${p.createdFrom}::uuid AND state IN ('succeeded', 'failed') AND completed_at >= ${p.since} AND completed_at < ${p.until}
          AND (${p.queue}::text IS NULL OR queue = ${p.queue})
+       GROUP BY 1, 2
+      UNION ALL
+      SELECT queue, minute, sum(succeeded)::int, 0
+        FROM ${s}.job_forgotten
+       WHERE minute >= ${p.since} AND minute < ${p.until} AND (${p.queue}::text IS NULL OR queue = ${p.queue})
        GROUP BY 1, 2`,
     ),
   };

@@ -265,10 +265,13 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
   const failures: Record<string, object> = {};
   // Successes with a job claimed ahead started in their place, `{"<id>":"<successor id>",…}`.
   let successors: Record<string, string> | null = null;
+  // Successes of job types that keep none (keep.succeeded: false).
+  const forgottenIds: string[] = [];
   for (const { job, outcome, successor } of attempts) {
     if (outcome.kind === 'succeeded') {
       succeededAttempts += `${succeededIds.length ? ',' : ''}"${job.id}":${job.attempt}`;
       succeededIds.push(job.id);
+      if (outcome.forget) forgottenIds.push(job.id);
       if (successor) (successors ??= {})[job.id] = successor;
       if (outcome.result !== undefined && outcome.result !== null) {
         results[job.id] = sealValueFor(cipher, job, outcome.result);
@@ -316,6 +319,7 @@ export function encodeOutcomes(attempts: readonly FinishedAttempt[], cipher: Job
   return {
     succeededIds,
     succeededAttempts: `{${succeededAttempts}}`,
+    forgottenIds,
     results,
     traces,
     successors,

@@ -7,13 +7,17 @@ import { ROUTINE_NAMES } from '../routines/routine-catalog.js';
  * outcomes, maintenance, control), each a function of the quoted schema.
  */
 
-/** A CTE pair named "w" and "settled" that settles the workflow rows of `source` (columns id, batch_id, has_dependents). */
+/**
+ * A CTE pair named "w" and "settled" that settles the workflow rows of `source` (columns id,
+ * batch_id, has_dependents). It hands settle_jobs the batches itself: a forgotten success's row is
+ * gone by the time the routine runs.
+ */
 export function settleCte(s: string, source: string, state: string, now: string, channel: string): string {
   return `w AS (
-      SELECT array_agg(id) AS ids, array_agg(${state}::text) AS states FROM ${source} src
+      SELECT array_agg(id) AS ids, array_agg(${state}::text) AS states, array_agg(batch_id) AS batches FROM ${source} src
        WHERE batch_id IS NOT NULL OR has_dependents
     ), settled AS (
-      SELECT ${s}.${ROUTINE_NAMES.settleJobs}(w.ids, w.states, ${now}, ${channel}) FROM w WHERE w.ids IS NOT NULL
+      SELECT ${s}.${ROUTINE_NAMES.settleJobs}(w.ids, w.states, w.batches, ${now}, ${channel}) FROM w WHERE w.ids IS NOT NULL
     )`;
 }
 

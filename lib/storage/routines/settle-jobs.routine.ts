@@ -7,14 +7,17 @@ import { defineRoutine } from './routine.js';
  * the batch's unstarted members unless it allows failures), the edges that
  * wait on them or their batches, and the children those edges release;
  * skipped and cancelled jobs settle in turn until nothing is left.
+ * `p_batches` holds each job's batch, for jobs the calling statement
+ * deleted (a forgotten success); NULL reads them from the jobs' rows.
  */
 export const SETTLE_JOBS = defineRoutine(
   'settle_jobs',
-  `CREATE FUNCTION :SCHEMA.:ROUTINE(p_ids uuid[], p_states text[], p_now timestamptz, p_channel text)
+  `CREATE FUNCTION :SCHEMA.:ROUTINE(p_ids uuid[], p_states text[], p_batches uuid[], p_now timestamptz, p_channel text)
      RETURNS void LANGUAGE plpgsql AS $fn$
      DECLARE
        q_ids uuid[] := p_ids;
        q_states text[] := p_states;
+       q_batches uuid[] := p_batches;
        n_ids uuid[];
        n_states text[];
        children uuid[];
@@ -30,15 +33,17 @@ export const SETTLE_JOBS = defineRoutine(
 
          -- Batches one at a time, in id order, for the same reason as children.
          FOR c IN
-           SELECT j.batch_id,
-                  count(*) FILTER (WHERE t.state = 'succeeded')::int AS ok,
-                  count(*) FILTER (WHERE t.state = 'failed')::int AS bad,
-                  count(*) FILTER (WHERE t.state = 'cancelled')::int AS cxl,
-                  count(*) FILTER (WHERE t.state = 'skipped')::int AS skp,
+           SELECT m.batch_id,
+                  count(*) FILTER (WHERE m.state = 'succeeded')::int AS ok,
+                  count(*) FILTER (WHERE m.state = 'failed')::int AS bad,
+                  count(*) FILTER (WHERE m.state = 'cancelled')::int AS cxl,
+                  count(*) FILTER (WHERE m.state = 'skipped')::int AS skp,
                   count(*)::int AS n
-             FROM unnest(q_ids, q_states) AS t(id, state) JOIN :SCHEMA.job j ON j.id = t.id
-            WHERE j.batch_id IS NOT NULL
-            GROUP BY j.batch_id ORDER BY j.batch_id
+             FROM (SELECT t.state, CASE WHEN q_batches IS NULL THEN j.batch_id ELSE t.batch_id END AS batch_id
+                     FROM unnest(q_ids, q_states, q_batches) AS t(id, state, batch_id)
+                     LEFT JOIN :SCHEMA.job j ON q_batches IS NULL AND j.id = t.id) m
+            WHERE m.batch_id IS NOT NULL
+            GROUP BY m.batch_id ORDER BY m.batch_id
          LOOP
            UPDATE :SCHEMA.job_batch jb
               SET pending = jb.pending - c.n, succeeded = jb.succeeded + c.ok, failed = jb.failed + c.bad,
@@ -93,6 +98,8 @@ export const SETTLE_JOBS = defineRoutine(
          END IF;
          q_ids := n_ids;
          q_states := n_states;
+         -- The jobs settled in turn (cancelled members, skipped children) still have their rows.
+         q_batches := NULL;
        END LOOP;
      END $fn$`,
 );

@@ -132,7 +132,8 @@ export function workflowStatements(schema: string) {
     // Jobs written already settled (members of a graph skipped at its dispatch) settle their workflow rows.
     settle: statement<{ ids: readonly string[]; states: readonly string[]; now: Date; channel: string }>()(
       ['ids', 'states', 'now', 'channel'],
-      (p) => `SELECT ${s}.${ROUTINE_NAMES.settleJobs}(${p.ids}::uuid[], ${p.states}::text[], ${p.now}, ${p.channel})`,
+      (p) =>
+        `SELECT ${s}.${ROUTINE_NAMES.settleJobs}(${p.ids}::uuid[], ${p.states}::text[], NULL, ${p.now}, ${p.channel})`,
     ),
 
     // A job ending with continuations, under its outcome's fence, locked before anything else of its
@@ -249,7 +250,7 @@ export function workflowStatements(schema: string) {
     ), w AS (
       SELECT array_agg(id) AS ids FROM u
     )
-    SELECT ${s}.${ROUTINE_NAMES.settleJobs}(w.ids, array_fill('cancelled'::text, ARRAY[array_length(w.ids, 1)]), ${p.now}, ${p.channel})
+    SELECT ${s}.${ROUTINE_NAMES.settleJobs}(w.ids, array_fill('cancelled'::text, ARRAY[array_length(w.ids, 1)]), NULL, ${p.now}, ${p.channel})
       FROM w WHERE w.ids IS NOT NULL`,
     ),
     requestCancelActiveMembers: statement<{ batchId: string; channel: string }>()(

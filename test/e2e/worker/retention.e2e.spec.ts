@@ -95,8 +95,13 @@ describe('retention options', () => {
     expect(() => resolveRetentionOptions({ interval: 0 })).toThrow(
       /retention\.interval must be an integer number of ms from 1/,
     );
-    expect(() => resolveRetentionOptions({ succeeded: 0 })).toThrow(
-      /retention\.succeeded must be a positive integer number of ms, or false to keep the rows, got 0/,
+    // 0 forgets successes as they are written; below it is refused.
+    expect(resolveRetentionOptions({ succeeded: 0 }).succeeded).toBe(0);
+    expect(() => resolveRetentionOptions({ succeeded: -1 })).toThrow(
+      /retention\.succeeded must be an integer number of ms from 0, or false to keep the rows, got -1/,
+    );
+    expect(() => resolveRetentionOptions({ failed: 0 })).toThrow(
+      /retention\.failed must be a positive integer number of ms, or false to keep the rows, got 0/,
     );
     expect(() => resolveRetentionOptions({ failed: true as never })).toThrow(/retention\.failed must be/);
     expect(() => resolveRetentionOptions({ cancelled: -5 })).toThrow(

@@ -211,6 +211,12 @@ export function maintenanceStatements(schema: string) {
       (p) => `DELETE FROM ${s}.worker WHERE coalesce(stopped_at, last_heartbeat) < ${p.before} RETURNING 1`,
     ),
 
+    // The counts of forgotten successes of minutes before `before`: throughput reads no further back.
+    pruneForgotten: statement<{ before: Date }>()(
+      ['before'],
+      (p) => `DELETE FROM ${s}.job_forgotten WHERE minute < ${p.before} RETURNING 1`,
+    ),
+
     // A group's rate log (claim_controlled's group-rates.ts) whose latest start left its window (per
     // plus the start lag) a minute before `now`, or of a queue whose groups lost their rate limit: the
     // claim would count none of it. The minute spares logs an instance whose clock is behind still

@@ -73,6 +73,8 @@ export interface MaintenanceStorage {
    * before `now`, and those of queues whose groups no longer have a rate limit; returns how many.
    */
   pruneGroupRates(now: Date): Promise<number>;
+  /** The throughput counts of forgotten successes (job_forgotten) of minutes before `before`. */
+  pruneForgotten(before: Date): Promise<number>;
   registerWorker(worker: WorkerRegistration): Promise<void>;
   /** False when the worker's row is gone (pruned): register again. */
   heartbeatWorker(id: string, now: Date, active: number): Promise<boolean>;

@@ -85,6 +85,10 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
     return (await this.sql.pruneWorkers.run(this.executor, { before })).length;
   }
 
+  async pruneForgotten(before: Date): Promise<number> {
+    return (await this.sql.pruneForgotten.run(this.executor, { before })).length;
+  }
+
   async pruneGroupRates(now: Date): Promise<number> {
     return (await this.sql.pruneGroupRates.run(this.executor, { now })).length;
   }

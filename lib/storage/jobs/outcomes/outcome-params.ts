@@ -40,6 +40,11 @@ export interface SucceedAndClaimParams extends SucceedParams {
   successors: string | null;
 }
 
+/** A forgetting success write's: `forget`, a uuid[] literal of the successes whose job types keep none. */
+export interface ForgetParams {
+  forget: string;
+}
+
 /** A lease renewal: `attempts` a JSON object of each held job's attempt by id. */
 export interface RenewParams {
   ids: readonly string[];

@@ -5,6 +5,7 @@ import type {
   SucceedParams,
   SucceedWithSuccessorsParams,
   SucceedAndClaimParams,
+  ForgetParams,
   RenewParams,
   HeldRow,
 } from './outcome-params.js';
@@ -35,19 +36,52 @@ export function outcomeStatements(schema: string) {
   /** The fenced row's attempt in a JSON object of attempts by id. */
   const attemptIn = (attempts: string) => `(${attempts}::jsonb ->> (j.id::text))::int`;
   /**
-   * The success write, fenced like every outcome. A success leaves no history row: a traced one's
-   * span and handler start stay on the job row, in this same write; its claim time is the row's
-   * started_at.
+   * The success write of the rows `where` picks (fenced like every outcome). A success leaves no
+   * history row: a traced one's span and handler start stay on the job row, in this same write; its
+   * claim time is the row's started_at.
    */
-  const succeeded = (p: Placeholders<SucceedParams>) => {
+  const succeeded = (p: Placeholders<SucceedParams>, where: string) => {
     const part = (n: number) =>
       `CASE WHEN ${p.traces}::jsonb IS NULL THEN NULL ELSE nullif(split_part(${p.traces}::jsonb ->> (j.id::text), '/', ${n}), '') END`;
     return `UPDATE ${s}.job j
          SET state = 'succeeded', completed_at = ${p.now}, result = ${p.results}::jsonb -> (j.id::text), lease_expires_at = NULL,
              progress = CASE WHEN j.progress IS NULL THEN NULL ELSE 1 END,
              handler_started_at = to_timestamp(${part(3)}::float8 / 1000), trace_id = ${part(1)}, span_id = ${part(2)}
-       WHERE ${outcomeFence('j', p.ids, p.workerId, attemptIn(p.attempts))}
+       WHERE ${where}
       RETURNING j.id, j.batch_id, j.has_dependents`;
+  };
+  /** The fence of a success write: held by this worker, still active, in the attempt it reports. */
+  const fenced = (p: Placeholders<SucceedParams>) => outcomeFence('j', p.ids, p.workerId, attemptIn(p.attempts));
+  /**
+   * The success writes as CTEs ending in "u" (columns id, batch_id, has_dependents). Forgetting,
+   * the jobs of `forget` are deleted instead, unless another job waits on them as its parent, or
+   * waitFor() or a parent's ctx.invoke() awaits their end: those are updated and kept for
+   * retention. Which is which is read from rows locked first ("f"), so that a concurrent waitFor()
+   * cannot make a row neither deleted nor updated; the ids go in as an array, which the planner
+   * looks up by primary key as it does the fence's. Their throughput goes to job_forgotten.
+   */
+  const successes = (p: Placeholders<SucceedParams>, forget: string | null) => {
+    if (forget === null)
+      return `u AS (
+      ${succeeded(p, fenced(p))}
+    )`;
+    return `f AS (
+      SELECT j.id, (j.id = ANY(${forget}::uuid[]) AND NOT j.has_dependents AND NOT j.awaited) AS gone
+        FROM ${s}.job j WHERE ${fenced(p)}
+         FOR UPDATE
+    ), kept AS (
+      ${succeeded(p, `j.id = ANY(ARRAY(SELECT id FROM f WHERE NOT gone))`)}
+    ), forgotten AS (
+      DELETE FROM ${s}.job j WHERE j.id = ANY(ARRAY(SELECT id FROM f WHERE gone))
+      RETURNING j.id, j.batch_id, j.has_dependents, j.queue
+    ), counted AS (
+      INSERT INTO ${s}.job_forgotten (minute, queue, backend, succeeded)
+      SELECT to_timestamp(floor(extract(epoch FROM ${p.now}::timestamptz) / 60) * 60), queue, pg_backend_pid(), count(*)
+        FROM forgotten GROUP BY queue
+      ON CONFLICT (minute, queue, backend) DO UPDATE SET succeeded = ${s}.job_forgotten.succeeded + excluded.succeeded
+    ), u AS (
+      SELECT id, batch_id, has_dependents FROM kept UNION ALL SELECT id, batch_id, has_dependents FROM forgotten
+    )`;
   };
   /**
    * The jobs claimed ahead that started in the place of the successes written: counted by their
@@ -63,50 +97,26 @@ export function outcomeStatements(schema: string) {
   const HELD = ['jobId', 'attempt', 'workerId'] as const;
   const RENEW = ['ids', 'workerId', 'now', 'leaseMs', 'attempts'] as const;
   const SUCCEED = ['ids', 'workerId', 'now', 'channel', 'attempts', 'results', 'traces'] as const;
-  return {
-    succeed: statement<SucceedParams>()(
-      SUCCEED,
-      (p) => `WITH u AS (
-      ${succeeded(p)}
-    ), ${settleCte(s, 'u', `'succeeded'`, p.now, p.channel)}
-    SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
-    ),
-
-    // succeed, where some of the successes had a job claimed ahead start in their place.
-    succeedWithSuccessors: statement<SucceedWithSuccessorsParams>()(
-      [...SUCCEED, 'successors'],
-      (p) => `WITH u AS (
-      ${succeeded(p)}
-    ), ${settleCte(s, 'u', `'succeeded'`, p.now, p.channel)}, ${promoted(p.successors, p.workerId)}
-    SELECT id FROM u UNION ALL SELECT NULL FROM settled`,
-    ),
-
-    // succeed, and a claim of a limited queue in the same statement: the slots these
-    // outcomes free are refilled without a second round trip. The claim's argument reads u and
-    // settled, so both are written before claim_controlled runs; as a volatile function its
-    // statements see them (the freed slots count as free) and take the queue's lock after this
-    // statement's row locks, the order every outcome write keeps. Rows: done = true for an
-    // applied outcome (id only), false for a claimed job or the rate limit's wait row.
-    succeedAndClaim: statement<SucceedAndClaimParams>()(
-      [
-        'ids',
-        'workerId',
-        'now',
-        'channel',
-        'attempts',
-        'results',
-        'queue',
-        'names',
-        'limit',
-        'leaseMs',
-        'traces',
-        'share',
-        'ahead',
-        'successors',
-      ],
-      (p) => `WITH u AS (
-      ${succeeded(p)}
-    ), ${settleCte(s, 'u', `'succeeded'`, p.now, p.channel)}, ${promoted(p.successors, p.workerId)}, written AS (
+  const CLAIM = ['queue', 'names', 'limit', 'leaseMs', 'share', 'ahead', 'successors'] as const;
+  /** The success writes' texts; `forget`: the placeholder of the jobs to forget, null to keep them all. */
+  const succeed = (p: Placeholders<SucceedParams>, forget: string | null) => `WITH ${successes(p, forget)},
+    ${settleCte(s, 'u', `'succeeded'`, p.now, p.channel)}
+    SELECT id FROM u UNION ALL SELECT NULL FROM settled`;
+  // succeed, where some of the successes had a job claimed ahead start in their place.
+  const withSuccessors = (
+    p: Placeholders<SucceedWithSuccessorsParams>,
+    forget: string | null,
+  ) => `WITH ${successes(p, forget)},
+    ${settleCte(s, 'u', `'succeeded'`, p.now, p.channel)}, ${promoted(p.successors, p.workerId)}
+    SELECT id FROM u UNION ALL SELECT NULL FROM settled`;
+  // succeed, and a claim of a limited queue in the same statement: the slots these
+  // outcomes free are refilled without a second round trip. The claim's argument reads u and
+  // settled, so both are written before claim_controlled runs; as a volatile function its
+  // statements see them (the freed slots count as free) and take the queue's lock after this
+  // statement's row locks, the order every outcome write keeps. Rows: done = true for an
+  // applied outcome (id only), false for a claimed job or the rate limit's wait row.
+  const andClaim = (p: Placeholders<SucceedAndClaimParams>, forget: string | null) => `WITH ${successes(p, forget)},
+    ${settleCte(s, 'u', `'succeeded'`, p.now, p.channel)}, ${promoted(p.successors, p.workerId)}, written AS (
       SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM settled) + (SELECT count(*) FROM promoted) AS n
     )
     SELECT true AS done, id, NULL::text AS name, NULL::text AS queue, NULL::jsonb AS payload, NULL::int AS attempt,
@@ -118,7 +128,21 @@ export function outcomeStatements(schema: string) {
     SELECT false, c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.timeout_ms, c.batch_id, c.trace_context,
            c.deadline, c.run_at, c.wait_ms, c.reserved, p.parent_ids, p.parent_batch_id, c.context
       FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}(${p.queue}, ${p.names}::text[], ${p.limit} + 0 * written.n::int, ${p.now}, ${p.workerId}, ${p.leaseMs}, ${p.channel}, ${p.share}, ${p.ahead}) c
-      ${lineageJoin(s, 'c')}`,
+      ${lineageJoin(s, 'c')}`;
+  return {
+    succeed: statement<SucceedParams>()(SUCCEED, (p) => succeed(p, null)),
+    succeedWithSuccessors: statement<SucceedWithSuccessorsParams>()([...SUCCEED, 'successors'], (p) =>
+      withSuccessors(p, null),
+    ),
+    succeedAndClaim: statement<SucceedAndClaimParams>()([...SUCCEED, ...CLAIM], (p) => andClaim(p, null)),
+    // The same three writes for batches where some successes are of job types that keep none.
+    forget: statement<SucceedParams & ForgetParams>()([...SUCCEED, 'forget'], (p) => succeed(p, p.forget)),
+    forgetWithSuccessors: statement<SucceedWithSuccessorsParams & ForgetParams>()(
+      [...SUCCEED, 'successors', 'forget'],
+      (p) => withSuccessors(p, p.forget),
+    ),
+    forgetAndClaim: statement<SucceedAndClaimParams & ForgetParams>()([...SUCCEED, ...CLAIM, 'forget'], (p) =>
+      andClaim(p, p.forget),
     ),
 
     // A failed attempt leaves a history row; the job row moves on in the same statement. One that

@@ -27,6 +27,9 @@ const PREPARED: ReadonlyArray<keyof OutcomeStatements> = [
   'succeed',
   'succeedWithSuccessors',
   'succeedAndClaim',
+  'forget',
+  'forgetWithSuccessors',
+  'forgetAndClaim',
   'fail',
 ];
 
@@ -67,28 +70,32 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     leaseMs: number,
     claim: ClaimRequest,
   ): Promise<{ applied: Set<string>; claimed: ClaimResult }> {
-    const { succeededIds, succeededAttempts, results, traces, successors } = encodeOutcomes(
+    const { succeededIds, succeededAttempts, forgottenIds, results, traces, successors } = encodeOutcomes(
       attempts.filter((a) => a.outcome.kind === 'succeeded'),
       this.cipher,
       this.maxErrorBytes,
     );
+    const args = {
+      ids: uuidList(succeededIds),
+      workerId,
+      now,
+      channel: this.channel,
+      attempts: succeededAttempts,
+      results: JSON.stringify(results),
+      queue: claim.queue,
+      names: claim.names,
+      limit: claim.limit,
+      leaseMs: claim.leaseMs,
+      traces: traces && JSON.stringify(traces),
+      share: claim.share ?? false,
+      ahead: claim.ahead ?? 0,
+      successors: successors && JSON.stringify(successors),
+    };
+    type Done = ClaimRow & { done: boolean };
     const [rows, applied] = await Promise.all([
-      this.sql.succeedAndClaim.run<ClaimRow & { done: boolean }>(this.worker(), {
-        ids: uuidList(succeededIds),
-        workerId,
-        now,
-        channel: this.channel,
-        attempts: succeededAttempts,
-        results: JSON.stringify(results),
-        queue: claim.queue,
-        names: claim.names,
-        limit: claim.limit,
-        leaseMs: claim.leaseMs,
-        traces: traces && JSON.stringify(traces),
-        share: claim.share ?? false,
-        ahead: claim.ahead ?? 0,
-        successors: successors && JSON.stringify(successors),
-      }),
+      forgottenIds.length
+        ? this.sql.forgetAndClaim.run<Done>(this.worker(), { ...args, forget: uuidList(forgottenIds) })
+        : this.sql.succeedAndClaim.run<Done>(this.worker(), args),
       this.finish(
         workerId,
         attempts.filter((a) => a.outcome.kind !== 'succeeded'),
@@ -115,11 +122,8 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<Set<string>> {
-    const { succeededIds, succeededAttempts, results, traces, successors, failedIds, failures } = encodeOutcomes(
-      attempts,
-      this.cipher,
-      this.maxErrorBytes,
-    );
+    const { succeededIds, succeededAttempts, forgottenIds, results, traces, successors, failedIds, failures } =
+      encodeOutcomes(attempts, this.cipher, this.maxErrorBytes);
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
     if (succeededIds.length) {
@@ -134,11 +138,22 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
         traces: traces && JSON.stringify(traces),
         successors: successors && JSON.stringify(successors),
       };
-      writes.push(
-        succeeded.successors !== null
-          ? this.sql.succeedWithSuccessors.run(this.worker(tx), { ...succeeded, successors: succeeded.successors })
-          : this.sql.succeed.run(this.worker(tx), succeeded),
-      );
+      const on = this.worker(tx);
+      const { successors: after } = succeeded;
+      if (forgottenIds.length) {
+        const forget = uuidList(forgottenIds);
+        writes.push(
+          after !== null
+            ? this.sql.forgetWithSuccessors.run(on, { ...succeeded, successors: after, forget })
+            : this.sql.forget.run(on, { ...succeeded, forget }),
+        );
+      } else {
+        writes.push(
+          after !== null
+            ? this.sql.succeedWithSuccessors.run(on, { ...succeeded, successors: after })
+            : this.sql.succeed.run(on, succeeded),
+        );
+      }
     }
     if (failedIds.length) {
       const failed = {
