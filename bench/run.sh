@@ -24,7 +24,7 @@ wants_ours() {
   for a in "$@"; do
     case "$a" in --libs=*) sel="${a#--libs=}" ;; esac
   done
-  [ -z "$sel" ] || [[ ",$sel," =~ ,(ours|ours-sync|sync|nestjs-durable-jobs), ]]
+  [ -z "$sel" ] || [[ ",$sel," =~ ,(ours|ours-sync|sync|ours-forget|forget|nestjs-durable-jobs), ]]
 }
 if wants_ours "$@"; then
   if [ ! -d "$ROOT/node_modules" ]; then

@@ -213,7 +213,7 @@ describe('forgotten successes (keep: { succeeded: false })', () => {
       open();
       await waitFor('the success write to wait for the row', async () => {
         const [row] = await sql<{ n: string }>(
-          `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH f AS (%' AND query LIKE $1`,
+          `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH forgotten AS (%' AND query LIKE $1`,
           [`%${schema}%`],
         );
         return Number(row!.n) > 0;

@@ -50,30 +50,30 @@ export function outcomeStatements(schema: string) {
        WHERE ${where}
       RETURNING j.id, j.batch_id, j.has_dependents`;
   };
-  /** The fence of a success write: held by this worker, still active, in the attempt it reports. */
-  const fenced = (p: Placeholders<SucceedParams>) => outcomeFence('j', p.ids, p.workerId, attemptIn(p.attempts));
+  /** The fence of a success write of the rows `ids`: held by this worker, still active, in the attempt it reports. */
+  const fenced = (p: Placeholders<SucceedParams>, ids: string = p.ids) =>
+    outcomeFence('j', ids, p.workerId, attemptIn(p.attempts));
   /**
    * The success writes as CTEs ending in "u" (columns id, batch_id, has_dependents). Forgetting,
    * the jobs of `forget` are deleted instead, unless another job waits on them as its parent, or
-   * waitFor() or a parent's ctx.invoke() awaits their end: those are updated and kept for
-   * retention. Which is which is read from rows locked first ("f"), so that a concurrent waitFor()
-   * cannot make a row neither deleted nor updated; the ids go in as an array, which the planner
-   * looks up by primary key as it does the fence's. Their throughput goes to job_forgotten.
+   * waitFor() or a parent's ctx.invoke() awaits their end; every success the delete did not take
+   * is updated and kept for retention. The update reads what the delete returned (which runs it
+   * first), not a predicate of its own on the statement's snapshot: a waitFor() committed while the
+   * delete waited for a row makes the delete pass it over, and the update then writes it, where two
+   * predicates on the snapshot would leave it neither deleted nor updated. Their throughput goes to
+   * job_forgotten.
    */
   const successes = (p: Placeholders<SucceedParams>, forget: string | null) => {
     if (forget === null)
       return `u AS (
       ${succeeded(p, fenced(p))}
     )`;
-    return `f AS (
-      SELECT j.id, (j.id = ANY(${forget}::uuid[]) AND NOT j.has_dependents AND NOT j.awaited) AS gone
-        FROM ${s}.job j WHERE ${fenced(p)}
-         FOR UPDATE
-    ), kept AS (
-      ${succeeded(p, `j.id = ANY(ARRAY(SELECT id FROM f WHERE NOT gone))`)}
-    ), forgotten AS (
-      DELETE FROM ${s}.job j WHERE j.id = ANY(ARRAY(SELECT id FROM f WHERE gone))
+    return `forgotten AS (
+      DELETE FROM ${s}.job j
+       WHERE ${fenced(p, forget)} AND NOT j.has_dependents AND NOT j.awaited
       RETURNING j.id, j.batch_id, j.has_dependents, j.queue
+    ), kept AS (
+      ${succeeded(p, fenced(p, `ARRAY(SELECT unnest(${p.ids}::uuid[]) EXCEPT SELECT id FROM forgotten)`))}
     ), counted AS (
       INSERT INTO ${s}.job_forgotten (minute, queue, backend, succeeded)
       SELECT to_timestamp(floor(extract(epoch FROM ${p.now}::timestamptz) / 60) * 60), queue, pg_backend_pid(), count(*)
