@@ -51,8 +51,16 @@ export async function probeClaims({
       const t = now();
       const { rows } = await c.query({
         name: 'claim',
-        text: claimSql,
-        values: [PROBE_QUEUE, new Date(), [PROBE_JOB], 10, 'probe-worker', 30_000],
+        // The library's claim takes named parameters: its text, and its values from one object.
+        text: claimSql.text,
+        values: claimSql.values({
+          queue: PROBE_QUEUE,
+          now: new Date(),
+          names: [PROBE_JOB],
+          limit: 10,
+          workerId: 'probe-worker',
+          leaseMs: 30_000,
+        }),
       });
       out.push(ms(t, now()));
       if (rows.length) {
