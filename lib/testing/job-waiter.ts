@@ -100,7 +100,8 @@ export class JobWaiter {
     }
     const what = kind ?? 'job or batch';
     throw new JobsError(
-      `${where}: no ${what} has this id. Potential fix: pass the id that enqueue() or dispatch() returned, in this app (its schema is its own).`,
+      `${where}: no ${what} has this id. Potential fix: pass the id that enqueue() or dispatch() returned, in this app (its schema is its own); ` +
+        `a job whose type has keep: { succeeded: false } (or retention.succeeded: 0) is deleted as it succeeds, so assert on what it did instead.`,
     );
   }
 

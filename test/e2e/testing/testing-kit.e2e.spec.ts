@@ -386,3 +386,17 @@ describe('drain()', () => {
     await expect(async () => tester.drain({ names: 'kit-greet' as never })).rejects.toThrow(/"names" must be an array/);
   });
 });
+
+describe('jobs whose successes are forgotten (retention.succeeded: 0)', () => {
+  it('drain() reports the success, and waitForJob() says the job was forgotten rather than that the id is wrong', async () => {
+    const { app, tester, jobs } = await startTestingApp({ retention: { succeeded: 0 } });
+    try {
+      const { id } = await jobs.enqueue(Greet, { tag: 'forgotten' });
+      expect(tags(await tester.drain())).toEqual(['kit-greet:forgotten#1 succeeded']);
+      expect(await jobs.get(id)).toBeNull();
+      await expect(tester.waitForJob(id)).rejects.toThrow(/no job has this id.*keep: \{ succeeded: false \}/);
+    } finally {
+      await app.close();
+    }
+  });
+});
