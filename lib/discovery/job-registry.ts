@@ -69,6 +69,12 @@ export class JobRegistry {
               `Potential fix: declare them on the @Job of the service that runs it, and leave them out here.`,
           );
         }
+        if (options.keep !== undefined) {
+          throw new JobsError(
+            `${where}: "keep" is decided by the worker that runs the job, and this app does not run '${name}'. ` +
+              `Potential fix: declare keep on the @Job of the service that runs it, and leave it out here.`,
+          );
+        }
         checkJobUnique(where, options.unique);
         checkDeclaredKeys(where, options);
         if (options.unique) this.externalUnique.set(name, options.unique);

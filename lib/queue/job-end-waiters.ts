@@ -213,7 +213,8 @@ function shuttingDown(where: string): JobsError {
   );
 }
 
-function notFound(where: string, deleted = false): JobsNotFoundError {
+/** A wait's or a read's job that is not there: `deleted` when it went while waited on. */
+export function notFound(where: string, deleted = false): JobsNotFoundError {
   return new JobsNotFoundError(
     deleted
       ? `${where}: the job was deleted before it could be seen ending (retention, deleteBatch or JobsAdmin.delete). ` +

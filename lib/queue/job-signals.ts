@@ -13,7 +13,7 @@ import {
 } from '../model/index.js';
 import type { SignalStorage } from '../storage/jobs/signals/signal-storage.interface.js';
 import { GET_EVENT_SHAPE, SIGNAL_OPTIONS_SHAPE, type GetEventOptions, type SignalOptions } from './durable-options.js';
-import { checkWaitTimeout, type JobEndWaiters } from './job-end-waiters.js';
+import { checkWaitTimeout, notFound, type JobEndWaiters } from './job-end-waiters.js';
 
 /** JobQueue's signals into jobs and reads of the values they publish. */
 export class JobSignals {
@@ -57,7 +57,7 @@ export class JobSignals {
     for (;;) {
       const read = await databaseCall(where, () => this.storage.getEvent(id, key));
       if (read.outcome === 'not-found') {
-        throw new JobsNotFoundError(`${where}: no such job. Potential fix: check the id returned by enqueue().`);
+        throw notFound(where);
       }
       if (read.found) return read.value as T;
       // An ended job publishes nothing more: waiting on could only run out.

@@ -39,7 +39,9 @@ export const JOB = [
   'interceptors',
   'encrypted',
   'onFailureRetries',
+  'keep',
 ];
+export const KEEP = ['succeeded'];
 export const FAILURE_HOOK_RETRIES = ['attempts', 'backoff'];
 export const UNIQUE = ['key', 'while', 'for', 'ttl', 'replace'];
 export const BACKOFF = ['type', 'delay', 'maxDelay', 'jitter'];
@@ -267,6 +269,13 @@ export function decoratorPositions(events: () => JobEvents): OptionsPosition[] {
       known: FAILURE_HOOK_RETRIES,
       base: () => ({ attempts: 2 }),
       call: (o) => Job('unknown-probe', { onFailureRetries: o as never })(class Probe {}),
+    },
+    {
+      where: "@Job('unknown-probe') on class Probe",
+      path: 'keep.',
+      known: KEEP,
+      base: () => ({ succeeded: false }),
+      call: (o) => Job('unknown-probe', { keep: o as never })(class Probe {}),
     },
     {
       where: "@Job('unknown-probe') on class Probe",

@@ -284,6 +284,14 @@ describe('keep and retention.succeeded: bad input', () => {
     expect(declare({ failed: false })).toThrow(/keep/);
   });
 
+  it('refuses keep on an externalJobs entry: the service that runs the job decides', async () => {
+    await expect(
+      start({ externalJobs: { 'fg-elsewhere': { queue: 'q', keep: { succeeded: false } } } }),
+    ).rejects.toThrow(
+      /^JobsModule's "externalJobs" entry 'fg-elsewhere': "keep" is decided by the worker that runs the job/,
+    );
+  });
+
   it('refuses a negative retention.succeeded at boot, naming the field', async () => {
     await expect(start({ retention: { succeeded: -1 } })).rejects.toThrow(
       /retention\.succeeded must be an integer number of ms from 0/,
