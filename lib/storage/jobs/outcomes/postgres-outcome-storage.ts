@@ -10,6 +10,8 @@ import type { SqlExecutor } from '../../sql/sql-executor.js';
 import type { StorageContext } from '../../sql/storage-context.js';
 import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
 import { encodeOutcomes, uuidList } from '../job-encoding.js';
+
+type EncodedOutcomes = ReturnType<typeof encodeOutcomes>;
 import { claimResult, type ClaimRow } from '../job-rows.js';
 import { preparedStatements } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';
@@ -70,31 +72,29 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     leaseMs: number,
     claim: ClaimRequest,
   ): Promise<{ applied: Set<string>; claimed: ClaimResult }> {
-    const { succeededIds, succeededAttempts, forgottenIds, results, traces, successors } = encodeOutcomes(
-      attempts.filter((a) => a.outcome.kind === 'succeeded'),
-      this.cipher,
-      this.maxErrorBytes,
-    );
-    const args = {
-      ids: uuidList(succeededIds),
+    const success = this.successArgs(
+      encodeOutcomes(
+        attempts.filter((a) => a.outcome.kind === 'succeeded'),
+        this.cipher,
+        this.maxErrorBytes,
+      ),
       workerId,
       now,
-      channel: this.channel,
-      attempts: succeededAttempts,
-      results: JSON.stringify(results),
+    );
+    const args = {
+      ...success,
       queue: claim.queue,
       names: claim.names,
       limit: claim.limit,
       leaseMs: claim.leaseMs,
-      traces: traces && JSON.stringify(traces),
       share: claim.share ?? false,
       ahead: claim.ahead ?? 0,
-      successors: successors && JSON.stringify(successors),
     };
     type Done = ClaimRow & { done: boolean };
+    const { forget } = args;
     const [rows, applied] = await Promise.all([
-      forgottenIds.length
-        ? this.sql.forgetAndClaim.run<Done>(this.worker(), { ...args, forget: uuidList(forgottenIds) })
+      forget !== undefined
+        ? this.sql.forgetAndClaim.run<Done>(this.worker(), { ...args, forget })
         : this.sql.succeedAndClaim.run<Done>(this.worker(), args),
       this.finish(
         workerId,
@@ -122,38 +122,12 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     now: Date,
     leaseMs: number,
   ): Promise<Set<string>> {
-    const { succeededIds, succeededAttempts, forgottenIds, results, traces, successors, failedIds, failures } =
-      encodeOutcomes(attempts, this.cipher, this.maxErrorBytes);
+    const encoded = encodeOutcomes(attempts, this.cipher, this.maxErrorBytes);
+    const { failedIds, failures } = encoded;
     const applied = new Set<string>();
     const writes: Array<Promise<Row[]>> = [];
-    if (succeededIds.length) {
-      // succeed reads no successors: one object serves both.
-      const succeeded = {
-        ids: uuidList(succeededIds),
-        workerId,
-        now,
-        channel: this.channel,
-        attempts: succeededAttempts,
-        results: JSON.stringify(results),
-        traces: traces && JSON.stringify(traces),
-        successors: successors && JSON.stringify(successors),
-      };
-      const on = this.worker(tx);
-      const { successors: after } = succeeded;
-      if (forgottenIds.length) {
-        const forget = uuidList(forgottenIds);
-        writes.push(
-          after !== null
-            ? this.sql.forgetWithSuccessors.run(on, { ...succeeded, successors: after, forget })
-            : this.sql.forget.run(on, { ...succeeded, forget }),
-        );
-      } else {
-        writes.push(
-          after !== null
-            ? this.sql.succeedWithSuccessors.run(on, { ...succeeded, successors: after })
-            : this.sql.succeed.run(on, succeeded),
-        );
-      }
+    if (encoded.succeededIds.length) {
+      writes.push(this.writeSuccesses(this.worker(tx), this.successArgs(encoded, workerId, now)));
     }
     if (failedIds.length) {
       const failed = {
@@ -168,6 +142,38 @@ export class PostgresOutcomeStorage implements OutcomeStorage {
     }
     for (const rows of await Promise.all(writes)) for (const row of rows) if (row.id) applied.add(row.id as string);
     return applied;
+  }
+
+  /**
+   * The arguments of every success write (plain, with successors, forgetting, claiming): `forget`
+   * only when some of the successes are forgotten, which picks the forgetting variant.
+   */
+  private successArgs(encoded: EncodedOutcomes, workerId: string, now: Date) {
+    const { succeededIds, succeededAttempts, forgottenIds, results, traces, successors } = encoded;
+    return {
+      ids: uuidList(succeededIds),
+      workerId,
+      now,
+      channel: this.channel,
+      attempts: succeededAttempts,
+      results: JSON.stringify(results),
+      traces: traces && JSON.stringify(traces),
+      successors: successors && JSON.stringify(successors),
+      forget: forgottenIds.length ? uuidList(forgottenIds) : undefined,
+    };
+  }
+
+  /** The success write that fits: forgetting some of them or keeping all, with successors or without. */
+  private writeSuccesses(on: SqlExecutor, args: ReturnType<typeof this.successArgs>): Promise<Row[]> {
+    const { forget, successors } = args;
+    if (forget !== undefined) {
+      return successors !== null
+        ? this.sql.forgetWithSuccessors.run(on, { ...args, forget, successors })
+        : this.sql.forget.run(on, { ...args, forget });
+    }
+    return successors !== null
+      ? this.sql.succeedWithSuccessors.run(on, { ...args, successors })
+      : this.sql.succeed.run(on, args);
   }
 
   async renewLeases(workerId: string, jobs: readonly HeldJob[], now: Date, leaseMs: number): Promise<LeaseRenewal> {
