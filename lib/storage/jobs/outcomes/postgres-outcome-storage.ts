@@ -10,8 +10,6 @@ import type { SqlExecutor } from '../../sql/sql-executor.js';
 import type { StorageContext } from '../../sql/storage-context.js';
 import type { ClaimRequest, ClaimResult } from '../claim/claim-storage.interface.js';
 import { encodeOutcomes, uuidList } from '../job-encoding.js';
-
-type EncodedOutcomes = ReturnType<typeof encodeOutcomes>;
 import { claimResult, type ClaimRow } from '../job-rows.js';
 import { preparedStatements } from '../statement-runner.js';
 import type { WorkerConnections } from '../worker-connections.js';
@@ -36,6 +34,8 @@ const PREPARED: ReadonlyArray<keyof OutcomeStatements> = [
 ];
 
 type Row = Record<string, unknown>;
+
+type EncodedOutcomes = ReturnType<typeof encodeOutcomes>;
 
 /** Outcomes, leases, progress, the shutdown hand-back and the onFailure hooks of the jobs a worker holds. */
 export class PostgresOutcomeStorage implements OutcomeStorage {
