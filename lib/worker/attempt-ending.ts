@@ -74,7 +74,7 @@ export class AttemptEnding {
   constructor(private readonly deps: AttemptEndingDeps) {}
 
   /** Runs the phases in order; resolves once the slot is released. */
-  async end(run: RunningJob, result: RunResult, current: boolean): Promise<EndedAttempt> {
+  end(run: RunningJob, result: RunResult, current: boolean): Promise<EndedAttempt> {
     const { job } = run;
     const ended = result.outcome;
     const recorded = ended !== null && result.recorded === true;
@@ -91,11 +91,24 @@ export class AttemptEnding {
       successor: undefined,
       applied: outcome ? true : null,
     };
-    for (const phase of PHASES) {
-      const pending = phase.call(this, e);
-      if (pending) await pending;
+    return this.phasesFrom(e, 0);
+  }
+
+  /**
+   * The phases from `first` on. Not an async function: every outcome waits here for its write,
+   * and an async frame (with its promise and closures) per waiting job was a large share of what
+   * a drain promoted to V8's old generation (see bench/RESULTS.md, "Memory").
+   */
+  private phasesFrom(e: Ending, first: number): Promise<EndedAttempt> {
+    try {
+      for (let i = first; i < PHASES.length; i++) {
+        const pending = PHASES[i].call(this, e);
+        if (pending) return pending.then(() => this.phasesFrom(e, i + 1));
+      }
+      return Promise.resolve({ outcome: e.ended, applied: e.outcome ? e.applied : null });
+    } catch (error) {
+      return Promise.reject(error as Error);
     }
-    return { outcome: ended, applied: outcome ? e.applied : null };
   }
 
   /** Jobs whose outcome is handed to the batcher and not yet written, for lease renewal. */
@@ -144,15 +157,17 @@ export class AttemptEnding {
    * ctx.transaction() wrote the outcome with the handler's own writes;
    * every other outcome goes through the batcher, fenced on the lease.
    */
-  static async writeOutcome(this: AttemptEnding, e: Ending): Promise<void> {
+  static writeOutcome(this: AttemptEnding, e: Ending): Promise<void> | void {
     const { job, outcome, successor } = e;
     if (!outcome || e.recorded) return;
     this.finishing.set(job.id, job);
     const { continuations } = e;
-    e.applied = await this.deps.batcher.add(
-      successor ? { job, outcome, successor: successor.id } : { job, outcome, continuations },
-    );
-    if (this.finishing.get(job.id) === job) this.finishing.delete(job.id);
+    return this.deps.batcher
+      .add(successor ? { job, outcome, successor: successor.id } : { job, outcome, continuations })
+      .then((applied) => {
+        e.applied = applied;
+        if (this.finishing.get(job.id) === job) this.finishing.delete(job.id);
+      });
   }
 
   /** After the write: a listener that reads the job back finds what it was told. */

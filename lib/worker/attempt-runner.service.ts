@@ -105,7 +105,19 @@ export class AttemptRunner {
   }
 
   /** Runs the attempt; its outcome, or none when the job is no longer this worker's. */
-  async run(run: RunningJob): Promise<RunResult> {
+  run(run: RunningJob): Promise<RunResult> {
+    if (this.tracing.enabled || this.events.observed || this.events.startsObserved) return this.observedRun(run);
+    // Without spans or listeners, as most drains run: no async frame of its own per job.
+    const { job } = run;
+    job.started = this.untracedStart();
+    return run.execute().then((result) => {
+      // Before the outcome goes to the batcher: the last report must land while the job is still active.
+      const progressWritten = this.progress!.forget(job);
+      return progressWritten ? progressWritten.then(() => result) : result;
+    });
+  }
+
+  private async observedRun(run: RunningJob): Promise<RunResult> {
     const { job } = run;
     const started = this.events.observed ? performance.now() : -1;
     // The start and the span ids are written with the outcome (see encodeOutcomes), in no statement of their own.

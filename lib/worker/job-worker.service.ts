@@ -160,14 +160,21 @@ export class JobWorker implements LeaseHolder {
     }
     const run = this.attempts.create(job);
     this.running.set(job.id, run);
-    void this.attempts.run(run).then(async (result) => {
-      // Not the entry any more: the job was claimed again meanwhile, and this attempt's lease is gone.
-      const current = this.running.get(job.id) === run;
-      if (current) this.running.delete(job.id);
-      await this.ending.end(run, result, current);
-      if (this.running.size === 0) for (const w of this.idleWaiters.splice(0)) w();
-    });
+    void this.attempts
+      .run(run)
+      .then((result) => {
+        // Not the entry any more: the job was claimed again meanwhile, and this attempt's lease is gone.
+        const current = this.running.get(job.id) === run;
+        if (current) this.running.delete(job.id);
+        return this.ending.end(run, result, current);
+      })
+      .then(this.attemptDone);
   }
+
+  /** Shared by every attempt: a closure per job would be held until its outcome is written. */
+  private readonly attemptDone = (): void => {
+    if (this.running.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+  };
 
   /**
    * A claim handed this worker jobs it may still run, or still be recording,
