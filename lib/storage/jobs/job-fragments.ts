@@ -35,6 +35,15 @@ export function lineageJoin(s: string, alias: string): string {
     ) p ON true`;
 }
 
+/**
+ * A claimed row's due time, `column` (a timestamptz), as ms since the epoch (ClaimedRow.runAt): a
+ * float8 the driver reads with parseFloat, where a timestamptz costs the server its text formatting
+ * and the worker a regular expression per row (see bench/RESULTS.md, 2026-12-07, evening).
+ */
+export function dueMs(column: string): string {
+  return `date_part('epoch', ${column}) * 1000 AS "runAt"`;
+}
+
 /** The columns lineageJoin adds, named as ClaimedJob's fields. */
 export const LINEAGE_COLUMNS = `p.parent_ids AS "parentIds", p.parent_batch_id AS "parentBatchId"`;
 

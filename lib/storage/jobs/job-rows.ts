@@ -187,12 +187,15 @@ export function jobStepFromRow(r: JobStep, withResult: boolean, cipher: JobCiphe
 
 /** A row of claim_controlled: a claimed job, or (id null) the wait a rate limit asks for. */
 /** A controlled claim's row: a job, the rate limit's wait (id null), or one of the worker's jobs claimed ahead that it counted (`reserved` null). */
-export type ClaimRow = Omit<ClaimedJob, 'claimedAhead'> & { waitMs: number | null; reserved?: boolean | null };
+/** A claimed job as a claim's row: its due time still in ms since the epoch (see dueMs), a Date once claimedJobs made it. */
+export type ClaimedRow = Omit<ClaimedJob, 'runAt'> & { runAt?: number | Date | null };
+
+export type ClaimRow = Omit<ClaimedRow, 'claimedAhead'> & { waitMs: number | null; reserved?: boolean | null };
 
 /** Claimed rows as the claim made at `claimedAt` returns them: the jobs (payloads opened, see openClaimed) and the wait. */
 export function claimResult(cipher: JobCipher, rows: readonly ClaimRow[], claimedAt: Date): ClaimResult {
   let waitMs: number | null = null;
-  const jobs: ClaimedJob[] = [];
+  const jobs: ClaimedRow[] = [];
   let counted: string[] | undefined;
   for (const { waitMs: wait, reserved, ...job } of rows) {
     if (!job.id) waitMs = wait;
@@ -205,16 +208,18 @@ export function claimResult(cipher: JobCipher, rows: readonly ClaimRow[], claime
 }
 
 /**
- * Jobs a claim made at `claimedAt` took, their payloads opened (see openClaimed) and their claim time noted.
- * The driver makes a fresh string of each row's name and queue; the jobs of one claim share the first
- * row's instead, so the rest die young rather than being held with their jobs (see bench/RESULTS.md, "Memory").
+ * Jobs a claim made at `claimedAt` took, their payloads opened (see openClaimed), their claim time
+ * noted and their due time made a Date. The driver makes a fresh string of each row's name and
+ * queue; the jobs of one claim share the first row's instead, so the rest die young rather than
+ * being held with their jobs (see bench/RESULTS.md, "Memory").
  */
-export function claimedJobs(cipher: JobCipher, jobs: ClaimedJob[], claimedAt: Date): ClaimedJob[] {
-  const first = jobs[0];
-  for (const job of jobs) {
+export function claimedJobs(cipher: JobCipher, rows: ClaimedRow[], claimedAt: Date): ClaimedJob[] {
+  const first = rows[0];
+  for (const job of rows) {
     job.claimedAt = claimedAt;
+    if (typeof job.runAt === 'number') job.runAt = new Date(job.runAt);
     if (job.name === first!.name) job.name = first!.name;
     if (job.queue === first!.queue) job.queue = first!.queue;
   }
-  return openClaimed(cipher, jobs);
+  return openClaimed(cipher, rows as ClaimedJob[]);
 }

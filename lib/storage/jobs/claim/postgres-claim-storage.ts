@@ -1,6 +1,6 @@
 import type { ClaimedJob, JobCipher } from '../../../model/index.js';
 import type { StorageContext } from '../../sql/storage-context.js';
-import { claimedJobs, claimResult, type ClaimRow } from '../job-rows.js';
+import { claimedJobs, claimResult, type ClaimedRow, type ClaimRow } from '../job-rows.js';
 import { preparedStatements } from '../statement-runner.js';
 import type { SqlExecutor } from '../../sql/sql-executor.js';
 import type { WorkerConnections } from '../worker-connections.js';
@@ -30,7 +30,7 @@ export class PostgresClaimStorage implements ClaimStorage {
 
   async claim(r: ClaimRequest): Promise<ClaimedJob[]> {
     // Rows arrive in claim order and already shaped as ClaimedJob: no second object per job.
-    const jobs = await this.sql.claim.run<ClaimedJob>(this.connections.executor, r);
+    const jobs = await this.sql.claim.run<ClaimedRow>(this.connections.executor, r);
     return claimedJobs(this.cipher, jobs, r.now);
   }
 

@@ -121,12 +121,12 @@ export function outcomeStatements(schema: string) {
     )
     SELECT true AS done, id, NULL::text AS name, NULL::text AS queue, NULL::jsonb AS payload, NULL::int AS attempt,
            NULL::int AS "maxAttempts", NULL::int AS "timeoutMs", NULL::uuid AS "batchId", NULL::jsonb AS "traceContext",
-           NULL::timestamptz AS deadline, NULL::timestamptz AS "runAt", NULL::float8 AS "waitMs", NULL::boolean AS reserved, NULL::uuid[] AS "parentIds",
+           NULL::timestamptz AS deadline, NULL::float8 AS "runAt", NULL::float8 AS "waitMs", NULL::boolean AS reserved, NULL::uuid[] AS "parentIds",
            NULL::uuid AS "parentBatchId", NULL::jsonb AS context
       FROM u
     UNION ALL
     SELECT false, c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.timeout_ms, c.batch_id, c.trace_context,
-           c.deadline, c.run_at, c.wait_ms, c.reserved, p.parent_ids, p.parent_batch_id, c.context
+           c.deadline, date_part('epoch', c.run_at) * 1000, c.wait_ms, c.reserved, p.parent_ids, p.parent_batch_id, c.context
       FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}(${p.queue}, ${p.names}::text[], ${p.limit} + 0 * written.n::int, ${p.now}, ${p.workerId}, ${p.leaseMs}, ${p.channel}, ${p.share}, ${p.ahead}) c
       ${lineageJoin(s, 'c')}`;
   return {
