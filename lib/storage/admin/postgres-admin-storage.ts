@@ -35,6 +35,7 @@ import type {
 import { containsPattern, filterConditions, SqlParams } from './admin-filter.js';
 import { adminStatements, type AdminStatements } from './admin-statements.js';
 import { reencryptChunk, reencryptSchedules, reencryptStatements } from './reencrypt-chunk.js';
+import { bulkDeleteTransaction } from '../jobs/maintenance/bulk-delete-transaction.js';
 
 type Row = Record<string, unknown>;
 
@@ -153,7 +154,7 @@ export class PostgresAdminStorage implements AdminStorage {
   }
 
   purgeChunk(c: PurgeChunk): Promise<ChunkResult> {
-    return this.pool.transaction(async (tx) => {
+    return bulkDeleteTransaction(this.pool, async (tx) => {
       const locked = await this.sql.purgeCandidates.run<{ id: string }>(tx, {
         state: c.state,
         beforeId: uuidv7Floor(c.before),

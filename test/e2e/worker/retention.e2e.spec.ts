@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { JobsError, JobsModule, RetentionService, type RetentionOptions } from 'nestjs-durable-jobs';
+import { JobsAdmin, JobsError, JobsModule, RetentionService, type RetentionOptions } from 'nestjs-durable-jobs';
 import { uuidv7 } from '../../../lib/model/uuid.js';
 import { resolveRetentionOptions } from '../../../lib/worker/retention-options.js';
 import { dropSchemas, jobsConnection, sql, uniqueSchema } from '../../support/database.js';
@@ -236,6 +236,34 @@ describe('a pass in chunks with a rest between them', () => {
       'recent-member-0',
       'recent-member-1',
     ]);
+  });
+
+  it("plans its deletes and JobsAdmin.purge()'s without JIT, whatever the server's JIT settings", async () => {
+    // A statement-level trigger of the test's own notes the setting each deleting statement ran with:
+    // at the server's default (jit on), a chunk over a long history was compiled for 100-150 ms.
+    await sql(`CREATE TABLE "${schema}".jit_seen (tbl text, jit text)`);
+    await sql(`CREATE FUNCTION "${schema}".note_jit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO "${schema}".jit_seen VALUES (TG_TABLE_NAME, current_setting('jit')); RETURN NULL; END $$`);
+    for (const table of ['job', 'job_batch']) {
+      await sql(`CREATE TRIGGER note_jit AFTER DELETE ON "${schema}".${table}
+        FOR EACH STATEMENT EXECUTE FUNCTION "${schema}".note_jit()`);
+    }
+    try {
+      const retention = await boot({ chunk: 2, pause: 0 });
+      for (let k = 0; k < 3; k++) await finished('succeeded', 20 * DAY - k * 1000, `old-ok-${k}`);
+      await settledBatch('old-batch', 40 * DAY, 2);
+      await retention.prune();
+      await finished('failed', 40 * DAY, 'old-failed');
+      const purged = await apps[apps.length - 1]!.get(JobsAdmin).purge({ failedBefore: new Date() });
+      expect(purged.jobs.failed).toBe(1);
+      expect(await names()).toEqual([]);
+      const seen = await sql<{ tbl: string; jit: string }>(`SELECT tbl, jit FROM "${schema}".jit_seen`);
+      expect(new Set(seen.map((r) => r.tbl))).toEqual(new Set(['job', 'job_batch']));
+      expect(seen.filter((r) => r.jit !== 'off')).toEqual([]);
+    } finally {
+      for (const table of ['job', 'job_batch']) await sql(`DROP TRIGGER note_jit ON "${schema}".${table}`);
+      await sql(`DROP FUNCTION "${schema}".note_jit(); DROP TABLE "${schema}".jit_seen`);
+    }
   });
 
   it('rests between batch rounds, and stop() ends the pass after the round under way', async () => {

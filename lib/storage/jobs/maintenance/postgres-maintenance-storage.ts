@@ -15,6 +15,7 @@ import type {
   WorkerRegistration,
 } from './maintenance-storage.interface.js';
 import { maintenanceStatements, type MaintenanceStatements } from './maintenance-statements.js';
+import { bulkDeleteTransaction } from './bulk-delete-transaction.js';
 
 /** Rescue, deadlines, retention and the worker registry: statements run now and then, unnamed. */
 export class PostgresMaintenanceStorage implements MaintenanceStorage {
@@ -65,13 +66,15 @@ export class PostgresMaintenanceStorage implements MaintenanceStorage {
   }
 
   async prune(states: readonly string[], before: Date, limit: number, after: string | null): Promise<PruneChunk> {
-    const rows = await this.sql.prune.run<{ id: string }>(this.executor, {
-      beforeId: uuidv7Floor(before),
-      states,
-      before,
-      limit,
-      after: after ?? FIRST_UUID,
-    });
+    const rows = await bulkDeleteTransaction(this.executor, (tx) =>
+      this.sql.prune.run<{ id: string }>(tx, {
+        beforeId: uuidv7Floor(before),
+        states,
+        before,
+        limit,
+        after: after ?? FIRST_UUID,
+      }),
+    );
     let last: string | null = null;
     for (const { id } of rows) if (last === null || id > last) last = id;
     return { deleted: rows.length, last };

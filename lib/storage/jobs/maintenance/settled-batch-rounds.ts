@@ -4,6 +4,7 @@ import { quoteIdent, sqlLiterals } from '../../sql/sql-identifiers.js';
 import type { SqlExecutor } from '../../sql/sql-executor.js';
 import { FIRST_UUID, uuidv7Floor } from '../job-encoding.js';
 import { noLiveChildren, noPendingHook } from '../job-fragments.js';
+import { bulkDeleteTransaction } from './bulk-delete-transaction.js';
 
 /** Batches looked at per round; the member bound usually stops it sooner. */
 const BATCH_CANDIDATES = 100;
@@ -76,7 +77,7 @@ export function settledBatchStatements(schema: string) {
 export type SettledBatchStatements = ReturnType<typeof settledBatchStatements>;
 
 /**
- * One round in one short transaction: the settled batches of `state` that
+ * One round in one short transaction (without JIT, see bulkDeleteTransaction): the settled batches of `state` that
  * completed before `before`, after the batch id `after`, as many as fit in
  * about `maxMembers` member rows (at least one); batches locked elsewhere are
  * passed over.
@@ -86,7 +87,7 @@ export function deleteSettledBatchRound(
   sql: SettledBatchStatements,
   round: { state: SettledBatchState; before: Date; after: string | null; maxMembers: number },
 ): Promise<BatchRoundResult> {
-  return executor.transaction(async (tx) => {
+  return bulkDeleteTransaction(executor, async (tx) => {
     const locked = await sql.candidates.run<{ id: string }>(tx, {
       state: round.state,
       beforeId: uuidv7Floor(round.before),
