@@ -185,11 +185,10 @@ export function jobStepFromRow(r: JobStep, withResult: boolean, cipher: JobCiphe
   return step;
 }
 
-/** A row of claim_controlled: a claimed job, or (id null) the wait a rate limit asks for. */
-/** A controlled claim's row: a job, the rate limit's wait (id null), or one of the worker's jobs claimed ahead that it counted (`reserved` null). */
 /** A claimed job as a claim's row: its due time still in ms since the epoch (see dueMs), a Date once claimedJobs made it. */
 export type ClaimedRow = Omit<ClaimedJob, 'runAt'> & { runAt?: number | Date | null };
 
+/** A controlled claim's row: a job, the rate limit's wait (id null), or one of the worker's jobs claimed ahead that it counted (`reserved` null). */
 export type ClaimRow = Omit<ClaimedRow, 'claimedAhead'> & { waitMs: number | null; reserved?: boolean | null };
 
 /** Claimed rows as the claim made at `claimedAt` returns them: the jobs (payloads opened, see openClaimed) and the wait. */

@@ -12,8 +12,9 @@ const WITHOUT_JIT = fixedStatement('SET LOCAL jit = off');
  * about 500 rows a chunk, past `jit_optimize_above_cost` and
  * `jit_inline_above_cost`) at its defaults, and a server built with LLVM
  * then compiled each chunk for 100 to 150 ms of CPU, more than the deletes
- * took: retention's pass ran at a third of its speed, and a worker draining
- * beside it lost a third of its rate (bench/RESULTS.md, 2026-12-07, evening).
+ * took: a pass ran at a fifth to a quarter of its speed without JIT, and
+ * slowed a worker draining beside it for four times as long
+ * (bench/RESULTS.md, 2026-12-07, evening).
  */
 export function bulkDeleteTransaction<T>(
   executor: Pick<SqlExecutor, 'transaction'>,
