@@ -41,7 +41,7 @@ export function lineageJoin(s: string, alias: string): string {
  * and the worker a regular expression per row (see bench/RESULTS.md, 2026-12-07, evening).
  */
 export function dueMs(column: string): string {
-  return `date_part('epoch', ${column}) * 1000 AS "runAt"`;
+  return `date_part('epoch', ${column}) * 1000`;
 }
 
 /** The columns lineageJoin adds, named as ClaimedJob's fields. */

@@ -47,7 +47,7 @@ export function claimStatements(schema: string) {
       })}
     )
     SELECT id, name, queue, payload, attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs",
-           batch_id AS "batchId", trace_context AS "traceContext", deadline, ${dueMs('run_at')}, context,
+           batch_id AS "batchId", trace_context AS "traceContext", deadline, ${dueMs('run_at')} AS "runAt", context,
            ${lineageIfParents(s, 'u')}
       FROM u ORDER BY priority DESC, run_at, id`,
     ),
@@ -58,7 +58,7 @@ export function claimStatements(schema: string) {
       ['queue', 'now', 'names', 'limit', 'workerId', 'leaseMs', 'channel', 'share', 'ahead'],
       (p) => `SELECT c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts AS "maxAttempts",
            c.timeout_ms AS "timeoutMs", c.batch_id AS "batchId", c.trace_context AS "traceContext", c.deadline,
-           ${dueMs('c.run_at')}, c.wait_ms AS "waitMs", c.reserved, c.context, ${LINEAGE_COLUMNS}
+           ${dueMs('c.run_at')} AS "runAt", c.wait_ms AS "waitMs", c.reserved, c.context, ${LINEAGE_COLUMNS}
       FROM ${s}.${ROUTINE_NAMES.claimControlled}(${p.queue}, ${p.names}::text[], ${p.limit}, ${p.now}, ${p.workerId}, ${p.leaseMs}, ${p.channel}, ${p.share}, ${p.ahead}) c ${lineageJoin(s, 'c')}`,
     ),
 

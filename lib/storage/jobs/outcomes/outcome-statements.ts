@@ -11,7 +11,7 @@ import type {
 } from './outcome-params.js';
 import { quoteIdent } from '../../sql/sql-identifiers.js';
 import { notifySql } from '../../sql/notification-topics.js';
-import { lineageJoin, LINEAGE_COLUMNS, settleCte } from '../job-fragments.js';
+import { dueMs, lineageJoin, LINEAGE_COLUMNS, settleCte } from '../job-fragments.js';
 import { ROUTINE_NAMES } from '../../routines/routine-catalog.js';
 import { outcomeFence } from '../../routines/sql-fragments.js';
 
@@ -126,7 +126,7 @@ export function outcomeStatements(schema: string) {
       FROM u
     UNION ALL
     SELECT false, c.id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.timeout_ms, c.batch_id, c.trace_context,
-           c.deadline, date_part('epoch', c.run_at) * 1000, c.wait_ms, c.reserved, p.parent_ids, p.parent_batch_id, c.context
+           c.deadline, ${dueMs('c.run_at')}, c.wait_ms, c.reserved, p.parent_ids, p.parent_batch_id, c.context
       FROM written CROSS JOIN LATERAL ${s}.${ROUTINE_NAMES.claimControlled}(${p.queue}, ${p.names}::text[], ${p.limit} + 0 * written.n::int, ${p.now}, ${p.workerId}, ${p.leaseMs}, ${p.channel}, ${p.share}, ${p.ahead}) c
       ${lineageJoin(s, 'c')}`;
   return {
