@@ -3,6 +3,7 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { DATABASE_URL, ms, now, percentile, sleep } from './common.mjs';
 
@@ -10,7 +11,11 @@ export const PROBE_QUEUE = 'probe';
 const PROBE_JOB = 'probe-job';
 
 /** The p-quantile of `values` in any order. */
-const quantileOf = (values, p) => percentile([...values].sort((a, b) => a - b), p);
+const quantileOf = (values, p) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    p,
+  );
 
 export const median = (values) => quantileOf(values, 0.5);
 
@@ -87,6 +92,16 @@ export function latencySummary(samples) {
  * (worker off, so nothing else runs), with `retention` as its options. Returns
  * the rows it deleted and the seconds it took.
  */
+/**
+ * CPU time the whole machine spent busy so far, in seconds (every process: the pass's database
+ * backend, its Node process, the WAL writer and checkpointer). Kernel clock ticks at USER_HZ 100.
+ */
+function machineBusySeconds() {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+  const [user, nice, system, , , irq, softirq] = ticks;
+  return (user + nice + system + irq + softirq) / 100;
+}
+
 export async function retentionPass({ lib, schema, retention, countSql }) {
   const { JobsModule, RetentionService } = lib;
   class HistoryRetentionModule {}
@@ -111,10 +126,13 @@ export async function retentionPass({ lib, schema, retention, countSql }) {
   try {
     const before = await countSql();
     const t = now();
+    const busy = machineBusySeconds();
     await app.get(RetentionService).prune();
+    const cpuSeconds = machineBusySeconds() - busy;
     const seconds = ms(t, now()) / 1000;
     const deleted = before - (await countSql());
-    return { deleted, seconds, rowsPerSec: deleted / seconds };
+    // cpuSeconds is the pass's own only when nothing else runs (the pass alone).
+    return { deleted, seconds, rowsPerSec: deleted / seconds, cpuSeconds };
   } finally {
     await app.close();
   }

@@ -7,7 +7,8 @@ const mb = (b) => `${fmt(b / 1048576, 1)} MB`;
 
 /** Prints the report with `log`; returns whether the claim at N kept is within 15% of the empty table. */
 export function printReport(m, log) {
-  const { ROWS, DRAIN, RUNS, PAD, PAUSES, SCHEMA, DATABASE_URL, counts, executions, fillSeconds, vacuumSeconds } = m;
+  const { ROWS, DRAIN, RUNS, PAD, PAUSES, DAYS, SCHEMA, DATABASE_URL, counts, executions, fillSeconds, vacuumSeconds } =
+    m;
   const { settleSeconds, empty, atN, drainDead, sizes, sizesAfter, alone, loaded, av, vacuumAfterSeconds } = m;
   const { statsEmpty, statsFilled, statsAfterRetention, statsVacuumed } = m;
   let pass;
@@ -56,9 +57,13 @@ export function printReport(m, log) {
   }
   log(`per kept job: ${fmt(sizes.find((r) => r.name === 'job').total / ROWS)} bytes of job (table and indexes)`);
   log('');
-  log(`## Retention (one day of history per pass, succeeded jobs only; failed and cancelled ones between them stay)`);
   log(
-    `alone: ${fmt(alone.deleted)} rows in ${fmt(alone.seconds, 1)} s = ${fmt(alone.rowsPerSec)} rows/s (pause ${PAUSES[0]} ms)`,
+    `## Retention (${DAYS === 1 ? 'one day' : `${DAYS} days`} of history per pass, succeeded jobs only; failed and cancelled ones between them stay)`,
+  );
+  log(
+    `alone: ${fmt(alone.deleted)} rows in ${fmt(alone.seconds, 1)} s = ${fmt(alone.rowsPerSec)} rows/s (pause ${PAUSES[0]} ms); ` +
+      `the machine busy ${fmt(alone.cpuSeconds, 1)} CPU-s (${fmt((alone.cpuSeconds / alone.deleted) * 1e6, 1)} µs a row, ` +
+      `${fmt((alone.cpuSeconds / alone.seconds) * 100)}% of one core while it ran)`,
   );
   log(
     '| retention beside the drains | drain during the pass (jobs/s, median) | the same drains without it | ratio | claim of 10 p50 / p99 (ms), during / without | pass (s) | rows/s |',

@@ -36,6 +36,7 @@ if (args.help) {
   --claims=N      single claims of 10 timed per latency figure (default 400)
   --pauses=a,b    retention.pause values compared under load, ms (default 0,20,100)
   --chunk=N       retention.chunk for the passes (default: the library's)
+  --days=N        days of history each pass deletes (default 1; a longer pass spans more drains)
   --payload=N     pad each drained job's payload with N bytes (default 0: { i: n } only)
   --keep          leave the schema ${SCHEMA} in place at the end
   DATABASE_URL / BENCH_DB as for npm run bench (the schemas live in database "bench")`);
@@ -49,6 +50,7 @@ const PAUSES = String(args.pauses ?? '0,20,100')
   .split(',')
   .map(Number);
 const CHUNK = args.chunk === undefined ? undefined : Number(args.chunk);
+const DAYS = Number(args.days ?? 1);
 // Bytes of padding in each drained job's payload: 0 leaves it { i }, far smaller than a history row.
 const PAD = Number(args.payload ?? 0);
 const SPAN = 30 * DAY;
@@ -224,7 +226,7 @@ const empty = { drain: drainFigures.empty, claim: claimFigures.empty };
 const atN = { drain: drainFigures.kept, claim: claimFigures.kept };
 await bare.adapter.cleanup();
 
-// ---- 4. retention: one day of history (1/30 of N) per pass, through the library's RetentionService.
+// ---- 4. retention: --days of history (a day is 1/30 of N) per pass, through the library's RetentionService.
 // Succeeded jobs pass their retention; failed and cancelled ones stay (retention.failed outlasts the
 // history), as with the defaults (7 days against 30): the kept rows lie between the deleted ones.
 let day = 0;
@@ -232,17 +234,17 @@ const keepFailed = () => Date.now() - (endMs - SPAN) + DAY;
 // The day's rows, counted on the primary key (their ids are of their time), before and after the pass.
 const sliceCount = async () => {
   const lo = idFloor(endMs - SPAN + day * DAY - 10_000);
-  const hi = idFloor(endMs - SPAN + (day + 1) * DAY);
+  const hi = idFloor(endMs - SPAN + (day + DAYS) * DAY);
   const { rows } = await q(`SELECT count(*) AS n FROM ${SCHEMA}.job WHERE id >= $1 AND id < $2`, [lo, hi]);
   return Number(rows[0].n);
 };
 async function retentionDay(pause) {
-  const cutoff = endMs - SPAN + (day + 1) * DAY;
+  const cutoff = endMs - SPAN + (day + DAYS) * DAY;
   const retention = { succeeded: Date.now() - cutoff, failed: keepFailed(), workers: false, interval: 3_600_000 };
   if (pause !== undefined) retention.pause = pause;
   if (CHUNK !== undefined) retention.chunk = CHUNK;
   const result = await probe.retentionPass({ lib, schema: SCHEMA, retention, countSql: sliceCount });
-  day++;
+  day += DAYS;
   return result;
 }
 
@@ -313,6 +315,7 @@ const pass = printReport(
     RUNS,
     PAD,
     PAUSES,
+    DAYS,
     SCHEMA,
     DATABASE_URL,
     counts,
