@@ -78,7 +78,7 @@ describe('retention options', () => {
     expect(() => JobsModule.forRoot({ retention: { pause: -1 } })).toThrow(
       new JobsError(
         'JobsModule: retention.pause must be an integer number of ms from 0 to 2147483647, got -1. ' +
-          'Potential fix: retention: { pause: 20 }.',
+          'Potential fix: retention: { pause: 100 }.',
       ),
     );
     // forRootAsync: the factory's options are checked as they arrive, before the database is opened.
@@ -122,14 +122,14 @@ describe('retention options', () => {
     expect(resolveRetentionOptions({ cancelled: false })).toMatchObject({ failed: 30 * DAY, cancelled: false });
   });
 
-  it('fills in the defaults: 7 and 30 days, a minute, 20 ms of rest between chunks of 2000', () => {
+  it('fills in the defaults: 7 and 30 days, a minute, 100 ms of rest between chunks of 2000', () => {
     expect(resolveRetentionOptions(undefined)).toEqual({
       succeeded: 7 * DAY,
       failed: 30 * DAY,
       cancelled: 30 * DAY,
       workers: 7 * DAY,
       interval: 60_000,
-      pause: 20,
+      pause: 100,
       chunk: 2_000,
     });
     expect(resolveRetentionOptions({ succeeded: false, pause: 0, chunk: 1 })).toMatchObject({
