@@ -7,8 +7,21 @@ const mb = (b) => `${fmt(b / 1048576, 1)} MB`;
 
 /** Prints the report with `log`; returns whether the claim at N kept is within 15% of the empty table. */
 export function printReport(m, log) {
-  const { ROWS, DRAIN, RUNS, PAD, PAUSES, DAYS, SCHEMA, DATABASE_URL, counts, executions, fillSeconds, vacuumSeconds } =
-    m;
+  const {
+    ROWS,
+    DRAIN,
+    RUNS,
+    PAD,
+    PAUSES,
+    DAYS,
+    PROCS,
+    SCHEMA,
+    DATABASE_URL,
+    counts,
+    executions,
+    fillSeconds,
+    vacuumSeconds,
+  } = m;
   const { settleSeconds, empty, atN, drainDead, sizes, sizesAfter, alone, loaded, av, vacuumAfterSeconds } = m;
   const { statsEmpty, statsFilled, statsAfterRetention, statsVacuumed } = m;
   let pass;
@@ -29,7 +42,7 @@ export function printReport(m, log) {
   );
   log('');
   log(
-    `## Claim: empty table against ${fmt(ROWS)} kept (drain of ${fmt(DRAIN)}${PAD ? ` with ${PAD} bytes of payload padding` : ''}, 1 worker process, concurrency 10; median of ${RUNS})`,
+    `## Claim: empty table against ${fmt(ROWS)} kept (drain of ${fmt(DRAIN)}${PAD ? ` with ${PAD} bytes of payload padding` : ''}, ${PROCS === 1 ? '1 worker process' : `${PROCS} worker processes`}, concurrency 10; median of ${RUNS})`,
   );
   log('| figure | empty | kept | kept / empty |');
   log('| --- | --- | --- | --- |');

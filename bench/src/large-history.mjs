@@ -37,6 +37,7 @@ if (args.help) {
   --pauses=a,b    retention.pause values compared under load, ms (default 0,20,100)
   --chunk=N       retention.chunk for the passes (default: the library's)
   --days=N        days of history each pass deletes (default 1; a longer pass spans more drains)
+  --procs=N       worker processes per drain, concurrency 10 each (default 1)
   --payload=N     pad each drained job's payload with N bytes (default 0: { i: n } only)
   --keep          leave the schema ${SCHEMA} in place at the end
   DATABASE_URL / BENCH_DB as for npm run bench (the schemas live in database "bench")`);
@@ -51,6 +52,7 @@ const PAUSES = String(args.pauses ?? '0,20,100')
   .map(Number);
 const CHUNK = args.chunk === undefined ? undefined : Number(args.chunk);
 const DAYS = Number(args.days ?? 1);
+const PROCS = Number(args.procs ?? 1);
 // Bytes of padding in each drained job's payload: 0 leaves it { i }, far smaller than a history row.
 const PAD = Number(args.payload ?? 0);
 const SPAN = 30 * DAY;
@@ -111,7 +113,7 @@ async function forgetSince(schema, since, { vacuum = true } = {}) {
   if (vacuum) await q(`VACUUM ${schema}.job`);
 }
 
-/** One drain by a worker process (the real JobWorker, as npm run bench runs it): jobs per second. */
+/** One drain by --procs worker processes (the real JobWorker, as npm run bench runs it): jobs per second. */
 async function timedDrain(on, { vacuum = true, settle = true } = {}) {
   const since = Date.now();
   if (PAD > 0) await on.adapter.enqueueBulkPayload(DRAIN, { pad: 'x'.repeat(PAD) });
@@ -122,7 +124,7 @@ async function timedDrain(on, { vacuum = true, settle = true } = {}) {
   }
   // The worker process's adapter (adapters/ours.mjs) takes its schema from the environment it is forked with.
   process.env.BENCH_OURS_SCHEMA = on.schema;
-  const children = await startWorkers({ lib: 'ours', concurrency: 10, size: DRAIN });
+  const children = await startWorkers({ lib: 'ours', count: PROCS, concurrency: 10, size: DRAIN });
   const { seconds } = await drain({ adapter: on.drainQueue, children, total: DRAIN, timeoutMs: 120_000 + DRAIN * 20 });
   await forgetSince(on.schema, since, { vacuum });
   return DRAIN / seconds;
@@ -316,6 +318,7 @@ const pass = printReport(
     PAD,
     PAUSES,
     DAYS,
+    PROCS,
     SCHEMA,
     DATABASE_URL,
     counts,
