@@ -11,11 +11,7 @@ export const PROBE_QUEUE = 'probe';
 const PROBE_JOB = 'probe-job';
 
 /** The p-quantile of `values` in any order. */
-const quantileOf = (values, p) =>
-  percentile(
-    [...values].sort((a, b) => a - b),
-    p,
-  );
+const quantileOf = (values, p) => percentile([...values].sort((a, b) => a - b), p);
 
 export const median = (values) => quantileOf(values, 0.5);
 
@@ -88,11 +84,6 @@ export function latencySummary(samples) {
 }
 
 /**
- * One retention pass of the library's RetentionService, in an app of its own
- * (worker off, so nothing else runs), with `retention` as its options. Returns
- * the rows it deleted and the seconds it took.
- */
-/**
  * CPU time the whole machine spent busy so far, in seconds (every process: the pass's database
  * backend, its Node process, the WAL writer and checkpointer). Kernel clock ticks at USER_HZ 100.
  */
@@ -102,6 +93,12 @@ function machineBusySeconds() {
   return (user + nice + system + irq + softirq) / 100;
 }
 
+/**
+ * One retention pass of the library's RetentionService, in an app of its own
+ * (worker off, so nothing else runs), with `retention` as its options. Returns
+ * the rows it deleted, the seconds it took and the machine's busy CPU-seconds
+ * meanwhile.
+ */
 export async function retentionPass({ lib, schema, retention, countSql }) {
   const { JobsModule, RetentionService } = lib;
   class HistoryRetentionModule {}
