@@ -71,6 +71,9 @@ export class WorkerPool {
       // A worker lives as long as the app: an idle spell must not cost the
       // next job a new connection (several ms, measured) on its way to start.
       idleTimeoutMillis: 0,
+      // Behind a transaction pooler each lone statement travels with its BEGIN and COMMIT in one
+      // round trip (PoolExecutor.alone).
+      pipeline: session.wrapsStatements,
     } as pg.PoolConfig);
     // An idle connection that breaks must not crash the process; the next query reconnects.
     this.pool.on('error', () => undefined);

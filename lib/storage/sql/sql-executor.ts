@@ -84,6 +84,11 @@ interface PgPoolClient extends PgQueryable {
  */
 export const ignoreError = (): void => undefined;
 
+/** Whether `client` writes each query without waiting for the answers before it (pg's `pipeline` option). */
+function pipelines(client: PgPoolClient): boolean {
+  return (client as { pipeline?: unknown }).pipeline === true;
+}
+
 /** Back to the pool, or destroyed with `error`; a destroyed client keeps ignoring its socket's last errors. */
 function release(client: PgPoolClient, error?: Error): void {
   if (!error) client.removeListener('error', ignoreError);
@@ -126,7 +131,10 @@ export class PoolExecutor implements SqlExecutor {
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const client = await this.connect();
+    return this.inTransaction(await this.connect(), fn);
+  }
+
+  private async inTransaction<T>(client: PgPoolClient, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const tx = new ClientExecutor(client, this.limits);
     try {
       await tx.query((this.limits.session ?? DIRECT).begin);
@@ -146,7 +154,8 @@ export class PoolExecutor implements SqlExecutor {
 
   async query<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
     // Behind a transaction pooler a lone statement carries its settings in a transaction of its own.
-    if (this.limits.session?.wrapsStatements) return this.transaction((tx) => tx.query<T>(text, values, name));
+    const session = this.limits.session;
+    if (session?.wrapsStatements) return this.alone<T>(session, text, values, name);
     const client = await this.connect();
     try {
       const res = await send(client, text, values, name, this.limits);
@@ -157,6 +166,38 @@ export class PoolExecutor implements SqlExecutor {
       release(client, breaksConnection(error) ? (error as Error) : undefined);
       throw error;
     }
+  }
+
+  /**
+   * A lone statement in a transaction of its own that opens with `session`'s
+   * settings. On a pipelining client (the worker's pool) BEGIN, the statement
+   * and COMMIT go out together: one round trip instead of three, where each
+   * costs a hop through the pooler. A statement that fails leaves the
+   * transaction aborted, and the COMMIT sent behind it ends it as a rollback,
+   * so the connection goes back to the pool idle either way.
+   */
+  private async alone<T>(
+    session: SessionSettings,
+    text: string,
+    values: unknown[] | undefined,
+    name: string | undefined,
+  ): Promise<T[]> {
+    const client = await this.connect();
+    if (!pipelines(client)) return this.inTransaction(client, (tx) => tx.query<T>(text, values, name));
+    const [begun, done, committed] = await Promise.allSettled([
+      client.query({ text: session.begin }),
+      send(client, text, values, name, this.limits),
+      client.query({ text: 'COMMIT' }),
+    ]);
+    for (const step of [begun, done, committed]) {
+      if (step.status === 'rejected') {
+        const error = step.reason as Error;
+        release(client, breaksConnection(error) ? error : undefined);
+        throw error;
+      }
+    }
+    release(client);
+    return (done as PromiseFulfilledResult<{ rows: unknown[] }>).value.rows as T[];
   }
 
   /** A pooled client, or an error once `connectMs` has passed (the pool's own limit may be none). */
