@@ -27,6 +27,23 @@ class RerunLog {
   of(key: string): string[] {
     return this.calls.get(key) ?? [];
   }
+
+  private readonly gates = new Map<string, Promise<void>>();
+
+  /** Holds the next runs of `key`'s job before step b until the returned function is called. */
+  hold(key: string): () => void {
+    let open!: () => void;
+    this.gates.set(key, new Promise<void>((resolve) => (open = resolve)));
+    return () => {
+      this.gates.delete(key);
+      open();
+    };
+  }
+
+  /** Resolves at once unless `key`'s job is held. */
+  pass(key: string): Promise<void> {
+    return this.gates.get(key) ?? Promise.resolve();
+  }
 }
 
 interface ThreePayload {
@@ -42,6 +59,7 @@ class ThreeSteps implements JobHandler<ThreePayload> {
 
   async run(p: ThreePayload, ctx: JobContext): Promise<{ a: number; b: number; c: number }> {
     const a = await ctx.step('a', () => this.log.call(p.key, 'a', ctx));
+    await this.log.pass(p.key);
     const b = await ctx.step('b', () => this.log.call(p.key, 'b', ctx));
     const c = await ctx.step('c', () => this.log.call(p.key, 'c', ctx));
     if (p.failOnce && ctx.attempt === 1) throw new Error(`${p.key}: failed after c`);
@@ -233,8 +251,11 @@ describe('JobQueue.retry(id, { fromStep })', () => {
     const thenJob = (await jobs.batchGraph(batchId))!.nodes.find((n) => n.role === 'then')!;
     await until(thenJob.id, 'skipped');
 
+    // Held before step b, so the rerun cannot end (and settle the batch again) before the batch is read.
+    const open = log.hold('member');
     await jobs.retry(member!.id, { fromStep: 'b' });
     expect((await jobs.batchStatus(batchId))!.state).toBe('executing');
+    open();
     await until(child.id, 'succeeded');
     await until(thenJob.id, 'succeeded');
     expect(await jobs.batchStatus(batchId)).toMatchObject({ state: 'succeeded', succeeded: 1, failed: 0 });
