@@ -189,14 +189,13 @@ export class PoolExecutor implements SqlExecutor {
       send(client, text, values, name, this.limits),
       client.query({ text: 'COMMIT' }),
     ]);
-    for (const step of [begun, done, committed]) {
-      if (step.status === 'rejected') {
-        const error = step.reason as Error;
-        release(client, breaksConnection(error) ? error : undefined);
-        throw error;
-      }
-    }
-    release(client);
+    // The first failure in the order sent is the cause; the client is destroyed if any of them broke it.
+    const failures = [begun, done, committed].flatMap((step) =>
+      step.status === 'rejected' ? [step.reason as Error] : [],
+    );
+    const broken = failures.find(breaksConnection);
+    release(client, broken);
+    if (failures.length) throw failures[0];
     return (done as PromiseFulfilledResult<{ rows: unknown[] }>).value.rows as T[];
   }
 
