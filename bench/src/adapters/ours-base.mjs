@@ -12,4 +12,5 @@ export const { create, settings } = await oursAdapter({
   label: 'nestjs-durable-jobs (base)',
   dist: pathToFileURL(path.join(dir, 'dist/lib/index.js')).href,
   schema: 'bench_jobs_base',
+  ...(process.env.BENCH_BASE_FORGET === '1' ? { synchronousCommit: true, forget: true } : {}),
 });
