@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ALL, canonical, load } from './adapters/index.mjs';
 import { DATABASE_URL, REDIS_URL, ensureDatabase, sql } from './common.mjs';
-import { aggregate, table } from './report.mjs';
+import { aggregate, BASE_COUNTERPART, table } from './report.mjs';
 import { buildScenarios } from './scenarios.mjs';
 
 const BENCH = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -32,7 +32,11 @@ const LABELS = {
   graphile: ['graphile-worker', `${BENCH}/node_modules/graphile-worker/package.json`],
   pgboss: ['pg-boss', `${BENCH}/node_modules/pg-boss/package.json`],
   bullmq: ['BullMQ', `${BENCH}/node_modules/bullmq/package.json`, ' (Redis)'],
-  base: ['nestjs-durable-jobs', `${process.env.BENCH_BASE_DIR}/package.json`, ` base ${process.env.BENCH_BASE ?? ''}`],
+  base: [
+    'nestjs-durable-jobs',
+    `${process.env.BENCH_BASE_DIR}/package.json`,
+    ` base ${process.env.BENCH_BASE ?? ''}${process.env.BENCH_BASE_FORGET === '1' ? ' (sync commit, forgetting successes)' : ''}`,
+  ],
 };
 
 function version(file) {
@@ -197,7 +201,7 @@ if (libs.some((l) => !['ours', 'ours-sync', 'ours-forget', 'base'].includes(l)))
     console.log('ours (forgetting): sync commit, and each success deletes its job (retention.succeeded: 0), as graphile-worker keeps no successes');
   }
 }
-if (libs.includes('base') && libs.includes('ours')) {
+if (libs.includes('base') && libs.includes(BASE_COUNTERPART)) {
   console.log(`ours vs base: this checkout against ${process.env.BENCH_BASE}, the same way (above 1× this checkout is better)`);
 }
 // The PgBouncer rows: what each library does through the pooler.

@@ -304,9 +304,12 @@ function versusPeers(row, libs, storage, which = 'ours', rows = []) {
   return `${(Math.min(...peers) / ours).toFixed(2)}×${note}`;
 }
 
+/** What the A/B's base is measured against: ours as it runs, or forgetting with BENCH_BASE_FORGET=1. */
+export const BASE_COUNTERPART = process.env.BENCH_BASE_FORGET === '1' ? 'ours-forget' : 'ours';
+
 // Ours against the base build (an A/B run): >1× means this checkout is better.
 function versusBase(row) {
-  const ours = row.values.ours?.median;
+  const ours = row.values[BASE_COUNTERPART]?.median;
   const base = row.values.base?.median;
   if (!Number.isFinite(ours) || !Number.isFinite(base) || !row.better || row.unit === 'check') return '';
   return `${(row.better === 'higher' ? ours / base : base / ours).toFixed(2)}×`;
@@ -322,7 +325,7 @@ export function table(rows, libs, labels, storage = {}) {
   const hasPeers = libs.some((l) => !OURS.includes(l));
   // Ours against the best peer, at our default durability and at the peers' (synchronous commit).
   const versus = hasPeers ? ['ours', 'ours-sync', 'ours-forget'].filter((l) => libs.includes(l)) : [];
-  const withBase = libs.includes('ours') && libs.includes('base');
+  const withBase = libs.includes(BASE_COUNTERPART) && libs.includes('base');
   const head = [
     '',
     ...libs.map((l) => labels[l]),
