@@ -35,7 +35,7 @@ const LABELS = {
   base: [
     'nestjs-durable-jobs',
     `${process.env.BENCH_BASE_DIR}/package.json`,
-    ` base ${process.env.BENCH_BASE ?? ''}${process.env.BENCH_BASE_FORGET === '1' ? ' (sync commit, forgetting successes)' : ''}`,
+    ` base ${process.env.BENCH_BASE ?? ''}${BASE_COUNTERPART === 'ours-forget' ? ' (sync commit, forgetting successes)' : ''}`,
   ],
 };
 
